@@ -1,0 +1,195 @@
+// Package providers holds the contract every DNS backend implements, the error kinds a backend
+// returns, and the explicit map from provider Secret type to backend constructor.
+//
+// A backend knows nothing about owners: it lists zones, reads a zone's record sets (ownership TXT
+// records included, as plain TXT), and applies a batch of changes to one zone atomically. Ownership,
+// merging and conflict resolution live in pkg/registry and pkg/plan.
+package providers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+)
+
+// Zone is a hosted zone of a backend.
+type Zone struct {
+	// ID is the backend's identifier of the zone.
+	ID string
+	// DNSName is the zone's domain name, lower case, without a trailing dot.
+	DNSName string
+}
+
+// Changes is one batch of changes to one zone. A backend applies a batch all or nothing, so a change
+// of record type at a name (delete the A, create the CNAME) never leaves the name empty.
+type Changes struct {
+	Create []*v1alpha1.Endpoint
+	// UpdateOld[i] is replaced by UpdateNew[i]; both have the same key (name, type, set identifier).
+	UpdateOld []*v1alpha1.Endpoint
+	UpdateNew []*v1alpha1.Endpoint
+	Delete    []*v1alpha1.Endpoint
+}
+
+// Len is the number of record-set changes in the batch.
+func (c *Changes) Len() int {
+	return len(c.Create) + len(c.UpdateNew) + len(c.Delete)
+}
+
+// Empty reports whether the batch changes nothing.
+func (c *Changes) Empty() bool { return c == nil || c.Len() == 0 }
+
+// Capabilities describe what a backend can hold, so the engine plans only what the backend can apply.
+type Capabilities struct {
+	// ApexRecords: the backend can hold A/AAAA/TXT records at the zone apex (CNAME never can).
+	ApexRecords bool
+	// RoutingPolicies: weighted and geo record sets are native; without it, sets that share a name
+	// are published as one multi-value answer and the record's status says so.
+	RoutingPolicies bool
+	// MaxChangesPerBatch is the most record-set changes one Apply takes; 0 means no limit.
+	MaxChangesPerBatch int
+}
+
+// Provider is one DNS backend, bound to one provider Secret's credentials.
+type Provider interface {
+	// Name is the value of the kuadrant.io/dns-provider-name label (aws, google, azure, coredns,
+	// inmemory, endpoint, ...).
+	Name() string
+	// Capabilities says what this backend can express.
+	Capabilities() Capabilities
+	// Zones lists the zones the credentials can see.
+	Zones(ctx context.Context) ([]Zone, error)
+	// Records reads every record set of one zone, TXT records included.
+	Records(ctx context.Context, zone Zone) ([]*v1alpha1.Endpoint, error)
+	// Apply applies one batch to one zone, all or nothing. A batch larger than MaxChangesPerBatch is a
+	// caller error.
+	Apply(ctx context.Context, zone Zone, changes *Changes) error
+	// AdjustEndpoints rewrites desired endpoints into what the backend stores and reads back (for
+	// example dropping routing properties it cannot express), so a plan compares like with like. It
+	// returns a Permanent error for what the backend cannot express at all (an unknown geo code).
+	AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.Endpoint, error)
+}
+
+// ErrorKind classifies backend errors so the engine knows whether and how to retry.
+type ErrorKind int
+
+const (
+	// Transient errors (throttling, timeouts, 5xx) are retried with backoff.
+	Transient ErrorKind = iota
+	// Permanent errors (bad credentials, an unexpressible record) are reported and not retried until
+	// the inputs change.
+	Permanent
+	// StaleView errors mean the zone changed under the caller (a precondition failed): refresh the
+	// zone view, re-plan and retry at once.
+	StaleView
+)
+
+func (k ErrorKind) String() string {
+	switch k {
+	case Permanent:
+		return "permanent"
+	case StaleView:
+		return "stale view"
+	default:
+		return "transient"
+	}
+}
+
+// Error is a classified backend error. Its message must not carry request IDs, timestamps or secret
+// values: it ends up in status conditions, and a message that changes on every call makes every status
+// write trigger another reconcile.
+type Error struct {
+	Kind ErrorKind
+	Err  error
+}
+
+func (e *Error) Error() string { return e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// NewError wraps err with a kind.
+func NewError(kind ErrorKind, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &Error{Kind: kind, Err: err}
+}
+
+// Errorf builds a classified error from a format.
+func Errorf(kind ErrorKind, format string, args ...any) error {
+	return &Error{Kind: kind, Err: fmt.Errorf(format, args...)}
+}
+
+// KindOf returns the kind of err. Unclassified errors count as Transient: retrying with backoff is
+// the safe default for an error nobody has looked at.
+func KindOf(err error) ErrorKind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return Transient
+}
+
+// Env is what a constructor may use besides the Secret.
+type Env struct {
+	// Client reaches the API server of the cluster the record lives in (the endpoint and coredns
+	// backends keep their zones in DNSRecords).
+	Client client.Client
+	// Namespace is the namespace of the record and its Secret.
+	Namespace string
+}
+
+// Constructor builds a backend from a provider Secret. Errors about the Secret name the key, never
+// its value.
+type Constructor func(ctx context.Context, secret *corev1.Secret, env Env) (Provider, error)
+
+// Factory maps provider Secret types to constructors. It is built explicitly in one place (cmd/), and
+// tests build their own, so nothing registers itself behind the reader's back.
+type Factory struct {
+	constructors map[corev1.SecretType]Constructor
+}
+
+// NewFactory returns an empty factory.
+func NewFactory() *Factory {
+	return &Factory{constructors: map[corev1.SecretType]Constructor{}}
+}
+
+// Register adds or replaces the constructor of one Secret type.
+func (f *Factory) Register(secretType corev1.SecretType, c Constructor) {
+	f.constructors[secretType] = c
+}
+
+// Types lists the registered Secret types, sorted.
+func (f *Factory) Types() []string {
+	types := make([]string, 0, len(f.constructors))
+	for t := range f.constructors {
+		types = append(types, string(t))
+	}
+	sort.Strings(types)
+	return types
+}
+
+// New builds the backend for a Secret. An unknown or disabled type is a Permanent error naming the
+// types that are enabled.
+func (f *Factory) New(ctx context.Context, secret *corev1.Secret, env Env) (Provider, error) {
+	c, ok := f.constructors[secret.Type]
+	if !ok {
+		return nil, Errorf(Permanent, "provider secret %s/%s has type %q, which is not supported or not enabled (enabled: %s)",
+			secret.Namespace, secret.Name, secret.Type, strings.Join(f.Types(), ", "))
+	}
+	p, err := c(ctx, secret, env)
+	if err != nil {
+		var classified *Error
+		if errors.As(err, &classified) {
+			return nil, err
+		}
+		// A constructor fails on the Secret's content, which retrying will not fix.
+		return nil, NewError(Permanent, err)
+	}
+	return p, nil
+}
