@@ -1,0 +1,354 @@
+package plan
+
+import (
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
+)
+
+// claimant is one owner's claim on a record key as the plan sees it: this owner's from Desired, the
+// others' from their TXTs.
+type claimant struct {
+	owner string
+	// wish is what the owner wants: from Desired, from its TXT, or (for a TXT that does not say)
+	// presumed to be the record as published; nil when nothing can be told.
+	wish *v1alpha1.Endpoint
+	// unknown marks a claim whose TXT does not say what its owner wants.
+	unknown bool
+}
+
+// slot is one record key at a name: what the zone holds and claims there, and what we want.
+type slot struct {
+	key    v1alpha1.EndpointKey
+	record *registry.Record
+	// current is the record as published, nil when only claimed or only desired.
+	current *v1alpha1.Endpoint
+	// human: published and claimed by nobody. Never ours to change.
+	human bool
+	ours  *v1alpha1.Endpoint
+	// claimants after this plan, sorted by owner: ours replaced by Desired, expired ones withdrawn.
+	claimants []claimant
+	withdrawn []*registry.Claim
+	// blocker is a record nobody owns that keeps this key from being published.
+	blocker *v1alpha1.Endpoint
+}
+
+func (s *slot) cname() bool { return s.key.RecordType == v1alpha1.RecordTypeCNAME }
+
+// eligible lists the claimants whose wish is known or presumed, in owner order.
+func (s *slot) eligible() []claimant {
+	var out []claimant
+	for _, c := range s.claimants {
+		if c.wish != nil {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func (s *slot) candidate() bool {
+	return !s.human && s.blocker == nil && len(s.eligible()) > 0
+}
+
+// planName plans every record key at one name, because what one key may hold depends on the others:
+// a CNAME shares its name with nothing.
+func (p *planner) planName(name string) error {
+	slots := p.slots(name)
+	unclaimed := p.zone.Unclaimed(name)
+	sortByKey(unclaimed)
+	for _, s := range slots {
+		s.blocker = blocker(s, unclaimed)
+	}
+
+	// The kind (CNAME, or everything else) published at the name is the one of the lowest eligible
+	// claimant: every owner reads the same claims and so picks the same.
+	kindWinner := ""
+	for _, s := range slots {
+		if s.candidate() && (kindWinner == "" || s.eligible()[0].owner < kindWinner) {
+			kindWinner = s.eligible()[0].owner
+		}
+	}
+	cname := true
+	for _, s := range slots {
+		if s.candidate() && !s.cname() && slices.ContainsFunc(s.eligible(), func(c claimant) bool { return c.owner == kindWinner }) {
+			cname = false
+		}
+	}
+	var publishedTypes []string
+	for _, s := range slots {
+		if s.candidate() && s.cname() == cname && !slices.Contains(publishedTypes, s.key.RecordType) {
+			publishedTypes = append(publishedTypes, s.key.RecordType)
+		}
+	}
+	sort.Strings(publishedTypes)
+
+	for _, s := range slots {
+		var v *value
+		if s.candidate() && s.cname() == cname {
+			v = p.value(s)
+		}
+		p.recordChange(s, v)
+		if err := p.claimChange(s); err != nil {
+			return err
+		}
+		p.report(s, v, kindWinner, strings.Join(publishedTypes, ","))
+		for _, c := range s.claimants {
+			p.owners[c.owner] = true
+		}
+	}
+	return nil
+}
+
+// slots gathers the record keys at a name, from the zone and from Desired, sorted by key.
+func (p *planner) slots(name string) []*slot {
+	byKey := map[v1alpha1.EndpointKey]*slot{}
+	var slots []*slot
+	get := func(k v1alpha1.EndpointKey) *slot {
+		s, ok := byKey[k]
+		if !ok {
+			s = &slot{key: k}
+			byKey[k] = s
+			slots = append(slots, s)
+		}
+		return s
+	}
+	for _, r := range p.zone.AtName(name) {
+		s := get(r.Key)
+		s.record, s.current = r, r.Endpoint
+		s.human = r.Endpoint != nil && !r.Owned()
+	}
+	for _, k := range p.desiredAt[name] {
+		get(k).ours = p.desired[k]
+	}
+	sort.Slice(slots, func(i, j int) bool { return keyLess(slots[i].key, slots[j].key) })
+	for _, s := range slots {
+		if !s.human {
+			p.gatherClaimants(s)
+		}
+	}
+	return slots
+}
+
+func (p *planner) gatherClaimants(s *slot) {
+	if s.record != nil {
+		for _, c := range s.record.Claims {
+			if c.Owner == p.owner {
+				continue
+			}
+			cl := claimant{owner: c.Owner, wish: c.Wish, unknown: c.Wish == nil}
+			if cl.unknown && s.current != nil {
+				// Kuadrant's owners do not write their wish; the record as published is the best
+				// reading of it, and keeps the record as it is when such an owner wins.
+				cl.wish = &v1alpha1.Endpoint{
+					DNSName:          s.current.DNSName,
+					RecordType:       s.key.RecordType,
+					SetIdentifier:    s.key.SetIdentifier,
+					Targets:          s.current.Targets.DeepCopy(),
+					RecordTTL:        s.current.RecordTTL,
+					ProviderSpecific: c.TXT.ProviderSpecific.DeepCopy(),
+				}
+			}
+			if p.expired[c.Owner] {
+				s.withdrawn = append(s.withdrawn, c)
+			}
+			s.claimants = append(s.claimants, cl)
+		}
+	}
+	if s.ours != nil {
+		s.claimants = append(s.claimants, claimant{owner: p.owner, wish: s.ours})
+	}
+	sort.Slice(s.claimants, func(i, j int) bool { return s.claimants[i].owner < s.claimants[j].owner })
+	live := slices.ContainsFunc(s.claimants, func(c claimant) bool { return !p.expired[c.owner] })
+	if !live {
+		// Only expired owners hold the record: it stays as they left it.
+		s.withdrawn = nil
+		return
+	}
+	s.claimants = slices.DeleteFunc(s.claimants, func(c claimant) bool { return p.expired[c.owner] })
+}
+
+// blocker returns the record nobody owns that keeps the key from being published: the human's
+// record at the key itself, or, for a key not yet published, one that its record would clash with
+// (a CNAME beside anything, or the human's record of the same type).
+func blocker(s *slot, unclaimed []*v1alpha1.Endpoint) *v1alpha1.Endpoint {
+	if s.human {
+		return s.current
+	}
+	if s.current != nil {
+		return nil
+	}
+	for _, u := range unclaimed {
+		if s.cname() || u.RecordType == v1alpha1.RecordTypeCNAME || u.RecordType == s.key.RecordType {
+			return u
+		}
+	}
+	return nil
+}
+
+// value is what a key publishes, and whose wish decided it.
+type value struct {
+	record *v1alpha1.Endpoint
+	winner string
+	// multi: the targets are the union of the claimants', so no claimant's targets conflict.
+	multi bool
+}
+
+func (p *planner) value(s *slot) *value {
+	eligible := s.eligible()
+	w := eligible[0]
+	multi := !s.cname() || slices.ContainsFunc(eligible, func(c claimant) bool { return len(c.wish.Targets) > 1 })
+	var targets v1alpha1.Targets
+	if multi {
+		targets = p.union(s)
+	} else {
+		targets = w.wish.Targets.DeepCopy()
+	}
+	name := w.wish.DNSName
+	switch {
+	case s.current != nil:
+		name = s.current.DNSName
+	case s.ours != nil:
+		name = s.ours.DNSName
+	}
+	return &value{
+		record: &v1alpha1.Endpoint{
+			DNSName:          name,
+			RecordType:       s.key.RecordType,
+			SetIdentifier:    s.key.SetIdentifier,
+			Targets:          targets,
+			RecordTTL:        w.wish.RecordTTL,
+			ProviderSpecific: w.wish.ProviderSpecific.DeepCopy(),
+		},
+		winner: w.owner,
+		multi:  multi,
+	}
+}
+
+// union is the targets of a multi-value key: every readable wish, and, where some claimant's wish
+// cannot be read, whatever the record holds that no readable claim or our previous publication
+// explains.
+func (p *planner) union(s *slot) v1alpha1.Targets {
+	seen := map[string]bool{}
+	var out v1alpha1.Targets
+	add := func(t string) {
+		if n := normalizeName(t); !seen[n] {
+			seen[n] = true
+			out = append(out, t)
+		}
+	}
+	if s.current != nil && slices.ContainsFunc(s.claimants, func(c claimant) bool { return c.unknown }) {
+		explained := map[string]bool{}
+		for _, c := range s.record.Claims {
+			if c.Wish != nil {
+				for _, t := range c.Wish.Targets {
+					explained[normalizeName(t)] = true
+				}
+			}
+		}
+		if prev := p.previous[s.key]; prev != nil {
+			for _, t := range prev.Targets {
+				explained[normalizeName(t)] = true
+			}
+		}
+		for _, t := range s.current.Targets {
+			if !explained[normalizeName(t)] {
+				add(t)
+			}
+		}
+	}
+	for _, c := range s.claimants {
+		if !c.unknown {
+			for _, t := range c.wish.Targets {
+				add(t)
+			}
+		}
+	}
+	if len(out) == 0 {
+		// Every target was ours or explained, and the rest of the claimants cannot say what they
+		// want: keep the record rather than empty it under them.
+		return s.current.Targets.DeepCopy()
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (p *planner) recordChange(s *slot, v *value) {
+	switch {
+	case s.human:
+	case v != nil && s.current == nil:
+		p.changes.Create = append(p.changes.Create, v.record)
+	case v != nil && !sameRecord(v.record, s.current):
+		p.changes.UpdateOld = append(p.changes.UpdateOld, s.current)
+		p.changes.UpdateNew = append(p.changes.UpdateNew, v.record)
+	case v == nil && s.current != nil:
+		p.changes.Delete = append(p.changes.Delete, s.current)
+	}
+}
+
+// claimChange writes our ownership TXT for a desired key, removes it from a key no longer desired,
+// and removes expired owners' claims being withdrawn. A human's record is never claimed: the claim
+// would make it look like ours.
+func (p *planner) claimChange(s *slot) error {
+	if s.human {
+		return nil
+	}
+	var ourClaim *registry.Claim
+	if s.record != nil {
+		ourClaim = s.record.Claim(p.owner)
+	}
+	switch {
+	case s.ours != nil:
+		txt, err := registry.NewTXT(p.owner, s.ours)
+		if err != nil {
+			return invalid("%v", err)
+		}
+		if ourClaim == nil {
+			p.changes.Create = append(p.changes.Create, txt)
+		} else if !sameRecord(ourClaim.TXT, txt) {
+			p.changes.UpdateOld = append(p.changes.UpdateOld, ourClaim.TXT)
+			p.changes.UpdateNew = append(p.changes.UpdateNew, txt)
+		}
+	case ourClaim != nil:
+		p.changes.Delete = append(p.changes.Delete, ourClaim.TXT)
+	}
+	for _, c := range s.withdrawn {
+		p.changes.Delete = append(p.changes.Delete, c.TXT)
+	}
+	return nil
+}
+
+// report records what we publish for a desired key and where our wish is not what is published.
+func (p *planner) report(s *slot, v *value, kindWinner, publishedTypes string) {
+	ours := s.ours
+	if ours == nil {
+		return
+	}
+	conflict := func(field, wished, published, winner string) {
+		p.conflicts = append(p.conflicts, Conflict{
+			DNSName: ours.DNSName, RecordType: ours.RecordType, SetIdentifier: ours.SetIdentifier,
+			Field: field, Ours: wished, Published: published, WinnerOwner: winner,
+		})
+	}
+	switch {
+	case s.blocker != nil && s.blocker.RecordType == ours.RecordType:
+		conflict(FieldTargets, formatTargets(ours.Targets), formatTargets(s.blocker.Targets), "")
+	case s.blocker != nil:
+		conflict(FieldType, ours.RecordType, s.blocker.RecordType, "")
+	case v == nil:
+		conflict(FieldType, ours.RecordType, publishedTypes, kindWinner)
+	default:
+		p.published = append(p.published, ours.DeepCopy())
+		if !v.multi && !v.record.Targets.SameTargets(ours.Targets) {
+			conflict(FieldTargets, formatTargets(ours.Targets), formatTargets(v.record.Targets), v.winner)
+		}
+		if v.record.RecordTTL != ours.RecordTTL {
+			conflict(FieldTTL, formatTTL(ours.RecordTTL), formatTTL(v.record.RecordTTL), v.winner)
+		}
+		if !sameProviderSpecific(v.record.ProviderSpecific, ours.ProviderSpecific) {
+			conflict(FieldProviderSpecific, formatProviderSpecific(ours.ProviderSpecific), formatProviderSpecific(v.record.ProviderSpecific), v.winner)
+		}
+	}
+}

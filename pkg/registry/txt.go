@@ -1,0 +1,347 @@
+// Package registry reads and writes the ownership TXT records that let several owners (clusters)
+// share one DNS zone, in Kuadrant's "version 1" format, so that zones are shared with clusters that
+// run Kuadrant's dns-operator.
+//
+// One TXT per (record name, record type, set identifier, owner):
+//
+//	name   kuadrant-<hash8(ownerID)>-<lowercase type>-<record name>   (a leading "*" becomes "wildcard")
+//	value  "heritage=external-dns,external-dns/owner=<ownerID>,external-dns/version=1"
+//
+// The value is one TXT string whose double quotes are part of the target, as external-dns writes it;
+// after heritage come external-dns/<key>=<value> pairs in sorted key order. The TXT carries the
+// record's set identifier and routing properties (weight, geo-code), so it sits in the same weighted
+// or geo set as the record it describes.
+//
+// Beyond Kuadrant, our TXTs say what their owner wants for the record: external-dns/claim-targets
+// (the owner's targets, sorted, separated by ";") and external-dns/claim-ttl. Kuadrant ignores keys
+// it does not know. With them any owner can recompute a shared record, and pick the same winner of a
+// conflict, from the zone alone. TXTs written by Kuadrant lack them: their owner's wish is unknown
+// (Claim.Wish is nil) and the plan keeps what it cannot attribute.
+//
+// A record with no ownership TXT belongs to a human or another tool: Zone reports it unowned, the
+// plan never changes it, and Zone.Check refuses a batch that would.
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
+)
+
+const (
+	// Prefix starts the name of every ownership TXT (Kuadrant's txtRegistryPrefix).
+	Prefix = "kuadrant-"
+	// WildcardLabel stands for a leading "*" in TXT names: "*" is only valid as a whole first label,
+	// and "kuadrant-...-*.example.com" would not be.
+	WildcardLabel = "wildcard"
+	// FormatVersion is the only TXT format read and written: the owner's hash and the record type
+	// are in the TXT name.
+	FormatVersion = "1"
+
+	heritage       = "external-dns"
+	labelPrefix    = heritage + "/"
+	ownedRecordKey = "ownedRecord"
+	// A TXT character-string holds at most 255 octets; a longer value is split into several strings
+	// (several targets of the TXT), each a complete value that Kuadrant reads on its own.
+	maxValueLength = 255
+	// targetSeparator joins targets inside one value, as external-dns's Targets.String does. It
+	// cannot appear in a target, unlike "," and "=" which the value format splits on.
+	targetSeparator = ";"
+)
+
+// Keys of the external-dns/<key>=<value> pairs of a TXT value.
+const (
+	// OwnerKey names the owner ID.
+	OwnerKey = "owner"
+	// VersionKey names the format version; only FormatVersion is read.
+	VersionKey = "version"
+	// TargetsKey (ours) lists the owner's targets for the record.
+	TargetsKey = "claim-targets"
+	// TTLKey (ours) is the TTL the owner wants for the record.
+	TTLKey = "claim-ttl"
+)
+
+// ErrNoHeritage is returned by ParseValue for a value that external-dns did not write.
+var ErrNoHeritage = errors.New("heritage is unknown or not found")
+
+// OwnedTypes are the record types an ownership TXT can describe; Kuadrant reads no other type from a
+// TXT name.
+var OwnedTypes = []string{v1alpha1.RecordTypeA, v1alpha1.RecordTypeAAAA, v1alpha1.RecordTypeCNAME, v1alpha1.RecordTypeNS}
+
+// TXTName is the name of the ownership TXT of ownerID for the record (dnsName, recordType).
+func TXTName(ownerID, recordType, dnsName string) string {
+	name := normalizeName(dnsName)
+	if strings.HasPrefix(name, "*") {
+		name = WildcardLabel + name[1:]
+	}
+	return Prefix + hash.Base36(ownerID, 8) + "-" + strings.ToLower(recordType) + "-" + name
+}
+
+// ParseTXTName splits an ownership TXT name into the owner hash, the record type and the record
+// name. The record name comes back lower-cased, with a leading "wildcard" label read as "*": the
+// format cannot tell "*.example.com" from a host named "wildcard.example.com", and wildcards are the
+// ones that exist.
+func ParseTXTName(txtName string) (ownerHash, recordType, dnsName string, ok bool) {
+	rest, found := strings.CutPrefix(normalizeName(txtName), Prefix)
+	if !found {
+		return "", "", "", false
+	}
+	parts := strings.SplitN(rest, "-", 3)
+	if len(parts) != 3 || parts[0] == "" || parts[2] == "" {
+		return "", "", "", false
+	}
+	for _, t := range OwnedTypes {
+		if parts[1] == strings.ToLower(t) {
+			recordType = t
+		}
+	}
+	if recordType == "" {
+		return "", "", "", false
+	}
+	dnsName = parts[2]
+	if dnsName == WildcardLabel || strings.HasPrefix(dnsName, WildcardLabel+".") {
+		dnsName = "*" + strings.TrimPrefix(dnsName, WildcardLabel)
+	}
+	return parts[0], recordType, dnsName, true
+}
+
+// FormatValue writes labels as one quoted external-dns TXT value: heritage first, then the pairs in
+// sorted key order.
+func FormatValue(labels map[string]string) string {
+	keys := make([]string, 0, len(labels))
+	for k := range labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString(`"heritage=` + heritage)
+	for _, k := range keys {
+		b.WriteString("," + labelPrefix + k + "=" + labels[k])
+	}
+	b.WriteString(`"`)
+	return b.String()
+}
+
+// ParseValue reads one TXT value the way external-dns does: surrounding quotes dropped, pairs split
+// on "," and "=", tokens that are not exactly key=value skipped, keys outside external-dns/ ignored.
+// A value without heritage=external-dns, or with another heritage, is ErrNoHeritage.
+func ParseValue(value string) (map[string]string, error) {
+	labels := map[string]string{}
+	found := false
+	for _, token := range strings.Split(strings.Trim(value, `"`), ",") {
+		kv := strings.Split(token, "=")
+		if len(kv) != 2 {
+			continue
+		}
+		switch {
+		case kv[0] == "heritage" && kv[1] != heritage:
+			return nil, ErrNoHeritage
+		case kv[0] == "heritage":
+			found = true
+		case strings.HasPrefix(kv[0], labelPrefix):
+			labels[strings.TrimPrefix(kv[0], labelPrefix)] = kv[1]
+		}
+	}
+	if !found {
+		return nil, ErrNoHeritage
+	}
+	return labels, nil
+}
+
+// ValidOwnerID reports whether id can be written into a TXT value and read back unchanged.
+func ValidOwnerID(id string) error {
+	if id == "" {
+		return errors.New("owner ID is empty")
+	}
+	// "&&" joined several owners in Kuadrant's pre-version-1 format; such values are not read.
+	if strings.ContainsAny(id, `,=";`) || strings.Contains(id, "&&") || strings.IndexFunc(id, isSpace) >= 0 {
+		return fmt.Errorf("owner ID %q has a character the TXT format cannot carry", id)
+	}
+	return nil
+}
+
+// ValidTarget reports whether a record target can be written into a claim.
+func ValidTarget(target string) error {
+	if target == "" {
+		return errors.New("empty target")
+	}
+	if strings.ContainsAny(target, `,=";`) || strings.IndexFunc(target, isSpace) >= 0 {
+		return fmt.Errorf("target %q has a character the TXT format cannot carry", target)
+	}
+	return nil
+}
+
+func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
+
+// NewTXT returns the ownership TXT of ownerID for record, carrying the record's targets and TTL as
+// the owner's claim. It has the record's set identifier, routing properties and TTL.
+func NewTXT(ownerID string, record *v1alpha1.Endpoint) (*v1alpha1.Endpoint, error) {
+	if err := ValidOwnerID(ownerID); err != nil {
+		return nil, err
+	}
+	if !slices.Contains(OwnedTypes, record.RecordType) {
+		return nil, fmt.Errorf("record %s: type %q cannot be owned through a TXT record", record.DNSName, record.RecordType)
+	}
+	if len(record.Targets) == 0 {
+		return nil, fmt.Errorf("record %s: no targets", record.DNSName)
+	}
+	targets := make([]string, 0, len(record.Targets))
+	for _, t := range record.Targets {
+		if err := ValidTarget(t); err != nil {
+			return nil, fmt.Errorf("record %s: %w", record.DNSName, err)
+		}
+		targets = append(targets, t)
+	}
+	sort.Strings(targets)
+	targets = slices.Compact(targets)
+	labels := map[string]string{
+		OwnerKey:   ownerID,
+		VersionKey: FormatVersion,
+		TTLKey:     strconv.FormatInt(int64(record.RecordTTL), 10),
+	}
+	values, err := chunkValues(labels, targets)
+	if err != nil {
+		return nil, fmt.Errorf("record %s: %w", record.DNSName, err)
+	}
+	return &v1alpha1.Endpoint{
+		DNSName:          TXTName(ownerID, record.RecordType, record.DNSName),
+		RecordType:       v1alpha1.RecordTypeTXT,
+		Targets:          values,
+		SetIdentifier:    record.SetIdentifier,
+		RecordTTL:        record.RecordTTL,
+		Labels:           v1alpha1.Labels{ownedRecordKey: record.DNSName},
+		ProviderSpecific: slices.Clone(record.ProviderSpecific),
+	}, nil
+}
+
+// chunkValues spreads targets over as few values as keep each within one TXT string. Every value
+// carries all other labels, so each one parses on its own.
+func chunkValues(labels map[string]string, targets []string) ([]string, error) {
+	format := func(chunk []string) string {
+		l := make(map[string]string, len(labels)+1)
+		for k, v := range labels {
+			l[k] = v
+		}
+		l[TargetsKey] = strings.Join(chunk, targetSeparator)
+		return FormatValue(l)
+	}
+	fits := func(value string) bool { return len(value)-2 <= maxValueLength } // the quotes are not stored
+	var values []string
+	var chunk []string
+	for _, t := range targets {
+		if fits(format(append(slices.Clone(chunk), t))) {
+			chunk = append(chunk, t)
+			continue
+		}
+		if len(chunk) == 0 {
+			return nil, fmt.Errorf("target %q is too long for an ownership TXT string", t)
+		}
+		values = append(values, format(chunk))
+		chunk = []string{t}
+		if !fits(format(chunk)) {
+			return nil, fmt.Errorf("target %q is too long for an ownership TXT string", t)
+		}
+	}
+	return append(values, format(chunk)), nil
+}
+
+// Claim is one owner's ownership TXT, read back: who claims which record, and what it wants there.
+type Claim struct {
+	// Owner is the owner ID from the TXT value.
+	Owner string
+	// Record is the key of the claimed record (name lower-cased, without a trailing dot).
+	Record v1alpha1.EndpointKey
+	// Labels are the external-dns/<key> pairs of the value (owner and version included). A TXT split
+	// over several strings has its claim-targets joined back.
+	Labels map[string]string
+	// Wish is the record as the owner wants it (targets, TTL, routing properties), or nil when the
+	// TXT does not say (written by Kuadrant's dns-operator).
+	Wish *v1alpha1.Endpoint
+	// TXT is the ownership TXT as read from the zone.
+	TXT *v1alpha1.Endpoint
+}
+
+// ParseTXT reads an ownership TXT. It reports false for anything else: another type, a name not of
+// the format, a value without external-dns heritage, another format version, no owner, or a name
+// that is not the one TXTName gives for its owner (Kuadrant always writes them together; a hash
+// that does not match the owner is a hand-made record). Such a TXT is not an ownership record; it is
+// a plain TXT owned by nobody.
+func ParseTXT(txt *v1alpha1.Endpoint) (*Claim, bool) {
+	if txt.RecordType != v1alpha1.RecordTypeTXT || len(txt.Targets) == 0 {
+		return nil, false
+	}
+	_, recordType, dnsName, ok := ParseTXTName(txt.DNSName)
+	if !ok {
+		return nil, false
+	}
+	var merged map[string]string
+	var targets []string
+	for _, value := range txt.Targets {
+		labels, err := ParseValue(value)
+		if err != nil {
+			return nil, false
+		}
+		if t, ok := labels[TargetsKey]; ok && t != "" {
+			targets = append(targets, strings.Split(t, targetSeparator)...)
+		}
+		delete(labels, TargetsKey)
+		if merged == nil {
+			merged = labels
+		} else if !sameLabels(merged, labels) {
+			// The strings of one TXT disagree: which one is the owner's word is unknowable.
+			return nil, false
+		}
+	}
+	owner := merged[OwnerKey]
+	// The name must be the one the owner writes: this checks the hash, and gives each claim a single
+	// spelling ("*" and "wildcard" would otherwise both name a wildcard's TXT).
+	if merged[VersionKey] != FormatVersion || ValidOwnerID(owner) != nil || normalizeName(txt.DNSName) != TXTName(owner, recordType, dnsName) {
+		return nil, false
+	}
+	c := &Claim{
+		Owner:  owner,
+		Record: v1alpha1.EndpointKey{DNSName: dnsName, RecordType: recordType, SetIdentifier: txt.SetIdentifier},
+		Labels: merged,
+		TXT:    txt,
+	}
+	sort.Strings(targets)
+	targets = slices.Compact(targets)
+	if len(targets) > 0 {
+		merged[TargetsKey] = strings.Join(targets, targetSeparator)
+	}
+	ttl, err := strconv.ParseInt(merged[TTLKey], 10, 64)
+	if len(targets) > 0 && !slices.Contains(targets, "") && err == nil && ttl >= 0 {
+		c.Wish = &v1alpha1.Endpoint{
+			DNSName:          dnsName,
+			RecordType:       recordType,
+			SetIdentifier:    txt.SetIdentifier,
+			Targets:          targets,
+			RecordTTL:        v1alpha1.TTL(ttl),
+			ProviderSpecific: slices.Clone(txt.ProviderSpecific),
+		}
+	}
+	return c, true
+}
+
+func sameLabels(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// normalizeName is the zone-wide identity of a DNS name: lower case, no trailing dot.
+func normalizeName(name string) string {
+	return strings.ToLower(strings.TrimSuffix(name, "."))
+}
