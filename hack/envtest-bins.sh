@@ -14,8 +14,15 @@ mkdir -p "$ASSETS"
 
 log() { echo "hack/envtest-bins: $*" >&2; }
 
-have_version() { # binary, expected substring of its --version output
-  [ -x "$1" ] && "$1" --version 2>/dev/null | grep -q -- "$2"
+# have_version binary expected [args...]: the binary exists and its version output holds expected.
+# The output is captured first: with pipefail, `bin --version | grep -q` fails when grep exits early
+# and the binary dies of SIGPIPE, which would rebuild a good binary.
+have_version() {
+  local bin=$1 want=$2 out
+  shift 2
+  [ -x "$bin" ] || return 1
+  out=$("$bin" "${@:---version}" 2>/dev/null) || return 1
+  [[ "$out" == *"$want"* ]]
 }
 
 build_etcd() {
@@ -46,7 +53,7 @@ SRC
 
 build_kube() {
   if have_version "$ASSETS/kube-apiserver" "Kubernetes $K8S_VERSION" &&
-     [ -x "$ASSETS/kubectl" ] && "$ASSETS/kubectl" version --client 2>/dev/null | grep -q "$K8S_VERSION"; then
+     have_version "$ASSETS/kubectl" "Client Version: $K8S_VERSION" version --client; then
     return
   fi
   log "building kube-apiserver and kubectl $K8S_VERSION (about 6 minutes and 2.5 GB of memory, once)"

@@ -1,0 +1,107 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	gatewayapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+)
+
+// Scheme holds every type the controllers read or write.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, gatewayapiv1.Install, dnsv1.AddToScheme, v1alpha1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(err) // only on a programming error: two types registered under one name
+		}
+	}
+	return s
+}
+
+// Logger builds the logger the options ask for.
+func (o Options) Logger() logr.Logger {
+	level, _ := o.zapLevel() // validated by Parse
+	opts := []zap.Opts{zap.Level(level)}
+	if o.LogFormat == "console" {
+		opts = append(opts, zap.ConsoleEncoder())
+	} else {
+		opts = append(opts, zap.JSONEncoder())
+	}
+	return zap.New(opts...)
+}
+
+// RESTConfig loads the cluster connection: --kubeconfig, else in-cluster, $KUBECONFIG, ~/.kube/config.
+func (o Options) RESTConfig() (*rest.Config, error) {
+	if o.Kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", o.Kubeconfig)
+	}
+	return ctrl.GetConfig()
+}
+
+// NewManager builds the manager with its health, readiness and metrics endpoints. Controllers are
+// added by the caller.
+func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
+	mopts := ctrl.Options{
+		Scheme:                  Scheme(),
+		Logger:                  o.Logger(),
+		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		HealthProbeBindAddress:  o.HealthProbeBindAddress,
+		LeaderElection:          o.LeaderElect,
+		LeaderElectionID:        o.LeaderElectionID,
+		LeaderElectionNamespace: o.LeaderElectionNamespace,
+		LeaseDuration:           &o.LeaseDuration,
+		// Releasing on a clean stop lets the next replica take over at once instead of waiting out
+		// the lease.
+		LeaderElectionReleaseOnCancel: true,
+	}
+	if len(o.WatchNamespaces) > 0 {
+		mopts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{}}
+		for _, ns := range o.WatchNamespaces {
+			mopts.Cache.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, mopts)
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	// Ready once the informer caches have synced, so a rollout does not route to a replica that
+	// cannot yet see the objects it reconciles.
+	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return fmt.Errorf("informer caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	return mgr, nil
+}
+
+// Run builds the manager and runs it until ctx ends.
+func Run(ctx context.Context, cfg *rest.Config, o Options) error {
+	mgr, err := NewManager(cfg, o)
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,133 @@
+// Command run is `make run`: it runs the controller against the cluster of the current kubeconfig
+// when that cluster answers, and otherwise starts a local control plane first (a real kube-apiserver
+// and etcd on loopback, built by hack/envtest-bins.sh and cached), installs our CRDs and the Gateway
+// API CRDs, writes a kubeconfig to a printed path and runs the controller against it. Ctrl-C stops
+// the controller and every process it started.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
+	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "make run:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	// Local runs listen on loopback only, unless the user says otherwise through the environment.
+	env := func(name string) (string, bool) {
+		if v, ok := os.LookupEnv(name); ok {
+			return v, true
+		}
+		switch name {
+		case app.EnvName("metrics-bind-address"):
+			return "127.0.0.1:8080", true
+		case app.EnvName("health-probe-bind-address"):
+			return "127.0.0.1:8081", true
+		case app.EnvName("log-format"):
+			return "console", true
+		}
+		return "", false
+	}
+	opts, err := app.Parse(os.Args[1:], env)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(opts.Logger())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	if cfg, where, ok := reachableCluster(opts); ok {
+		fmt.Printf("Using the cluster at %s (from %s).\n", cfg.Host, where)
+		return app.Run(ctx, cfg, opts)
+	}
+
+	fmt.Println("No reachable cluster: starting a local control plane (kube-apiserver + etcd on loopback).")
+	cp, err := controlplane.New(controlplane.Options{})
+	if err != nil {
+		return err
+	}
+	if _, err := cp.Start(); err != nil {
+		return fmt.Errorf("starting the local control plane: %w", err)
+	}
+	defer func() {
+		if err := cp.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
+		}
+	}()
+
+	user, err := cp.ControlPlane.AddUser(envtest.User{Name: "local-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return err
+	}
+	kubeconfig, err := user.KubeConfig()
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(controlplane.CacheDir(), "local", "kubeconfig")
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
+		return err
+	}
+	fmt.Printf("Local control plane at %s.\nKubeconfig: %s\n  kubectl --kubeconfig %s get crd\n", user.Config().Host, path, path)
+	fmt.Println("Press Ctrl-C to stop the controller and the control plane.")
+
+	err = app.Run(ctx, user.Config(), opts)
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// reachableCluster loads the kubeconfig the controller would use and asks the server for its
+// version, so a stale kubeconfig pointing at a stopped cluster falls back to a local control plane.
+func reachableCluster(opts app.Options) (*rest.Config, string, bool) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	where := "the default kubeconfig"
+	if opts.Kubeconfig != "" {
+		rules.ExplicitPath = opts.Kubeconfig
+		where = opts.Kubeconfig
+	} else if v := os.Getenv("KUBECONFIG"); v != "" {
+		where = v
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, nil).ClientConfig()
+	if err != nil {
+		cfg, err = rest.InClusterConfig()
+		if err != nil {
+			return nil, "", false
+		}
+		where = "the in-cluster service account"
+	}
+	probe := rest.CopyConfig(cfg)
+	probe.Timeout = 3 * time.Second
+	dc, err := discovery.NewDiscoveryClientForConfig(probe)
+	if err != nil {
+		return nil, "", false
+	}
+	if _, err := dc.ServerVersion(); err != nil {
+		fmt.Printf("The cluster at %s (from %s) does not answer: %v\n", cfg.Host, where, err)
+		return nil, "", false
+	}
+	return cfg, where, true
+}
