@@ -1,0 +1,153 @@
+// Package e2e runs the project the way a user does: the `make run` binary, real processes, real tools.
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
+)
+
+// `make run` with no cluster: a local control plane comes up, kubectl with the printed kubeconfig
+// lists our CRDs and the Gateway API ones, and Ctrl-C (SIGINT) leaves no process behind.
+func TestMakeRunWithoutCluster(t *testing.T) {
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	assets, err := controlplane.Assets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(t.TempDir(), "dnspolicy-run")
+	build := exec.Command("go", "build", "-o", bin, "./hack/run")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building hack/run: %v\n%s", err, out)
+	}
+
+	cmd := exec.Command(bin)
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(),
+		"KUBECONFIG="+filepath.Join(t.TempDir(), "no-such-kubeconfig"),
+		"KUBEBUILDER_ASSETS="+assets,
+		"DNSPOLICY_CACHE="+t.TempDir(),
+		"DNSPOLICY_METRICS_BIND_ADDRESS=127.0.0.1:0",
+		"DNSPOLICY_HEALTH_PROBE_BIND_ADDRESS=127.0.0.1:0",
+	)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	kubeconfig := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			line := sc.Text()
+			t.Log(line)
+			if p, ok := strings.CutPrefix(line, "Kubeconfig: "); ok {
+				kubeconfig <- p
+			}
+		}
+	}()
+	var path string
+	select {
+	case path = <-kubeconfig:
+	case err := <-exited:
+		t.Fatalf("make run exited before printing a kubeconfig: %v", err)
+	case <-time.After(3 * time.Minute):
+		t.Fatal("no kubeconfig printed within 3 minutes")
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, filepath.Join(assets, "kubectl"), "--kubeconfig", path, "get", "crd", "-o", "name").CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl get crd: %v\n%s", err, out)
+	}
+	for _, crd := range []string{"dnspolicies.kuadrant.io", "dnsrecords.kuadrant.io", "dnshealthcheckprobes.kuadrant.io",
+		"gateways.gateway.networking.k8s.io", "gatewayclasses.gateway.networking.k8s.io", "httproutes.gateway.networking.k8s.io"} {
+		if !strings.Contains(string(out), "customresourcedefinition.apiextensions.k8s.io/"+crd+"\n") {
+			t.Errorf("kubectl get crd does not list %s:\n%s", crd, out)
+		}
+	}
+
+	children := childrenOf(t, cmd.Process.Pid)
+	if len(children) < 2 {
+		t.Fatalf("expected kube-apiserver and etcd as children of make run, found pids %v", children)
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("make run exited with %v after Ctrl-C, want 0", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("make run still running a minute after Ctrl-C")
+	}
+	for _, pid := range children {
+		if alive(pid) {
+			t.Errorf("process %d (%s) survived Ctrl-C", pid, comm(pid))
+		}
+	}
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(t *testing.T, pid int) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kids []int
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil {
+			continue
+		}
+		// The command name is in parentheses and may hold spaces; the fields after it are fixed.
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(pid) {
+			kids = append(kids, child)
+		}
+	}
+	return kids
+}
+
+// alive reports whether pid exists and is not a zombie.
+func alive(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	return len(fields) > 0 && fields[0] != "Z"
+}
+
+func comm(pid int) string {
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	return strings.TrimSpace(string(b))
+}
