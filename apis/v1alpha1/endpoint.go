@@ -164,3 +164,22 @@ func SortEndpoints(eps []*Endpoint) {
 		return a.RecordType < b.RecordType
 	})
 }
+
+// SameValues reports whether two record sets hold the same values: TTL, targets (ignoring order and
+// case) and routing properties (ignoring order). Names and set identifiers are compared by Key.
+func (e *Endpoint) SameValues(o *Endpoint) bool {
+	if e.RecordTTL != o.RecordTTL || !e.Targets.SameTargets(o.Targets) || len(e.ProviderSpecific) != len(o.ProviderSpecific) {
+		return false
+	}
+	props := map[ProviderSpecificProperty]int{}
+	for _, p := range e.ProviderSpecific {
+		props[p]++
+	}
+	for _, p := range o.ProviderSpecific {
+		if props[p] == 0 {
+			return false
+		}
+		props[p]--
+	}
+	return true
+}

@@ -20,6 +20,8 @@ import (
 
 	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
+	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 )
 
 // Scheme holds every type the controllers read or write.
@@ -97,10 +99,17 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	return mgr, nil
 }
 
-// Run builds the manager and runs it until ctx ends.
+// Run builds the manager with the enabled controllers and runs it until ctx ends.
 func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	mgr, err := NewManager(cfg, o)
 	if err != nil {
+		return err
+	}
+	factory, err := NewFactory(o.Providers, inmemory.NewStore())
+	if err != nil {
+		return err
+	}
+	if err := AddControllers(mgr, o, factory, dnsrecord.DefaultOptions()); err != nil {
 		return err
 	}
 	return mgr.Start(ctx)

@@ -30,6 +30,8 @@ type Options struct {
 	WatchNamespaces         []string
 	LogLevel                string
 	LogFormat               string
+	Providers               []string
+	EnableRecordController  bool
 }
 
 // DefaultOptions are the options of a binary started with no flags.
@@ -41,6 +43,8 @@ func DefaultOptions() Options {
 		LeaseDuration:          15 * time.Second,
 		LogLevel:               "info",
 		LogFormat:              "json",
+		Providers:              BackendNames(),
+		EnableRecordController: true,
 	}
 }
 
@@ -58,6 +62,8 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	watch := fs.String("watch-namespaces", "", "Comma-separated namespaces to watch; empty: all namespaces.")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: debug, info, warn, error, or a number (higher is more verbose).")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: json or console.")
+	enabled := fs.String("providers", strings.Join(o.Providers, ","), "Comma-separated backends to enable; records whose Secret selects another get a clear condition.")
+	fs.BoolVar(&o.EnableRecordController, "enable-record-controller", o.EnableRecordController, "Run the DNSRecord controller (publishes records into zones).")
 
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
@@ -79,6 +85,12 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	for _, ns := range strings.Split(*watch, ",") {
 		if ns = strings.TrimSpace(ns); ns != "" {
 			o.WatchNamespaces = append(o.WatchNamespaces, ns)
+		}
+	}
+	o.Providers = nil
+	for _, p := range strings.Split(*enabled, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			o.Providers = append(o.Providers, p)
 		}
 	}
 	if _, err := o.zapLevel(); err != nil {

@@ -1,0 +1,73 @@
+package app
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
+	"github.com/dnspolicy/dnspolicy-controller/providers"
+	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+)
+
+// backends maps the --providers names (the values of the kuadrant.io/dns-provider-name label) to
+// their Secret types and constructors. This is the one place backends are registered.
+func backends(store *inmemory.Store) map[string]struct {
+	secretType  corev1.SecretType
+	constructor providers.Constructor
+} {
+	type backend = struct {
+		secretType  corev1.SecretType
+		constructor providers.Constructor
+	}
+	return map[string]backend{
+		inmemory.ProviderName: {v1alpha1.SecretTypeInMemory, inmemory.NewConstructor(store)},
+	}
+}
+
+// BackendNames lists every backend this binary can run, sorted.
+func BackendNames() []string {
+	var names []string
+	for name := range backends(nil) {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// NewFactory registers the enabled backends. store holds the inmemory backend's zones.
+func NewFactory(enabled []string, store *inmemory.Store) (*providers.Factory, error) {
+	all := backends(store)
+	f := providers.NewFactory()
+	for _, name := range enabled {
+		b, ok := all[name]
+		if !ok {
+			return nil, fmt.Errorf("--providers: unknown provider %q (known: %s)", name, strings.Join(BackendNames(), ", "))
+		}
+		f.Register(b.secretType, b.constructor)
+	}
+	return f, nil
+}
+
+// AddControllers adds the enabled controllers to the manager.
+func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, recordOpts dnsrecord.Options) error {
+	if o.EnableRecordController {
+		r := &dnsrecord.Reconciler{
+			Client:       mgr.GetClient(),
+			SecretReader: mgr.GetAPIReader(),
+			Factory:      factory,
+			Publisher:    publish.New(publish.DefaultOptions()),
+			Recorder:     mgr.GetEventRecorder("dnsrecord-controller"),
+			Options:      recordOpts,
+		}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("dnsrecord controller: %w", err)
+		}
+	}
+	return nil
+}
