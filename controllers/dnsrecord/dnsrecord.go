@@ -138,6 +138,7 @@ type scope struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := time.Now()
 	defer func() { reconcileDuration.Observe(time.Since(start).Seconds()) }()
+	recordPasses.WithLabelValues(req.Namespace, req.Name).Inc()
 
 	rec := &v1alpha1.DNSRecord{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rec); err != nil {

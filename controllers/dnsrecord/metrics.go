@@ -14,6 +14,12 @@ var (
 		Help:    "Time to reconcile one DNSRecord, provider calls included.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 	})
+	// Passes per record make a hot loop visible: a record whose count climbs without its spec
+	// changing is retrying too fast.
+	recordPasses = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dnspolicy_dnsrecord_reconciles_total",
+		Help: "Reconcile passes of a DNSRecord.",
+	}, []string{"namespace", "name"})
 	recordWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dnspolicy_dnsrecord_writes_total",
 		Help: "Batches applied to a zone on behalf of a DNSRecord.",
@@ -29,7 +35,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(reconcileDuration, recordWrites, conflicts, recordsByReason)
+	metrics.Registry.MustRegister(reconcileDuration, recordPasses, recordWrites, conflicts, recordsByReason)
 }
 
 // reasons tracks the Ready reason of every record this process reconciles, for recordsByReason.
@@ -53,6 +59,7 @@ func (r *reasons) set(key types.NamespacedName, reason string) {
 	if reason == "" {
 		delete(r.by, key)
 		recordWrites.DeleteLabelValues(key.Namespace, key.Name)
+		recordPasses.DeleteLabelValues(key.Namespace, key.Name)
 		return
 	}
 	r.by[key] = reason

@@ -1,0 +1,190 @@
+package dnsrecord_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
+	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+)
+
+func keyOf(cl *cluster, name string) client.ObjectKey {
+	return client.ObjectKey{Namespace: cl.ns, Name: name}
+}
+
+// ownedRecord creates a record with an explicit owner ID, so the winner of a conflict (the lowest
+// owner ID) is known to the test.
+func (cl *cluster) ownedRecord(t *testing.T, owner, host string, eps ...*v1alpha1.Endpoint) {
+	t.Helper()
+	r := &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: cl.ns},
+		Spec: v1alpha1.DNSRecordSpec{
+			OwnerID: owner, RootHost: host, ProviderRef: &v1alpha1.ProviderRef{Name: "provider"}, Endpoints: eps,
+		},
+	}
+	if err := cl.c.Create(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// conflictCase is two owners with different wishes for one thing.
+type conflictCase struct {
+	name      string
+	host      string
+	winner    []*v1alpha1.Endpoint // owner-a's (the lowest owner ID) endpoints
+	loser     []*v1alpha1.Endpoint // owner-b's
+	field     string               // what the loser reports
+	published []string             // the zone's records while both are present
+	after     []string             // the zone's records once owner-a left
+}
+
+// Each conflict converges to the lowest owner's value, both owners stop writing, the loser says so,
+// and the loser's value takes over when the winner leaves.
+func TestConflictsEnd(t *testing.T) {
+	const z = "conflict.example.com"
+	host := func(s string) string { return s + "." + z }
+	cases := []conflictCase{
+		{
+			name:   "different default geo",
+			host:   host("geo"),
+			winner: lbTree(host("geo"), "IE", 120, true, "aaaaaa-111111", "10.2.0.1"),
+			loser:  lbTree(host("geo"), "US", 120, true, "bbbbbb-222222", "10.2.0.2"),
+			field:  "targets",
+			published: []string{
+				"aaaaaa-111111.klb.geo.conflict.example.com A 60 10.2.0.1",
+				"bbbbbb-222222.klb.geo.conflict.example.com A 60 10.2.0.2",
+				"geo.conflict.example.com CNAME 300 klb.geo.conflict.example.com",
+				"ie.klb.geo.conflict.example.com CNAME 60 aaaaaa-111111.klb.geo.conflict.example.com set=aaaaaa-111111.klb.geo.conflict.example.com",
+				"klb.geo.conflict.example.com CNAME 300 ie.klb.geo.conflict.example.com set=IE",
+				"klb.geo.conflict.example.com CNAME 300 ie.klb.geo.conflict.example.com set=default",
+				"klb.geo.conflict.example.com CNAME 300 us.klb.geo.conflict.example.com set=US",
+				"us.klb.geo.conflict.example.com CNAME 60 bbbbbb-222222.klb.geo.conflict.example.com set=bbbbbb-222222.klb.geo.conflict.example.com",
+			},
+			after: []string{
+				"bbbbbb-222222.klb.geo.conflict.example.com A 60 10.2.0.2",
+				"geo.conflict.example.com CNAME 300 klb.geo.conflict.example.com",
+				"klb.geo.conflict.example.com CNAME 300 us.klb.geo.conflict.example.com set=US",
+				"klb.geo.conflict.example.com CNAME 300 us.klb.geo.conflict.example.com set=default",
+				"us.klb.geo.conflict.example.com CNAME 60 bbbbbb-222222.klb.geo.conflict.example.com set=bbbbbb-222222.klb.geo.conflict.example.com",
+			},
+		},
+		{
+			name:      "different TTL on a shared record",
+			host:      host("ttl"),
+			winner:    []*v1alpha1.Endpoint{a(host("ttl"), 60, "10.3.0.1")},
+			loser:     []*v1alpha1.Endpoint{a(host("ttl"), 300, "10.3.0.2")},
+			field:     "recordTTL",
+			published: []string{"ttl.conflict.example.com A 60 10.3.0.1,10.3.0.2"},
+			after:     []string{"ttl.conflict.example.com A 300 10.3.0.2"},
+		},
+		{
+			name:      "two simple CNAMEs for one host",
+			host:      host("cname"),
+			winner:    []*v1alpha1.Endpoint{cname(host("cname"), 60, "lb-a.example.net")},
+			loser:     []*v1alpha1.Endpoint{cname(host("cname"), 60, "lb-b.example.net")},
+			field:     "targets",
+			published: []string{"cname.conflict.example.com CNAME 60 lb-a.example.net"},
+			after:     []string{"cname.conflict.example.com CNAME 60 lb-b.example.net"},
+		},
+		{
+			name:   "simple A against loadbalanced CNAME",
+			host:   host("mixed"),
+			winner: []*v1alpha1.Endpoint{a(host("mixed"), 60, "10.4.0.1")},
+			loser:  lbTree(host("mixed"), "US", 100, false, "cccccc-333333", "10.4.0.2"),
+			field:  "recordType",
+			published: []string{
+				"cccccc-333333.klb.mixed.conflict.example.com A 60 10.4.0.2",
+				"klb.mixed.conflict.example.com CNAME 300 us.klb.mixed.conflict.example.com set=US",
+				"mixed.conflict.example.com A 60 10.4.0.1",
+				"us.klb.mixed.conflict.example.com CNAME 60 cccccc-333333.klb.mixed.conflict.example.com set=cccccc-333333.klb.mixed.conflict.example.com",
+			},
+			after: []string{
+				"cccccc-333333.klb.mixed.conflict.example.com A 60 10.4.0.2",
+				"klb.mixed.conflict.example.com CNAME 300 us.klb.mixed.conflict.example.com set=US",
+				"mixed.conflict.example.com CNAME 300 klb.mixed.conflict.example.com",
+				"us.klb.mixed.conflict.example.com CNAME 60 cccccc-333333.klb.mixed.conflict.example.com set=cccccc-333333.klb.mixed.conflict.example.com",
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			store := inmemory.NewStore()
+			cls := startClusters(t, 2, store, fastOptions(), nil)
+			store.EnsureZone(z)
+			for _, cl := range cls {
+				cl.secret(t, z)
+			}
+			// The loser starts first: the winner must take over a zone the loser already wrote.
+			cls[1].ownedRecord(t, "owner-b", tc.host, tc.loser...)
+			time.Sleep(300 * time.Millisecond)
+			cls[0].ownedRecord(t, "owner-a", tc.host, tc.winner...)
+
+			eventually(t, 20*time.Second, func() string {
+				if msg := same(records(t, store, z), tc.published); msg != "" {
+					return msg
+				}
+				w, l := ready(cls[0].get(t, "web")), ready(cls[1].get(t, "web"))
+				if w == nil || w.Status != metav1.ConditionTrue {
+					return fmt.Sprintf("winner Ready %v", w)
+				}
+				if l == nil || l.Reason != dnsrecord.ReasonConflicted {
+					return fmt.Sprintf("loser Ready %v", l)
+				}
+				return ""
+			})
+			msg := ready(cls[1].get(t, "web")).Message
+			if !strings.Contains(msg, "owner owner-a") || !strings.Contains(msg, tc.field) {
+				t.Errorf("loser's condition must name the winning owner and the field %q: %s", tc.field, msg)
+			}
+			expectEvent(t, cls[1], dnsrecord.ReasonConflicted)
+
+			// Quiet: over at least ten further passes of each record, nobody writes.
+			writes := store.ZoneCalls(inmemory.ZoneID(z)).Apply
+			p0, p1 := passes(cls[0], "web"), passes(cls[1], "web")
+			eventually(t, 30*time.Second, func() string {
+				if d0, d1 := passes(cls[0], "web")-p0, passes(cls[1], "web")-p1; d0 < 10 || d1 < 10 {
+					return fmt.Sprintf("only %v and %v further passes", d0, d1)
+				}
+				return ""
+			})
+			if after := store.ZoneCalls(inmemory.ZoneID(z)).Apply; after != writes {
+				t.Errorf("owners kept writing after converging: %d batches before, %d after:\n%s", writes, after, strings.Join(zone(t, store, z), "\n"))
+			}
+
+			// The winner leaves: the loser's wish is published with no human action.
+			cls[0].delete(t, "web")
+			eventually(t, 10*time.Second, func() string {
+				if msg := same(records(t, store, z), tc.after); msg != "" {
+					return msg
+				}
+				if l := ready(cls[1].get(t, "web")); l == nil || l.Status != metav1.ConditionTrue {
+					return fmt.Sprintf("remaining owner Ready %v", l)
+				}
+				return ""
+			})
+		})
+	}
+}
+
+func expectEvent(t *testing.T, cl *cluster, reason string) {
+	t.Helper()
+	eventually(t, 10*time.Second, func() string {
+		list := &corev1.EventList{}
+		if err := cl.c.List(t.Context(), list, client.InNamespace(cl.ns)); err != nil {
+			return err.Error()
+		}
+		for _, e := range list.Items {
+			if e.Reason == reason && e.InvolvedObject.Name == "web" {
+				return ""
+			}
+		}
+		return fmt.Sprintf("no %s event in %s (%d events)", reason, cl.ns, len(list.Items))
+	})
+}

@@ -1,0 +1,263 @@
+// Package dnsrecord_test runs the DNSRecord controller on real control planes: three of them, each
+// with its own manager and owner, sharing zones through one inmemory store as clusters share a cloud
+// account.
+package dnsrecord_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
+	"github.com/dnspolicy/dnspolicy-controller/providers"
+	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
+)
+
+// envs are three control planes, one per simulated cluster.
+var envs []*testenv.Env
+
+func TestMain(m *testing.M) {
+	// Errors only: passes are many and fast here.
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	for i := 0; i < 3; i++ {
+		e, err := testenv.Start(testenv.Options{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			stopAll()
+			os.Exit(1)
+		}
+		envs = append(envs, e)
+	}
+	code := m.Run()
+	stopAll()
+	os.Exit(code)
+}
+
+func stopAll() {
+	for _, e := range envs {
+		if err := e.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+		}
+	}
+}
+
+// fastOptions re-check often, so tests observe many passes in little time.
+func fastOptions() dnsrecord.Options {
+	o := dnsrecord.DefaultOptions()
+	o.MinRecheck, o.MaxRecheck = 100*time.Millisecond, 200*time.Millisecond
+	o.MinBackoff, o.MaxBackoff = 500*time.Millisecond, 8*time.Second
+	o.ValidationRetry = 100 * time.Millisecond
+	o.OrphanGrace = 2 * time.Second
+	return o
+}
+
+// cluster is one control plane running one manager, watching one namespace.
+type cluster struct {
+	name   string
+	c      client.Client
+	ns     string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startClusters starts n managers on the first n control planes, each watching a fresh namespace and
+// publishing into store. factory, when not nil, replaces the default factory.
+func startClusters(t *testing.T, n int, store *inmemory.Store, opts dnsrecord.Options, factory *providers.Factory) []*cluster {
+	t.Helper()
+	var out []*cluster
+	for i := 0; i < n; i++ {
+		e := envs[i]
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: fmt.Sprintf("c%d-", i)}}
+		if err := e.Client.Create(context.Background(), ns); err != nil {
+			t.Fatal(err)
+		}
+		mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+			Scheme:                 testenv.Scheme(),
+			Metrics:                metricsserver.Options{BindAddress: "0"},
+			HealthProbeBindAddress: "0",
+			Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns.Name: {}}},
+			// Several managers in one process register controllers of the same name.
+			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := factory
+		if f == nil {
+			f = providers.NewFactory()
+			f.Register(v1alpha1.SecretTypeInMemory, inmemory.NewConstructor(store))
+		}
+		if err := app.AddControllers(mgr, app.Options{EnableRecordController: true}, f, opts); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cl := &cluster{name: fmt.Sprintf("cluster-%d", i), c: e.Client, ns: ns.Name, cancel: cancel, done: make(chan struct{})}
+		go func() {
+			defer close(cl.done)
+			if err := mgr.Start(ctx); err != nil {
+				t.Errorf("%s manager: %v", cl.name, err)
+			}
+		}()
+		out = append(out, cl)
+	}
+	t.Cleanup(func() {
+		for _, cl := range out {
+			cl.cancel()
+			<-cl.done
+		}
+	})
+	return out
+}
+
+// secret creates the inmemory provider Secret named "provider" for the zones.
+func (cl *cluster) secret(t *testing.T, zones string) {
+	t.Helper()
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "provider", Namespace: cl.ns},
+		Type:       v1alpha1.SecretTypeInMemory,
+		StringData: map[string]string{v1alpha1.InMemInitZonesKey: zones},
+	}
+	if err := cl.c.Create(context.Background(), s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (cl *cluster) record(t *testing.T, name, rootHost string, eps ...*v1alpha1.Endpoint) *v1alpha1.DNSRecord {
+	t.Helper()
+	r := &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cl.ns},
+		Spec: v1alpha1.DNSRecordSpec{
+			RootHost:    rootHost,
+			ProviderRef: &v1alpha1.ProviderRef{Name: "provider"},
+			Endpoints:   eps,
+		},
+	}
+	if err := cl.c.Create(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (cl *cluster) get(t *testing.T, name string) *v1alpha1.DNSRecord {
+	t.Helper()
+	r := &v1alpha1.DNSRecord{}
+	if err := cl.c.Get(context.Background(), client.ObjectKey{Namespace: cl.ns, Name: name}, r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func (cl *cluster) delete(t *testing.T, name string) {
+	t.Helper()
+	r := &v1alpha1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: cl.ns, Name: name}}
+	if err := cl.c.Delete(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ready returns the record's Ready condition (nil when not set yet).
+func ready(r *v1alpha1.DNSRecord) *metav1.Condition {
+	return meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ConditionTypeReady)
+}
+
+// eventually polls cond until it returns "" (success) or the timeout passes, then fails with the
+// last reason it gave.
+func eventually(t *testing.T, timeout time.Duration, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		if last = cond(); last == "" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("not within %s: %s", timeout, last)
+}
+
+// zone returns the zone's records as sorted lines, for comparisons that show the whole zone on failure.
+func zone(t *testing.T, store *inmemory.Store, name string) []string {
+	t.Helper()
+	eps, err := store.Snapshot(inmemory.ZoneID(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, ep := range eps {
+		targets := append([]string(nil), ep.Targets...)
+		sort.Strings(targets)
+		line := fmt.Sprintf("%s %s %d %s", ep.DNSName, ep.RecordType, ep.RecordTTL, strings.Join(targets, ","))
+		if ep.SetIdentifier != "" {
+			line += " set=" + ep.SetIdentifier
+		}
+		lines = append(lines, line)
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+// records returns the zone's non-TXT records as lines.
+func records(t *testing.T, store *inmemory.Store, name string) []string {
+	var out []string
+	for _, l := range zone(t, store, name) {
+		if !strings.Contains(l, " TXT ") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func txtCount(t *testing.T, store *inmemory.Store, name string) int {
+	return len(zone(t, store, name)) - len(records(t, store, name))
+}
+
+// passes reads dnspolicy_dnsrecord_reconciles_total of one record from the controller-runtime registry.
+func passes(cl *cluster, name string) float64 {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "dnspolicy_dnsrecord_reconciles_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == cl.ns && labels["name"] == name {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+func a(name string, ttl int64, ips ...string) *v1alpha1.Endpoint {
+	return v1alpha1.NewEndpoint(name, "A", v1alpha1.TTL(ttl), ips...)
+}
+
+func cname(name string, ttl int64, target string) *v1alpha1.Endpoint {
+	return v1alpha1.NewEndpoint(name, "CNAME", v1alpha1.TTL(ttl), target)
+}
