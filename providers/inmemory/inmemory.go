@@ -1,0 +1,479 @@
+// Package inmemory is the kuadrant.io/inmemory backend: zones held in process memory, for tests and
+// dry runs.
+//
+// It is as strict as a hosted DNS service: it refuses to delete or update what is not there, to
+// create what already is, and to put a CNAME beside other records, and it applies each batch all or
+// nothing. A plan that a cloud would reject therefore fails here too, in a unit test, instead of
+// first in production.
+package inmemory
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
+	"github.com/dnspolicy/dnspolicy-controller/providers"
+)
+
+// ProviderName is the value of the kuadrant.io/dns-provider-name label for this backend.
+const ProviderName = "inmemory"
+
+// Calls counts backend operations, so tests can bound how often the engine lists and writes.
+type Calls struct {
+	// Zones counts zone listings.
+	Zones int
+	// Records counts reads of a zone's record sets.
+	Records int
+	// Apply counts batches, failed ones included.
+	Apply int
+}
+
+// callCounter keeps Records and Apply per zone, because "at most N writes to that zone" is what a
+// test of a shared zone asserts.
+type callCounter struct {
+	zones   int
+	records map[string]int
+	apply   map[string]int
+}
+
+func newCallCounter() callCounter {
+	return callCounter{records: map[string]int{}, apply: map[string]int{}}
+}
+
+func (c *callCounter) total() Calls {
+	calls := Calls{Zones: c.zones}
+	for _, n := range c.records {
+		calls.Records += n
+	}
+	for _, n := range c.apply {
+		calls.Apply += n
+	}
+	return calls
+}
+
+func (c *callCounter) zone(zoneID string) Calls {
+	return Calls{Records: c.records[zoneID], Apply: c.apply[zoneID]}
+}
+
+// Store holds zones and their record sets. Providers built from Secrets of different clusters share
+// one Store the way clusters share one cloud account, which is how multi-cluster tests in one process
+// share a zone. A Store is safe for concurrent use.
+type Store struct {
+	mu                 sync.Mutex
+	zones              map[string]*zone
+	maxChangesPerBatch int
+	calls              callCounter
+}
+
+type zone struct {
+	name    string
+	records []*v1alpha1.Endpoint
+}
+
+// NewStore returns a store with no zones and no batch limit.
+func NewStore() *Store {
+	return &Store{zones: map[string]*zone{}, calls: newCallCounter()}
+}
+
+// SetMaxChangesPerBatch makes Apply refuse larger batches, as a cloud's API does; 0 means no limit.
+// Tests use it to check that the engine splits a zone's changes into batches.
+func (s *Store) SetMaxChangesPerBatch(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.maxChangesPerBatch = n
+}
+
+// ZoneID is the ID of the zone with the given name. It differs from the name on purpose, so code
+// that confuses the two fails against this backend.
+func ZoneID(name string) string {
+	return "inmem-" + hash.Base36(normalizeName(name), 8)
+}
+
+// EnsureZone creates the zone when absent and returns it.
+func (s *Store) EnsureZone(name string) providers.Zone {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ensureZone(name)
+}
+
+func (s *Store) ensureZone(name string) providers.Zone {
+	name = normalizeName(name)
+	id := ZoneID(name)
+	if _, ok := s.zones[id]; !ok {
+		s.zones[id] = &zone{name: name}
+	}
+	return providers.Zone{ID: id, DNSName: name}
+}
+
+// Snapshot returns copies of a zone's record sets without counting a call, for tests that inspect
+// the zone the controllers write.
+func (s *Store) Snapshot(zoneID string) ([]*v1alpha1.Endpoint, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z, err := s.zone(zoneID)
+	if err != nil {
+		return nil, err
+	}
+	return copyEndpoints(z.records), nil
+}
+
+// Calls returns the operations made by every provider of this store, over all zones.
+func (s *Store) Calls() Calls {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls.total()
+}
+
+// ZoneCalls returns the Records and Apply calls made against one zone by every provider of this store.
+func (s *Store) ZoneCalls(zoneID string) Calls {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls.zone(zoneID)
+}
+
+func (s *Store) zone(zoneID string) (*zone, error) {
+	z, ok := s.zones[zoneID]
+	if !ok {
+		return nil, providers.Errorf(providers.Permanent, "inmemory zone %q does not exist", zoneID)
+	}
+	return z, nil
+}
+
+// Provider is one view of a Store, built from one provider Secret. Every provider sees every zone of
+// its store.
+type Provider struct {
+	store *Store
+	// calls is guarded by store.mu.
+	calls callCounter
+}
+
+var _ providers.Provider = (*Provider)(nil)
+
+// New returns a provider of the store, creating the zones the options name.
+func New(store *Store, opts Options) *Provider {
+	store.mu.Lock()
+	defer store.mu.Unlock()
+	for _, name := range opts.InitZones {
+		store.ensureZone(name)
+	}
+	return &Provider{store: store, calls: newCallCounter()}
+}
+
+// NewConstructor returns the constructor of kuadrant.io/inmemory Secrets; every provider it builds
+// shares the store.
+func NewConstructor(store *Store) providers.Constructor {
+	return func(_ context.Context, secret *corev1.Secret, _ providers.Env) (providers.Provider, error) {
+		opts, err := ParseOptions(secret)
+		if err != nil {
+			return nil, err
+		}
+		return New(store, opts), nil
+	}
+}
+
+// Calls returns the operations made by this provider, over all zones.
+func (p *Provider) Calls() Calls {
+	p.store.mu.Lock()
+	defer p.store.mu.Unlock()
+	return p.calls.total()
+}
+
+// ZoneCalls returns the Records and Apply calls this provider made against one zone.
+func (p *Provider) ZoneCalls(zoneID string) Calls {
+	p.store.mu.Lock()
+	defer p.store.mu.Unlock()
+	return p.calls.zone(zoneID)
+}
+
+// Name implements providers.Provider.
+func (p *Provider) Name() string { return ProviderName }
+
+// Capabilities implements providers.Provider.
+func (p *Provider) Capabilities() providers.Capabilities {
+	p.store.mu.Lock()
+	defer p.store.mu.Unlock()
+	return providers.Capabilities{
+		ApexRecords:        true,
+		RoutingPolicies:    true,
+		MaxChangesPerBatch: p.store.maxChangesPerBatch,
+	}
+}
+
+// Zones implements providers.Provider.
+func (p *Provider) Zones(_ context.Context) ([]providers.Zone, error) {
+	s := p.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls.zones++
+	p.calls.zones++
+	zones := make([]providers.Zone, 0, len(s.zones))
+	for id, z := range s.zones {
+		zones = append(zones, providers.Zone{ID: id, DNSName: z.name})
+	}
+	sort.Slice(zones, func(i, j int) bool { return zones[i].DNSName < zones[j].DNSName })
+	return zones, nil
+}
+
+// Records implements providers.Provider.
+func (p *Provider) Records(_ context.Context, zone providers.Zone) ([]*v1alpha1.Endpoint, error) {
+	s := p.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls.records[zone.ID]++
+	p.calls.records[zone.ID]++
+	z, err := s.zone(zone.ID)
+	if err != nil {
+		return nil, err
+	}
+	records := copyEndpoints(z.records)
+	v1alpha1.SortEndpoints(records)
+	return records, nil
+}
+
+// Apply implements providers.Provider.
+func (p *Provider) Apply(_ context.Context, zone providers.Zone, changes *providers.Changes) error {
+	s := p.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls.apply[zone.ID]++
+	p.calls.apply[zone.ID]++
+	z, err := s.zone(zone.ID)
+	if err != nil {
+		return err
+	}
+	if changes == nil {
+		return nil
+	}
+	if s.maxChangesPerBatch > 0 && changes.Len() > s.maxChangesPerBatch {
+		return providers.Errorf(providers.Permanent, "batch of %d changes exceeds the limit of %d per batch",
+			changes.Len(), s.maxChangesPerBatch)
+	}
+	// A real zone holds SOA and NS at its apex, which no CNAME may sit beside.
+	for _, ep := range append(append([]*v1alpha1.Endpoint(nil), changes.Create...), changes.UpdateNew...) {
+		if ep != nil && ep.RecordType == v1alpha1.RecordTypeCNAME && normalizeName(ep.DNSName) == z.name {
+			return providers.Errorf(providers.Permanent, "cannot put a CNAME at the apex of zone %s", z.name)
+		}
+	}
+	records, err := ApplyChanges(z.name, z.records, changes)
+	if err != nil {
+		return err
+	}
+	z.records = records
+	return nil
+}
+
+// AdjustEndpoints implements providers.Provider. This backend stores every property as given.
+func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.Endpoint, error) {
+	return copyEndpoints(endpoints), nil
+}
+
+// ApplyChanges returns the record sets of a zone with one batch applied, or an error when a hosted
+// DNS service would reject any part of the batch. It never modifies records or the batch; the result
+// holds copies of the batch's endpoints.
+//
+// The batch applies in order deletions, updates, creations, so a batch that deletes the A at a name
+// and creates a CNAME there is valid. Errors are StaleView when the zone differs from what the batch
+// assumes (a set to delete or update is missing or holds other values, a set to create exists): the
+// caller's view is out of date and re-planning from a fresh read settles it. Errors are Permanent
+// when the batch contradicts itself whatever the zone holds.
+//
+// zoneName is the domain every name of the batch must be under. The endpoint backend, which keeps a
+// zone in a DNSRecord, shares this function so both backends enforce the same rules.
+func ApplyChanges(zoneName string, records []*v1alpha1.Endpoint, changes *providers.Changes) ([]*v1alpha1.Endpoint, error) {
+	if changes == nil {
+		return append([]*v1alpha1.Endpoint(nil), records...), nil
+	}
+	if err := validateBatch(normalizeName(zoneName), changes); err != nil {
+		return nil, err
+	}
+
+	next := append([]*v1alpha1.Endpoint(nil), records...)
+	index := make(map[v1alpha1.EndpointKey]int, len(next))
+	for i, ep := range next {
+		index[ep.Key()] = i
+	}
+	// written holds the keys this batch deletes or writes, to tell a batch that contradicts itself
+	// from a zone that changed under the caller.
+	written := map[v1alpha1.EndpointKey]bool{}
+
+	for _, ep := range changes.Delete {
+		if written[ep.Key()] {
+			return nil, providers.Errorf(providers.Permanent, "batch deletes %s more than once", ep)
+		}
+		i, ok := index[ep.Key()]
+		if !ok {
+			return nil, providers.Errorf(providers.StaleView, "cannot delete %s: no such record set", ep)
+		}
+		if !sameRecordSet(next[i], ep) {
+			return nil, providers.Errorf(providers.StaleView, "cannot delete %s: the zone holds %s", ep, next[i])
+		}
+		next[i] = nil
+		delete(index, ep.Key())
+		written[ep.Key()] = true
+	}
+	for n, old := range changes.UpdateOld {
+		if written[old.Key()] {
+			return nil, providers.Errorf(providers.Permanent, "batch deletes or updates %s more than once", old)
+		}
+		i, ok := index[old.Key()]
+		if !ok {
+			return nil, providers.Errorf(providers.StaleView, "cannot update %s: no such record set", old)
+		}
+		if !sameRecordSet(next[i], old) {
+			return nil, providers.Errorf(providers.StaleView, "cannot update %s: the zone holds %s", old, next[i])
+		}
+		next[i] = changes.UpdateNew[n].DeepCopy()
+		written[old.Key()] = true
+	}
+	for _, ep := range changes.Create {
+		if i, ok := index[ep.Key()]; ok {
+			if written[ep.Key()] {
+				return nil, providers.Errorf(providers.Permanent, "batch writes %s more than once", ep)
+			}
+			return nil, providers.Errorf(providers.StaleView, "cannot create %s: the zone holds %s", ep, next[i])
+		}
+		index[ep.Key()] = len(next)
+		next = append(next, ep.DeepCopy())
+		written[ep.Key()] = true
+	}
+
+	result := make([]*v1alpha1.Endpoint, 0, len(next))
+	for _, ep := range next {
+		if ep != nil {
+			result = append(result, ep)
+		}
+	}
+	if err := checkCNAMEs(result, changes, written); err != nil {
+		return nil, err
+	}
+	return result, nil
+}
+
+func validateBatch(zoneName string, changes *providers.Changes) error {
+	if len(changes.UpdateOld) != len(changes.UpdateNew) {
+		return providers.Errorf(providers.Permanent, "batch has %d old and %d new values of updated record sets",
+			len(changes.UpdateOld), len(changes.UpdateNew))
+	}
+	for i := range changes.UpdateOld {
+		if changes.UpdateOld[i] == nil || changes.UpdateNew[i] == nil {
+			return providers.Errorf(providers.Permanent, "batch holds an empty record set")
+		}
+		if changes.UpdateOld[i].Key() != changes.UpdateNew[i].Key() {
+			return providers.Errorf(providers.Permanent, "update of %s changes the name, type or set identifier to %s",
+				changes.UpdateOld[i], changes.UpdateNew[i])
+		}
+	}
+	for _, list := range [][]*v1alpha1.Endpoint{changes.Create, changes.UpdateNew, changes.Delete, changes.UpdateOld} {
+		for _, ep := range list {
+			if err := validateEndpoint(zoneName, ep); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func validateEndpoint(zoneName string, ep *v1alpha1.Endpoint) error {
+	if ep == nil {
+		return providers.Errorf(providers.Permanent, "batch holds an empty record set")
+	}
+	name := normalizeName(ep.DNSName)
+	if name == "" || ep.RecordType == "" {
+		return providers.Errorf(providers.Permanent, "record set %s has no name or no type", ep)
+	}
+	if name != zoneName && !strings.HasSuffix(name, "."+zoneName) {
+		return providers.Errorf(providers.Permanent, "record set %s is not in zone %s", ep, zoneName)
+	}
+	if len(ep.Targets) == 0 {
+		return providers.Errorf(providers.Permanent, "record set %s has no targets", ep)
+	}
+	for _, t := range ep.Targets {
+		if t == "" {
+			return providers.Errorf(providers.Permanent, "record set %s has an empty target", ep)
+		}
+	}
+	return nil
+}
+
+// checkCNAMEs refuses a CNAME beside another type at a name the batch writes. Names the batch does
+// not touch are left alone: a conflict someone else wrote must not block every later batch.
+func checkCNAMEs(records []*v1alpha1.Endpoint, changes *providers.Changes, written map[v1alpha1.EndpointKey]bool) error {
+	touched := map[string]bool{}
+	for _, ep := range append(append([]*v1alpha1.Endpoint(nil), changes.Create...), changes.UpdateNew...) {
+		touched[normalizeName(ep.DNSName)] = true
+	}
+	byName := map[string][]*v1alpha1.Endpoint{}
+	for _, ep := range records {
+		if name := normalizeName(ep.DNSName); touched[name] {
+			byName[name] = append(byName[name], ep)
+		}
+	}
+	for name, sets := range byName {
+		var cname, other *v1alpha1.Endpoint
+		for _, ep := range sets {
+			if ep.RecordType == v1alpha1.RecordTypeCNAME {
+				cname = ep
+			} else {
+				other = ep
+			}
+		}
+		if cname == nil || other == nil {
+			continue
+		}
+		kind := providers.Permanent
+		for _, ep := range sets {
+			if !written[ep.Key()] {
+				kind = providers.StaleView
+			}
+		}
+		return providers.Errorf(kind, "cannot hold a CNAME beside other record types at %s (%s and %s)", name, cname, other)
+	}
+	return nil
+}
+
+// sameRecordSet reports whether the zone's set holds the values the caller read. Hosted DNS services
+// delete a set only when given its exact values, which is what stops a writer with a stale view from
+// overwriting a change it never saw.
+func sameRecordSet(stored, given *v1alpha1.Endpoint) bool {
+	return stored.RecordTTL == given.RecordTTL &&
+		stored.Targets.SameTargets(given.Targets) &&
+		sameProviderSpecific(stored.ProviderSpecific, given.ProviderSpecific)
+}
+
+func sameProviderSpecific(a, b v1alpha1.ProviderSpecific) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	key := func(ps v1alpha1.ProviderSpecific) []string {
+		s := make([]string, len(ps))
+		for i, p := range ps {
+			s[i] = p.Name + "=" + p.Value
+		}
+		sort.Strings(s)
+		return s
+	}
+	ka, kb := key(a), key(b)
+	for i := range ka {
+		if ka[i] != kb[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func normalizeName(name string) string {
+	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
+}
+
+func copyEndpoints(eps []*v1alpha1.Endpoint) []*v1alpha1.Endpoint {
+	out := make([]*v1alpha1.Endpoint, len(eps))
+	for i, ep := range eps {
+		out[i] = ep.DeepCopy()
+	}
+	return out
+}
