@@ -98,7 +98,7 @@ type Reconciler struct {
 	mu        sync.Mutex
 	failures  map[types.NamespacedName]int
 	providers map[string]providerEntry
-	zones     map[string]zoneList
+	zones     map[string]*zoneList
 	reasons   reasons
 }
 
@@ -108,6 +108,7 @@ type providerEntry struct {
 }
 
 type zoneList struct {
+	mu    sync.Mutex
 	at    time.Time
 	zones []providers.Zone
 }
@@ -116,7 +117,7 @@ type zoneList struct {
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.failures = map[types.NamespacedName]int{}
 	r.providers = map[string]providerEntry{}
-	r.zones = map[string]zoneList{}
+	r.zones = map[string]*zoneList{}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("dnsrecord").
 		// Status writes do not change the generation, so our own status updates never trigger a pass.
@@ -175,13 +176,6 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	if rec.DeletionTimestamp != nil {
 		return r.delete(ctx, s)
 	}
-	if !controllerutil.ContainsFinalizer(rec, v1alpha1.RecordFinalizer) {
-		patch := client.MergeFrom(rec.DeepCopy())
-		controllerutil.AddFinalizer(rec, v1alpha1.RecordFinalizer)
-		if err := r.Client.Patch(ctx, rec, patch); err != nil {
-			return r.backoff(s, err)
-		}
-	}
 	rec.Status.OwnerID = ownerID(rec)
 	if err := validate(rec); err != nil {
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonValidationError, err.Error())
@@ -189,6 +183,19 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 	}
 	if res, err, done := r.connect(ctx, s); done {
 		return res, err
+	}
+	// The finalizer goes on before anything is written to the zone, in one patch with the provider
+	// label (Kuadrant's tooling selects records by it).
+	if !controllerutil.ContainsFinalizer(rec, v1alpha1.RecordFinalizer) || rec.Labels[v1alpha1.ProviderNameLabel] != s.provider.Name() {
+		patch := client.MergeFrom(rec.DeepCopy())
+		controllerutil.AddFinalizer(rec, v1alpha1.RecordFinalizer)
+		if rec.Labels == nil {
+			rec.Labels = map[string]string{}
+		}
+		rec.Labels[v1alpha1.ProviderNameLabel] = s.provider.Name()
+		if err := r.Client.Patch(ctx, rec, patch); err != nil {
+			return r.backoff(s, err)
+		}
 	}
 	desired, err := s.provider.AdjustEndpoints(copyEndpoints(rec.Spec.Endpoints))
 	if err != nil {
@@ -242,17 +249,6 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error,
 		return res, err, true
 	}
 	s.account = secret.Namespace + "/" + secret.Name + "/" + string(secret.UID)
-	if rec.Labels[v1alpha1.ProviderNameLabel] != s.provider.Name() {
-		patch := client.MergeFrom(rec.DeepCopy())
-		if rec.Labels == nil {
-			rec.Labels = map[string]string{}
-		}
-		rec.Labels[v1alpha1.ProviderNameLabel] = s.provider.Name()
-		if err := r.Client.Patch(ctx, rec, patch); err != nil {
-			res, err := r.backoff(s, err)
-			return res, err, true
-		}
-	}
 	if s.zone, err = r.chooseZone(ctx, s); err != nil {
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonDNSProviderError, fmt.Sprintf(msgNoZone, stableMessage(err)))
 		res, err := r.backoff(s, err)
@@ -372,21 +368,27 @@ func (r *Reconciler) chooseZone(ctx context.Context, s *scope) (providers.Zone, 
 	}
 }
 
+// zoneList lists the provider's zones, at most once per ZoneListMaxAge per Secret version. Records
+// of one Secret wait for one listing instead of each making their own.
 func (r *Reconciler) zoneList(ctx context.Context, s *scope, refresh bool) ([]providers.Zone, error) {
 	key := s.account + "/" + s.secret.ResourceVersion
 	r.mu.Lock()
 	l, ok := r.zones[key]
+	if !ok {
+		l = &zoneList{}
+		r.zones[key] = l
+	}
 	r.mu.Unlock()
-	if ok && !refresh && time.Since(l.at) < r.Options.ZoneListMaxAge {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.zones != nil && !refresh && time.Since(l.at) < r.Options.ZoneListMaxAge {
 		return l.zones, nil
 	}
 	zones, err := s.provider.Zones(ctx)
 	if err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	r.zones[key] = zoneList{at: time.Now(), zones: zones}
-	r.mu.Unlock()
+	l.at, l.zones = time.Now(), zones
 	return zones, nil
 }
 

@@ -49,15 +49,17 @@ type Outcome struct {
 type Options struct {
 	// MaxAge bounds how old a cached zone view may be when a cycle plans against it.
 	MaxAge time.Duration
-	// Gather is how long a cycle waits after its first request for others to join it.
-	Gather time.Duration
+	// Gather is how long a cycle waits for another request to join it; every request that joins
+	// restarts the wait, up to MaxGather after the first, so a burst (a policy creating many records,
+	// a controller starting) becomes one cycle while a lone request waits only Gather.
+	Gather, MaxGather time.Duration
 	// StaleRetries bounds re-plans after the backend says the view was stale.
 	StaleRetries int
 }
 
-// DefaultOptions suit a controller: views at most 10 s old, 20 ms to gather a cycle.
+// DefaultOptions suit a controller: views at most 10 s old, cycles gathered for 20 ms to 1 s.
 func DefaultOptions() Options {
-	return Options{MaxAge: 10 * time.Second, Gather: 20 * time.Millisecond, StaleRetries: 3}
+	return Options{MaxAge: 10 * time.Second, Gather: 20 * time.Millisecond, MaxGather: time.Second, StaleRetries: 3}
 }
 
 // Publisher holds one queue per zone.
@@ -142,7 +144,7 @@ type queue struct {
 
 func (q *queue) run() {
 	for {
-		time.Sleep(q.opts.Gather)
+		q.gather()
 		q.mu.Lock()
 		batch := q.pending
 		q.pending = nil
@@ -153,6 +155,23 @@ func (q *queue) run() {
 		}
 		q.mu.Unlock()
 		q.cycle(batch)
+	}
+}
+
+// gather waits while requests keep arriving, up to MaxGather.
+func (q *queue) gather() {
+	start := q.now()
+	for {
+		q.mu.Lock()
+		n := len(q.pending)
+		q.mu.Unlock()
+		time.Sleep(q.opts.Gather)
+		q.mu.Lock()
+		grew := len(q.pending) > n
+		q.mu.Unlock()
+		if !grew || q.now().Sub(start) >= q.opts.MaxGather {
+			return
+		}
 	}
 }
 

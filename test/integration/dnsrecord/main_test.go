@@ -82,7 +82,7 @@ type cluster struct {
 
 // startClusters starts n managers on the first n control planes, each watching a fresh namespace and
 // publishing into store. factory, when not nil, replaces the default factory.
-func startClusters(t *testing.T, n int, store *inmemory.Store, opts dnsrecord.Options, factory *providers.Factory) []*cluster {
+func startClusters(t testing.TB, n int, store *inmemory.Store, opts dnsrecord.Options, factory *providers.Factory) []*cluster {
 	t.Helper()
 	var out []*cluster
 	for i := 0; i < n; i++ {
@@ -130,7 +130,7 @@ func startClusters(t *testing.T, n int, store *inmemory.Store, opts dnsrecord.Op
 }
 
 // secret creates the inmemory provider Secret named "provider" for the zones.
-func (cl *cluster) secret(t *testing.T, zones string) {
+func (cl *cluster) secret(t testing.TB, zones string) {
 	t.Helper()
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "provider", Namespace: cl.ns},
@@ -142,7 +142,7 @@ func (cl *cluster) secret(t *testing.T, zones string) {
 	}
 }
 
-func (cl *cluster) record(t *testing.T, name, rootHost string, eps ...*v1alpha1.Endpoint) *v1alpha1.DNSRecord {
+func (cl *cluster) record(t testing.TB, name, rootHost string, eps ...*v1alpha1.Endpoint) *v1alpha1.DNSRecord {
 	t.Helper()
 	r := &v1alpha1.DNSRecord{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cl.ns},
@@ -158,7 +158,7 @@ func (cl *cluster) record(t *testing.T, name, rootHost string, eps ...*v1alpha1.
 	return r
 }
 
-func (cl *cluster) get(t *testing.T, name string) *v1alpha1.DNSRecord {
+func (cl *cluster) get(t testing.TB, name string) *v1alpha1.DNSRecord {
 	t.Helper()
 	r := &v1alpha1.DNSRecord{}
 	if err := cl.c.Get(context.Background(), client.ObjectKey{Namespace: cl.ns, Name: name}, r); err != nil {
@@ -167,7 +167,7 @@ func (cl *cluster) get(t *testing.T, name string) *v1alpha1.DNSRecord {
 	return r
 }
 
-func (cl *cluster) delete(t *testing.T, name string) {
+func (cl *cluster) delete(t testing.TB, name string) {
 	t.Helper()
 	r := &v1alpha1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Namespace: cl.ns, Name: name}}
 	if err := cl.c.Delete(context.Background(), r); err != nil {
@@ -182,7 +182,7 @@ func ready(r *v1alpha1.DNSRecord) *metav1.Condition {
 
 // eventually polls cond until it returns "" (success) or the timeout passes, then fails with the
 // last reason it gave.
-func eventually(t *testing.T, timeout time.Duration, cond func() string) {
+func eventually(t testing.TB, timeout time.Duration, cond func() string) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	last := ""
@@ -196,7 +196,7 @@ func eventually(t *testing.T, timeout time.Duration, cond func() string) {
 }
 
 // zone returns the zone's records as sorted lines, for comparisons that show the whole zone on failure.
-func zone(t *testing.T, store *inmemory.Store, name string) []string {
+func zone(t testing.TB, store *inmemory.Store, name string) []string {
 	t.Helper()
 	eps, err := store.Snapshot(inmemory.ZoneID(name))
 	if err != nil {
@@ -217,7 +217,7 @@ func zone(t *testing.T, store *inmemory.Store, name string) []string {
 }
 
 // records returns the zone's non-TXT records as lines.
-func records(t *testing.T, store *inmemory.Store, name string) []string {
+func records(t testing.TB, store *inmemory.Store, name string) []string {
 	var out []string
 	for _, l := range zone(t, store, name) {
 		if !strings.Contains(l, " TXT ") {
@@ -227,7 +227,7 @@ func records(t *testing.T, store *inmemory.Store, name string) []string {
 	return out
 }
 
-func txtCount(t *testing.T, store *inmemory.Store, name string) int {
+func txtCount(t testing.TB, store *inmemory.Store, name string) int {
 	return len(zone(t, store, name)) - len(records(t, store, name))
 }
 
