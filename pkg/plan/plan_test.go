@@ -1,0 +1,564 @@
+package plan
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
+)
+
+func rec(name, recordType string, ttl v1alpha1.TTL, targets ...string) *v1alpha1.Endpoint {
+	return &v1alpha1.Endpoint{DNSName: name, RecordType: recordType, RecordTTL: ttl, Targets: targets}
+}
+
+func eps(e ...*v1alpha1.Endpoint) []*v1alpha1.Endpoint { return e }
+
+func mustTXT(t testing.TB, owner string, r *v1alpha1.Endpoint) *v1alpha1.Endpoint {
+	t.Helper()
+	txt, err := registry.NewTXT(owner, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return txt
+}
+
+// kuadrantTXT is the ownership TXT Kuadrant's dns-operator writes: no wish in it.
+func kuadrantTXT(owner string, r *v1alpha1.Endpoint) *v1alpha1.Endpoint {
+	txt := &v1alpha1.Endpoint{
+		DNSName:    registry.TXTName(owner, r.RecordType, r.DNSName),
+		RecordType: "TXT",
+		Targets:    v1alpha1.Targets{registry.FormatValue(map[string]string{"owner": owner, "version": "1"})},
+	}
+	txt.SetIdentifier = r.SetIdentifier
+	txt.ProviderSpecific = r.ProviderSpecific.DeepCopy()
+	return txt
+}
+
+func expectLines(t testing.TB, what string, got, want []string) {
+	t.Helper()
+	if len(got) == 0 && len(want) == 0 {
+		return
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("%s:\n got  %s\n want %s", what, strings.Join(got, "\n      "), strings.Join(want, "\n      "))
+	}
+}
+
+func expectConflicts(t testing.TB, res *Result, want ...Conflict) {
+	t.Helper()
+	if len(res.Conflicts) == 0 && len(want) == 0 {
+		return
+	}
+	if !reflect.DeepEqual(res.Conflicts, want) {
+		t.Fatalf("conflicts:\n got  %+v\n want %+v", res.Conflicts, want)
+	}
+}
+
+func TestCreate(t *testing.T) {
+	z := newZone()
+	a := &owner{id: "a"}
+	desired := eps(rec("app.example.com", "A", 60, "1.1.1.2", "1.1.1.1"))
+	res := step(t, z, a, desired)
+	expectLines(t, "created", lines(res.Changes.Create), []string{
+		"app.example.com A 60 1.1.1.1,1.1.1.2",
+		"kuadrant-264yzvyj-a-app.example.com TXT 60 \"heritage=external-dns,external-dns/claim-targets=1.1.1.1;1.1.1.2,external-dns/claim-ttl=60,external-dns/owner=a,external-dns/version=1\"",
+	})
+	if len(res.Changes.UpdateNew)+len(res.Changes.Delete) != 0 {
+		t.Fatalf("more than creates:\n%s", describeChanges(res.Changes))
+	}
+	if !reflect.DeepEqual(res.Published, desired) || !reflect.DeepEqual(res.Owners, []string{"a"}) {
+		t.Fatalf("published %v, owners %v", res.Published, res.Owners)
+	}
+}
+
+func lines(eps []*v1alpha1.Endpoint) []string {
+	var out []string
+	for _, e := range eps {
+		out = append(out, line(e))
+	}
+	return out
+}
+
+// Owners merge their targets into A records and leave them one by one; the last one out deletes.
+func TestMergeLeaveDelete(t *testing.T) {
+	z := newZone()
+	a, b, c := &owner{id: "a"}, &owner{id: "b"}, &owner{id: "c"}
+	step(t, z, b, eps(rec("s.example.com", "A", 60, "2.2.2.2"), rec("s.example.com", "AAAA", 60, "2001:db8::2")))
+	res := step(t, z, a, eps(rec("s.example.com", "A", 60, "1.1.1.1", "2.2.2.2")))
+	expectLines(t, "merge", lines(res.Changes.UpdateNew), []string{"s.example.com A 60 1.1.1.1,2.2.2.2"})
+	step(t, z, c, eps(rec("s.example.com", "A", 60, "3.3.3.3")))
+	expectLines(t, "records", z.records(), []string{"s.example.com A 60 1.1.1.1,2.2.2.2,3.3.3.3", "s.example.com AAAA 60 2001:db8::2"})
+	if !reflect.DeepEqual(res.Owners, []string{"a", "b"}) {
+		t.Fatalf("owners %v", res.Owners)
+	}
+
+	// b withdraws 2.2.2.2; a still wants it.
+	step(t, z, b, eps(rec("s.example.com", "A", 60, "4.4.4.4"), rec("s.example.com", "AAAA", 60, "2001:db8::2")))
+	expectLines(t, "records", z.records(), []string{"s.example.com A 60 1.1.1.1,2.2.2.2,3.3.3.3,4.4.4.4", "s.example.com AAAA 60 2001:db8::2"})
+	step(t, z, a, nil)
+	expectLines(t, "after a left", z.records(), []string{"s.example.com A 60 3.3.3.3,4.4.4.4", "s.example.com AAAA 60 2001:db8::2"})
+	res = step(t, z, c, nil)
+	if !reflect.DeepEqual(res.Owners, []string{"b"}) || len(res.Published) != 0 {
+		t.Fatalf("owners %v, published %v after c left", res.Owners, res.Published)
+	}
+	expectLines(t, "after c left", z.records(), []string{"s.example.com A 60 4.4.4.4", "s.example.com AAAA 60 2001:db8::2"})
+	res = step(t, z, b, nil)
+	expectLines(t, "deleted", lines(res.Changes.Delete), []string{
+		"kuadrant-2i9rupgs-a-s.example.com TXT 60 \"heritage=external-dns,external-dns/claim-targets=4.4.4.4,external-dns/claim-ttl=60,external-dns/owner=b,external-dns/version=1\"",
+		"kuadrant-2i9rupgs-aaaa-s.example.com TXT 60 \"heritage=external-dns,external-dns/claim-targets=2001:db8::2,external-dns/claim-ttl=60,external-dns/owner=b,external-dns/version=1\"",
+		"s.example.com A 60 4.4.4.4",
+		"s.example.com AAAA 60 2001:db8::2",
+	})
+	if len(z) != 0 {
+		t.Fatalf("zone not empty: %v", z.endpoints())
+	}
+}
+
+// A human's records are never changed, deleted, claimed or shadowed.
+func TestHumanRecords(t *testing.T) {
+	human := rec("h.example.com", "A", 300, "9.9.9.9")
+	humanTXT := rec("t.example.com", "TXT", 300, `"google-site-verification=x"`)
+	apexNS := rec("example.com", "NS", 172800, "ns1.example.net", "ns2.example.net")
+	z := newZone(human, humanTXT, apexNS)
+	a := &owner{id: "a"}
+
+	res := step(t, z, a, eps(rec("h.example.com", "A", 60, "1.1.1.1")))
+	expectConflicts(t, res, Conflict{DNSName: "h.example.com", RecordType: "A", Field: FieldTargets, Ours: "1.1.1.1", Published: "9.9.9.9"})
+	if !res.Changes.Empty() || len(res.Published) != 0 {
+		t.Fatalf("wrote over a human's record:\n%s", describeChanges(res.Changes))
+	}
+
+	res = step(t, z, a, eps(rec("h.example.com", "CNAME", 60, "lb.example.net")))
+	expectConflicts(t, res, Conflict{DNSName: "h.example.com", RecordType: "CNAME", Field: FieldType, Ours: "CNAME", Published: "A"})
+	expectLines(t, "claims", z.claims(), []string{"a h.example.com CNAME "})
+
+	// A and TXT share a name; a CNAME would shadow the TXT.
+	res = step(t, z, a, eps(rec("t.example.com", "A", 60, "1.1.1.1"), rec("x.example.com", "AAAA", 60, "2001:db8::1")))
+	expectConflicts(t, res)
+	res = step(t, z, a, eps(rec("t.example.com", "CNAME", 60, "lb.example.net")))
+	expectConflicts(t, res, Conflict{DNSName: "t.example.com", RecordType: "CNAME", Field: FieldType, Ours: "CNAME", Published: "TXT"})
+	expectLines(t, "records", z.records(), []string{
+		"example.com NS 172800 ns1.example.net,ns2.example.net",
+		"h.example.com A 300 9.9.9.9",
+		"t.example.com TXT 300 \"google-site-verification=x\"",
+	})
+	// The zone's own NS at the apex is nobody's: a wish for it is a conflict, not a write.
+	res = step(t, z, a, eps(rec("example.com", "NS", 300, "ns.other.net")))
+	expectConflicts(t, res, Conflict{DNSName: "example.com", RecordType: "NS", Field: FieldTargets, Ours: "ns.other.net", Published: "ns1.example.net,ns2.example.net"})
+	step(t, z, a, nil)
+	expectLines(t, "records", z.records(), []string{
+		"example.com NS 172800 ns1.example.net,ns2.example.net",
+		"h.example.com A 300 9.9.9.9",
+		"t.example.com TXT 300 \"google-site-verification=x\"",
+	})
+	expectLines(t, "claims", z.claims(), nil)
+}
+
+// loadbalanced is one owner's loadbalanced tree for app.example.com: Kuadrant's record shape with
+// one geo and, optionally, the default geo.
+func loadbalanced(geo, lb, ip string, defaultGeo bool) []*v1alpha1.Endpoint {
+	g := strings.ToLower(geo)
+	out := eps(
+		rec("app.example.com", "CNAME", 300, "klb.app.example.com"),
+		rec("klb.app.example.com", "CNAME", 300, g+".klb.app.example.com").WithSetIdentifier(geo).WithProviderSpecific("geo-code", geo),
+		rec(g+".klb.app.example.com", "CNAME", 60, lb+".klb.app.example.com").WithSetIdentifier(lb+".klb.app.example.com").WithProviderSpecific("weight", "120"),
+		rec(lb+".klb.app.example.com", "A", 60, ip),
+	)
+	if defaultGeo {
+		out = append(out, rec("klb.app.example.com", "CNAME", 300, g+".klb.app.example.com").WithSetIdentifier("default").WithProviderSpecific("geo-code", "*"))
+	}
+	return out
+}
+
+// Case 1: two owners each make their own geo the default. The lowest owner's default wins, whoever
+// plans first, and the other reports it.
+func TestConflictDefaultGeo(t *testing.T) {
+	ie := loadbalanced("IE", "aaaaaa-111111", "1.1.1.1", true)
+	us := loadbalanced("US", "bbbbbb-222222", "2.2.2.2", true)
+	lost := Conflict{DNSName: "klb.app.example.com", RecordType: "CNAME", SetIdentifier: "default", Field: FieldTargets,
+		Ours: "us.klb.app.example.com", Published: "ie.klb.app.example.com", WinnerOwner: "a"}
+	want := []string{
+		"aaaaaa-111111.klb.app.example.com A 60 1.1.1.1",
+		"app.example.com CNAME 300 klb.app.example.com",
+		"bbbbbb-222222.klb.app.example.com A 60 2.2.2.2",
+		"ie.klb.app.example.com CNAME [aaaaaa-111111.klb.app.example.com] 60 aaaaaa-111111.klb.app.example.com {weight=120}",
+		"klb.app.example.com CNAME [IE] 300 ie.klb.app.example.com {geo-code=IE}",
+		"klb.app.example.com CNAME [US] 300 us.klb.app.example.com {geo-code=US}",
+		"klb.app.example.com CNAME [default] 300 ie.klb.app.example.com {geo-code=*}",
+		"us.klb.app.example.com CNAME [bbbbbb-222222.klb.app.example.com] 60 bbbbbb-222222.klb.app.example.com {weight=120}",
+	}
+	for _, order := range []string{"ab", "ba"} {
+		t.Run(order, func(t *testing.T) {
+			z := newZone()
+			owners := map[byte]*owner{'a': {id: "a"}, 'b': {id: "b"}}
+			desired := map[byte][]*v1alpha1.Endpoint{'a': ie, 'b': us}
+			for i := 0; i < 2; i++ {
+				for _, o := range []byte(order) {
+					res := step(t, z, owners[o], desired[o])
+					if o == 'a' {
+						expectConflicts(t, res)
+					} else if len(z.records()) == len(want) {
+						expectConflicts(t, res, lost)
+					}
+					if i == 1 && !res.Changes.Empty() {
+						t.Fatalf("%c still writes after convergence:\n%s", o, describeChanges(res.Changes))
+					}
+				}
+			}
+			expectLines(t, "records", z.records(), want)
+
+			// The winner leaves: its own last batch publishes the next claimant's default.
+			res := step(t, z, owners['a'], nil)
+			expectLines(t, "a's last batch updates", lines(res.Changes.UpdateNew), []string{
+				"klb.app.example.com CNAME [default] 300 us.klb.app.example.com {geo-code=*}",
+			})
+			res = step(t, z, owners['b'], us)
+			expectConflicts(t, res)
+			if !res.Changes.Empty() {
+				t.Fatalf("b writes after a left:\n%s", describeChanges(res.Changes))
+			}
+		})
+	}
+}
+
+// When the winner's claim goes without its own plan (its lease expired), the next owner that
+// plans publishes its own wish and withdraws the dead owner's targets and claims wherever it shares
+// a record with it; what only the dead owner held stays.
+func TestWinnerExpires(t *testing.T) {
+	z := newZone()
+	a, b := &owner{id: "a"}, &owner{id: "b"}
+	step(t, z, a, loadbalanced("IE", "aaaaaa-111111", "1.1.1.1", true))
+	step(t, z, b, loadbalanced("US", "bbbbbb-222222", "2.2.2.2", true))
+	res := step(t, z, b, loadbalanced("US", "bbbbbb-222222", "2.2.2.2", true), "a")
+	expectConflicts(t, res)
+	expectLines(t, "records", z.records(), []string{
+		"aaaaaa-111111.klb.app.example.com A 60 1.1.1.1",
+		"app.example.com CNAME 300 klb.app.example.com",
+		"bbbbbb-222222.klb.app.example.com A 60 2.2.2.2",
+		"ie.klb.app.example.com CNAME [aaaaaa-111111.klb.app.example.com] 60 aaaaaa-111111.klb.app.example.com {weight=120}",
+		"klb.app.example.com CNAME [IE] 300 ie.klb.app.example.com {geo-code=IE}",
+		"klb.app.example.com CNAME [US] 300 us.klb.app.example.com {geo-code=US}",
+		"klb.app.example.com CNAME [default] 300 us.klb.app.example.com {geo-code=*}",
+		"us.klb.app.example.com CNAME [bbbbbb-222222.klb.app.example.com] 60 bbbbbb-222222.klb.app.example.com {weight=120}",
+	})
+	expectLines(t, "claims", z.claims(), []string{
+		"a aaaaaa-111111.klb.app.example.com A ",
+		"a ie.klb.app.example.com CNAME aaaaaa-111111.klb.app.example.com",
+		"a klb.app.example.com CNAME IE",
+		"b app.example.com CNAME ",
+		"b bbbbbb-222222.klb.app.example.com A ",
+		"b klb.app.example.com CNAME US",
+		"b klb.app.example.com CNAME default",
+		"b us.klb.app.example.com CNAME bbbbbb-222222.klb.app.example.com",
+	})
+	// A shared multi-value record loses the dead owner's targets, never its last ones.
+	z = newZone()
+	step(t, z, a, eps(rec("s.example.com", "A", 60, "1.1.1.1"), rec("only-a.example.com", "A", 60, "1.1.1.1")))
+	step(t, z, b, eps(rec("s.example.com", "A", 60, "2.2.2.2"), rec("only-a.example.com", "AAAA", 60, "2001:db8::2")))
+	step(t, z, b, eps(rec("s.example.com", "A", 60, "2.2.2.2"), rec("only-a.example.com", "AAAA", 60, "2001:db8::2")), "a")
+	expectLines(t, "records", z.records(), []string{
+		"only-a.example.com A 60 1.1.1.1",
+		"only-a.example.com AAAA 60 2001:db8::2",
+		"s.example.com A 60 2.2.2.2",
+	})
+	step(t, z, b, nil, "a")
+	expectLines(t, "records", z.records(), []string{"only-a.example.com A 60 1.1.1.1"})
+}
+
+// Case 2: owners want different TTLs on one shared record.
+func TestConflictTTL(t *testing.T) {
+	for _, order := range []string{"ab", "ba"} {
+		t.Run(order, func(t *testing.T) {
+			z := newZone()
+			owners := map[byte]*owner{'a': {id: "a"}, 'b': {id: "b"}}
+			desired := map[byte][]*v1alpha1.Endpoint{
+				'a': eps(rec("s.example.com", "A", 60, "1.1.1.1")),
+				'b': eps(rec("s.example.com", "A", 300, "2.2.2.2")),
+			}
+			var results = map[byte]*Result{}
+			for i := 0; i < 2; i++ {
+				for _, o := range []byte(order) {
+					results[o] = step(t, z, owners[o], desired[o])
+				}
+			}
+			expectLines(t, "records", z.records(), []string{"s.example.com A 60 1.1.1.1,2.2.2.2"})
+			expectConflicts(t, results['a'])
+			expectConflicts(t, results['b'], Conflict{DNSName: "s.example.com", RecordType: "A", Field: FieldTTL, Ours: "300", Published: "60", WinnerOwner: "a"})
+			if len(results['b'].Published) != 1 || results['b'].Published[0].RecordTTL != 300 {
+				t.Fatalf("b publishes %v", results['b'].Published)
+			}
+		})
+	}
+}
+
+// Case 3: two owners each want a single-target CNAME at one host.
+func TestConflictSimpleCNAME(t *testing.T) {
+	for _, order := range []string{"ab", "ba"} {
+		t.Run(order, func(t *testing.T) {
+			z := newZone()
+			owners := map[byte]*owner{'a': {id: "a"}, 'b': {id: "b"}}
+			desired := map[byte][]*v1alpha1.Endpoint{
+				'a': eps(rec("www.example.com", "CNAME", 60, "lb-a.example.net")),
+				'b': eps(rec("www.example.com", "CNAME", 60, "lb-b.example.net")),
+			}
+			results := map[byte]*Result{}
+			for i := 0; i < 2; i++ {
+				for _, o := range []byte(order) {
+					results[o] = step(t, z, owners[o], desired[o])
+				}
+			}
+			expectLines(t, "records", z.records(), []string{"www.example.com CNAME 60 lb-a.example.net"})
+			expectConflicts(t, results['a'])
+			expectConflicts(t, results['b'], Conflict{DNSName: "www.example.com", RecordType: "CNAME", Field: FieldTargets, Ours: "lb-b.example.net", Published: "lb-a.example.net", WinnerOwner: "a"})
+			for _, r := range results {
+				if !reflect.DeepEqual(r.Owners, []string{"a", "b"}) {
+					t.Fatalf("owners %v", r.Owners)
+				}
+			}
+		})
+	}
+}
+
+// A CNAME that some owner wants with several targets (a backend that publishes weighted sets as one
+// answer) is a multi-value record: the targets merge.
+func TestMultiTargetCNAME(t *testing.T) {
+	z := newZone()
+	a, b := &owner{id: "a"}, &owner{id: "b"}
+	step(t, z, a, eps(rec("www.example.com", "CNAME", 60, "lb-a1.example.net", "lb-a2.example.net")))
+	res := step(t, z, b, eps(rec("www.example.com", "CNAME", 60, "lb-b.example.net")))
+	expectConflicts(t, res)
+	expectLines(t, "records", z.records(), []string{"www.example.com CNAME 60 lb-a1.example.net,lb-a2.example.net,lb-b.example.net"})
+	step(t, z, a, nil)
+	expectLines(t, "records", z.records(), []string{"www.example.com CNAME 60 lb-b.example.net"})
+}
+
+// Case 4: one owner wants a simple A at a host, another a loadbalanced CNAME. The lowest owner's
+// kind is published; the other keeps only its claim and reports the record type.
+func TestConflictAAndCNAME(t *testing.T) {
+	simple := eps(rec("app.example.com", "A", 60, "9.9.9.9"))
+	for _, tc := range []struct {
+		name          string
+		simpleOwner   string
+		balancedOwner string
+		wantApp       string
+	}{
+		{"lower owner simple", "a", "b", "app.example.com A 60 9.9.9.9"},
+		{"lower owner loadbalanced", "b", "a", "app.example.com CNAME 300 klb.app.example.com"},
+	} {
+		for _, order := range []string{"simple first", "loadbalanced first"} {
+			t.Run(tc.name+", "+order, func(t *testing.T) {
+				z := newZone()
+				s, l := &owner{id: tc.simpleOwner}, &owner{id: tc.balancedOwner}
+				balanced := loadbalanced("IE", "aaaaaa-111111", "1.1.1.1", false)
+				first, second := s, l
+				firstWant, secondWant := simple, balanced
+				if order == "loadbalanced first" {
+					first, second, firstWant, secondWant = l, s, balanced, simple
+				}
+				var res *Result
+				results := map[string]*Result{}
+				for i := 0; i < 2; i++ {
+					results[first.id] = step(t, z, first, firstWant)
+					res = step(t, z, second, secondWant)
+					results[second.id] = res
+				}
+				if !res.Changes.Empty() {
+					t.Fatalf("still writing:\n%s", describeChanges(res.Changes))
+				}
+				got := z.records()
+				expectLines(t, "app", withPrefix(got, "app.example.com "), []string{tc.wantApp})
+				if len(got) != 4 {
+					t.Fatalf("the loadbalanced tree beside app is not whole: %v", got)
+				}
+				if tc.simpleOwner == "a" {
+					expectConflicts(t, results["a"])
+					expectConflicts(t, results["b"], Conflict{DNSName: "app.example.com", RecordType: "CNAME", Field: FieldType, Ours: "CNAME", Published: "A", WinnerOwner: "a"})
+				} else {
+					expectConflicts(t, results["a"])
+					expectConflicts(t, results["b"], Conflict{DNSName: "app.example.com", RecordType: "A", Field: FieldType, Ours: "A", Published: "CNAME", WinnerOwner: "a"})
+				}
+				loser := results["b"]
+				for _, p := range loser.Published {
+					if p.DNSName == "app.example.com" {
+						t.Fatalf("the loser lists %v as published", p)
+					}
+				}
+				expectLines(t, "claims at app", containing(z.claims(), " app.example.com "), []string{
+					"a app.example.com " + map[bool]string{true: "A ", false: "CNAME "}[tc.simpleOwner == "a"],
+					"b app.example.com " + map[bool]string{true: "CNAME ", false: "A "}[tc.simpleOwner == "a"],
+				})
+				// The winner leaves: the loser's kind is published, by the winner's last batch.
+				winner := map[string]*owner{s.id: s, l.id: l}["a"]
+				res = step(t, z, winner, nil)
+				wantAfter := "app.example.com CNAME 300 klb.app.example.com"
+				if tc.simpleOwner != "a" {
+					wantAfter = "app.example.com A 60 9.9.9.9"
+				}
+				expectLines(t, "app after the winner left", withPrefix(z.records(), "app.example.com "), []string{wantAfter})
+			})
+		}
+	}
+}
+
+func withPrefix(lines []string, prefix string) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, prefix) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func containing(lines []string, s string) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.Contains(l, s) {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// An owner changing a host from simple to loadbalanced and back does it in one batch: a backend
+// applying it atomically never leaves the name empty.
+func TestTypeChangeInOneBatch(t *testing.T) {
+	z := newZone()
+	a := &owner{id: "a"}
+	step(t, z, a, eps(rec("app.example.com", "A", 60, "1.1.1.1")))
+	res := step(t, z, a, loadbalanced("IE", "aaaaaa-111111", "1.1.1.1", false))
+	expectLines(t, "deleted", withPrefix(lines(res.Changes.Delete), "app.example.com "), []string{"app.example.com A 60 1.1.1.1"})
+	expectLines(t, "created", withPrefix(lines(res.Changes.Create), "app.example.com "), []string{"app.example.com CNAME 300 klb.app.example.com"})
+	res = step(t, z, a, eps(rec("app.example.com", "A", 60, "1.1.1.1")))
+	expectLines(t, "deleted", withPrefix(lines(res.Changes.Delete), "app.example.com "), []string{"app.example.com CNAME 300 klb.app.example.com"})
+	expectLines(t, "created", withPrefix(lines(res.Changes.Create), "app.example.com "), []string{"app.example.com A 60 1.1.1.1"})
+	expectLines(t, "records", z.records(), []string{"app.example.com A 60 1.1.1.1"})
+}
+
+// Owners running Kuadrant's dns-operator do not say what they want. Their targets are kept, ours
+// replaced; a record they win keeps its value.
+func TestKuadrantOwners(t *testing.T) {
+	shared := rec("s.example.com", "A", 60, "1.1.1.1", "9.9.9.9")
+	cname := rec("www.example.com", "CNAME", 300, "lb-k.example.net")
+	z := newZone(shared, kuadrantTXT("k", shared), mustTXT(t, "z", rec("s.example.com", "A", 60, "1.1.1.1")),
+		cname, kuadrantTXT("k", cname))
+	o := &owner{id: "z", published: eps(rec("s.example.com", "A", 60, "1.1.1.1"))}
+	res := step(t, z, o, eps(rec("s.example.com", "A", 60, "2.2.2.2"), rec("www.example.com", "CNAME", 60, "lb-z.example.net")))
+	expectLines(t, "records", z.records(), []string{"s.example.com A 60 2.2.2.2,9.9.9.9", "www.example.com CNAME 300 lb-k.example.net"})
+	expectConflicts(t, res,
+		Conflict{DNSName: "www.example.com", RecordType: "CNAME", Field: FieldTTL, Ours: "60", Published: "300", WinnerOwner: "k"},
+		Conflict{DNSName: "www.example.com", RecordType: "CNAME", Field: FieldTargets, Ours: "lb-z.example.net", Published: "lb-k.example.net", WinnerOwner: "k"},
+	)
+	if !reflect.DeepEqual(res.Owners, []string{"k", "z"}) {
+		t.Fatalf("owners %v", res.Owners)
+	}
+	step(t, z, o, nil)
+	expectLines(t, "records", z.records(), []string{"s.example.com A 60 9.9.9.9", "www.example.com CNAME 300 lb-k.example.net"})
+	expectLines(t, "claims", z.claims(), []string{"k s.example.com A ", "k www.example.com CNAME "})
+}
+
+// A cluster that ran Kuadrant's dns-operator under the same owner ID finds its own TXTs without a
+// wish; its previous publication says which targets were its own.
+func TestMigrationFromKuadrant(t *testing.T) {
+	shared := rec("s.example.com", "A", 60, "1.1.1.1", "9.9.9.9")
+	z := newZone(shared, kuadrantTXT("k", shared), kuadrantTXT("z", shared))
+	o := &owner{id: "z", published: eps(rec("s.example.com", "A", 60, "1.1.1.1"))}
+	res := step(t, z, o, eps(rec("s.example.com", "A", 60, "2.2.2.2")))
+	expectLines(t, "records", z.records(), []string{"s.example.com A 60 2.2.2.2,9.9.9.9"})
+	if len(res.Changes.UpdateNew) != 2 {
+		t.Fatalf("want the record and our claim updated:\n%s", describeChanges(res.Changes))
+	}
+}
+
+// Only expired owners hold a record, and we leave: it keeps their targets.
+func TestExpiredOwnersKeepLastTargets(t *testing.T) {
+	z := newZone()
+	a, b := &owner{id: "a"}, &owner{id: "b"}
+	step(t, z, a, eps(rec("s.example.com", "A", 60, "1.1.1.1")))
+	step(t, z, b, eps(rec("s.example.com", "A", 60, "2.2.2.2")))
+	step(t, z, b, nil, "a")
+	expectLines(t, "records", z.records(), []string{"s.example.com A 60 1.1.1.1"})
+	expectLines(t, "claims", z.claims(), []string{"a s.example.com A "})
+}
+
+func TestWildcard(t *testing.T) {
+	z := newZone()
+	a, b := &owner{id: "a"}, &owner{id: "b"}
+	step(t, z, a, eps(rec("*.apps.example.com", "A", 60, "1.1.1.1")))
+	step(t, z, b, eps(rec("*.apps.example.com", "A", 60, "2.2.2.2")))
+	expectLines(t, "records", z.records(), []string{"*.apps.example.com A 60 1.1.1.1,2.2.2.2"})
+	var names []string
+	for _, e := range z.endpoints() {
+		if e.RecordType == "TXT" {
+			names = append(names, e.DNSName)
+		}
+	}
+	expectLines(t, "TXT names", names, []string{"kuadrant-264yzvyj-a-wildcard.apps.example.com", "kuadrant-2i9rupgs-a-wildcard.apps.example.com"})
+}
+
+func TestInvalidInput(t *testing.T) {
+	ok := rec("a.example.com", "A", 60, "1.1.1.1")
+	for _, tc := range []struct {
+		name string
+		in   Input
+	}{
+		{"no owner", Input{ZoneName: "example.com", Desired: eps(ok)}},
+		{"owner with a comma", Input{OwnerID: "a,b", ZoneName: "example.com"}},
+		{"no zone", Input{OwnerID: "a", Desired: eps(ok)}},
+		{"expired self", Input{OwnerID: "a", ZoneName: "example.com", Expired: []string{"a"}}},
+		{"nil desired", Input{OwnerID: "a", ZoneName: "example.com", Desired: eps(nil)}},
+		{"outside the zone", Input{OwnerID: "a", ZoneName: "example.com", Desired: eps(rec("a.example.org", "A", 60, "1.1.1.1"))}},
+		{"suffix but not a subdomain", Input{OwnerID: "a", ZoneName: "example.com", Desired: eps(rec("badexample.com", "A", 60, "1.1.1.1"))}},
+		{"empty label", Input{OwnerID: "a", ZoneName: "example.com", Desired: eps(rec("a..example.com", "A", 60, "1.1.1.1"))}},
+		{"wildcard label", Input{OwnerID: "a", ZoneName: "example.com", Desired: eps(rec("wildcard.example.com", "A", 60, "1.1.1.1"))}},
+		{"TXT", Input{OwnerID: "a", ZoneName: "example.com", Desired: eps(rec("a.example.com", "TXT", 60, "x"))}},
+		{"MX", Input{OwnerID: "a", ZoneName: "example.com", Desired: eps(rec("a.example.com", "MX", 60, "10 mx"))}},
+		{"CNAME at the apex", Input{OwnerID: "a", ZoneName: "example.com", Desired: eps(rec("example.com", "CNAME", 60, "lb.example.net"))}},
+		{"no targets", Input{OwnerID: "a", ZoneName: "example.com", Desired: eps(rec("a.example.com", "A", 60))}},
+		{"target with a comma", Input{OwnerID: "a", ZoneName: "example.com", Desired: eps(rec("a.example.com", "CNAME", 60, "a,b"))}},
+		{"target too long for a TXT", Input{OwnerID: "a", ZoneName: "example.com", Desired: eps(rec("a.example.com", "CNAME", 60, strings.Repeat("x", 230)))}},
+		{"negative TTL", Input{OwnerID: "a", ZoneName: "example.com", Desired: eps(rec("a.example.com", "A", -1, "1.1.1.1"))}},
+		{"twice", Input{OwnerID: "a", ZoneName: "example.com", Desired: eps(ok, rec("A.example.com.", "A", 300, "2.2.2.2"))}},
+		{"CNAME beside A", Input{OwnerID: "a", ZoneName: "example.com", Desired: eps(ok, rec("a.example.com", "CNAME", 60, "lb.example.net"))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if res, err := Plan(tc.in); !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Plan = %v, %v; want ErrInvalid", res, err)
+			}
+		})
+	}
+}
+
+// Output is sorted, whatever order the zone and the wishes come in.
+func TestDeterministicOrder(t *testing.T) {
+	desired := loadbalanced("IE", "aaaaaa-111111", "1.1.1.1", true)
+	var first *Result
+	for i := 0; i < 20; i++ {
+		d := append([]*v1alpha1.Endpoint(nil), desired...)
+		// Rotate the input by i.
+		d = append(d[i%len(d):], d[:i%len(d)]...)
+		res, err := Plan(Input{OwnerID: "a", ZoneName: "example.com", Desired: d})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == nil {
+			first = res
+			continue
+		}
+		if !reflect.DeepEqual(res, first) {
+			t.Fatalf("rotation %d plans differently", i)
+		}
+	}
+	var keys []v1alpha1.EndpointKey
+	for _, e := range first.Changes.Create {
+		keys = append(keys, e.Key())
+	}
+	for i := 1; i < len(keys); i++ {
+		if !keyLess(keys[i-1], keys[i]) {
+			t.Fatalf("creates not sorted: %v", keys)
+		}
+	}
+}

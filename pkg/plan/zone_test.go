@@ -1,0 +1,182 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
+	"github.com/dnspolicy/dnspolicy-controller/providers"
+)
+
+// strictZone is a zone as a strict backend keeps it: a batch applies whole or not at all; deleting
+// or updating needs the exact record, creating needs a free key, and a CNAME shares its name with
+// nothing.
+type strictZone map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
+
+func newZone(eps ...*v1alpha1.Endpoint) strictZone {
+	z := strictZone{}
+	for _, e := range eps {
+		z[e.Key()] = e.DeepCopy()
+	}
+	return z
+}
+
+func (z strictZone) endpoints() []*v1alpha1.Endpoint {
+	out := make([]*v1alpha1.Endpoint, 0, len(z))
+	for _, e := range z {
+		out = append(out, e.DeepCopy())
+	}
+	sortByKey(out)
+	return out
+}
+
+func (z strictZone) apply(c *providers.Changes) error {
+	next := strictZone{}
+	for k, e := range z {
+		next[k] = e
+	}
+	remove := func(e *v1alpha1.Endpoint, verb string) error {
+		have, ok := next[e.Key()]
+		if !ok {
+			return fmt.Errorf("%s %s: not in the zone", verb, e)
+		}
+		if !sameRecord(have, e) {
+			return fmt.Errorf("%s %s: the zone holds %s", verb, e, have)
+		}
+		delete(next, e.Key())
+		return nil
+	}
+	for _, e := range c.Delete {
+		if err := remove(e, "delete"); err != nil {
+			return err
+		}
+	}
+	if len(c.UpdateOld) != len(c.UpdateNew) {
+		return fmt.Errorf("uneven update")
+	}
+	for i, e := range c.UpdateOld {
+		if err := remove(e, "update"); err != nil {
+			return err
+		}
+		if c.UpdateNew[i].Key() != e.Key() {
+			return fmt.Errorf("update changes the key of %s", e)
+		}
+		next[e.Key()] = c.UpdateNew[i].DeepCopy()
+	}
+	for _, e := range c.Create {
+		if _, ok := next[e.Key()]; ok {
+			return fmt.Errorf("create %s: exists", e)
+		}
+		next[e.Key()] = e.DeepCopy()
+	}
+	types := map[string]map[string]bool{}
+	for k := range next {
+		if types[k.DNSName] == nil {
+			types[k.DNSName] = map[string]bool{}
+		}
+		types[k.DNSName][k.RecordType] = true
+	}
+	for name, ts := range types {
+		if ts[v1alpha1.RecordTypeCNAME] && len(ts) > 1 {
+			return fmt.Errorf("a CNAME shares %s with %v", name, ts)
+		}
+	}
+	for k := range z {
+		delete(z, k)
+	}
+	for k, e := range next {
+		z[k] = e
+	}
+	return nil
+}
+
+// records lists the zone's records other than ownership TXTs, as "NAME TYPE set TTL targets".
+func (z strictZone) records() []string {
+	var out []string
+	for _, e := range z.endpoints() {
+		if _, ok := registry.ParseTXT(e); ok {
+			continue
+		}
+		out = append(out, line(e))
+	}
+	return out
+}
+
+// claims lists the ownership TXTs as "owner NAME TYPE set".
+func (z strictZone) claims() []string {
+	var out []string
+	for _, e := range z.endpoints() {
+		if c, ok := registry.ParseTXT(e); ok {
+			out = append(out, fmt.Sprintf("%s %s %s %s", c.Owner, c.Record.DNSName, c.Record.RecordType, c.Record.SetIdentifier))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func line(e *v1alpha1.Endpoint) string {
+	s := fmt.Sprintf("%s %s", e.DNSName, e.RecordType)
+	if e.SetIdentifier != "" {
+		s += " [" + e.SetIdentifier + "]"
+	}
+	s += fmt.Sprintf(" %d %s", e.RecordTTL, formatTargets(e.Targets))
+	if len(e.ProviderSpecific) > 0 {
+		s += " {" + formatProviderSpecific(e.ProviderSpecific) + "}"
+	}
+	return s
+}
+
+// owner is one cluster in a test: its ID and what it published last.
+type owner struct {
+	id        string
+	published []*v1alpha1.Endpoint
+}
+
+// step plans for one owner against the zone, checks the batch as the controller would, applies it
+// strictly, and plans again: the second plan must change nothing and report the same.
+func step(t testing.TB, z strictZone, o *owner, desired []*v1alpha1.Endpoint, expired ...string) *Result {
+	t.Helper()
+	current := z.endpoints()
+	in := Input{OwnerID: o.id, ZoneName: "example.com", Current: current, Previous: o.published, Desired: desired, Expired: expired}
+	res, err := Plan(in)
+	if err != nil {
+		t.Fatalf("%s: Plan: %v", o.id, err)
+	}
+	if err := registry.Read(current).Check(o.id, expired, res.Changes); err != nil {
+		t.Fatalf("%s: Check refused the plan: %v\n%s", o.id, err, describeChanges(res.Changes))
+	}
+	if err := z.apply(res.Changes); err != nil {
+		t.Fatalf("%s: apply: %v\n%s", o.id, err, describeChanges(res.Changes))
+	}
+	o.published = res.Published
+	in.Current, in.Previous = z.endpoints(), res.Published
+	again, err := Plan(in)
+	if err != nil {
+		t.Fatalf("%s: Plan again: %v", o.id, err)
+	}
+	if !again.Changes.Empty() {
+		t.Fatalf("%s: planning again changes the zone:\n%s", o.id, describeChanges(again.Changes))
+	}
+	// An owner that withdrew everything has no previous names left to see other owners on.
+	sameOwners := len(desired) == 0 || fmt.Sprint(again.Owners) == fmt.Sprint(res.Owners)
+	if fmt.Sprint(again.Conflicts) != fmt.Sprint(res.Conflicts) || !sameOwners {
+		t.Fatalf("%s: planning again reports %v %v, first %v %v", o.id, again.Conflicts, again.Owners, res.Conflicts, res.Owners)
+	}
+	return res
+}
+
+func describeChanges(c *providers.Changes) string {
+	s := ""
+	for _, e := range c.Create {
+		s += "  create " + line(e) + "\n"
+	}
+	for i, e := range c.UpdateOld {
+		s += "  update " + line(e) + " -> " + line(c.UpdateNew[i]) + "\n"
+	}
+	for _, e := range c.Delete {
+		s += "  delete " + line(e) + "\n"
+	}
+	return s
+}

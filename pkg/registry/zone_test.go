@@ -1,0 +1,125 @@
+package registry
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+)
+
+func mustTXT(t testing.TB, owner string, rec *v1alpha1.Endpoint) *v1alpha1.Endpoint {
+	t.Helper()
+	txt, err := NewTXT(owner, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return txt
+}
+
+// kuadrantTXT is an ownership TXT as Kuadrant's dns-operator writes it: no wish.
+func kuadrantTXT(owner, recordType, name string) *v1alpha1.Endpoint {
+	return ep(TXTName(owner, recordType, name), "TXT", FormatValue(map[string]string{"owner": owner, "version": "1"}))
+}
+
+// The zone of Kuadrant's registry test (txt_test.go, testTXTRegistryRecordsPrefixed), with Kuadrant's
+// production prefix, plus records shared by two owners and a claim without a record.
+func TestRead(t *testing.T) {
+	zoneEndpoints := []*v1alpha1.Endpoint{
+		ep("foo.test-zone.example.org", "CNAME", "foo.loadbalancer.com"),
+		ep("kuadrant-2tqs20a7-cname-bar.test-zone.example.org", "CNAME", "baz.test-zone.example.org"),
+		ep("qux.test-zone.example.org", "TXT", "random"),
+		ep("foobar.test-zone.example.org", "CNAME", "foobar.loadbalancer.com"),
+		ep("foobar.test-zone.example.org", "TXT"),
+		ep("*.wildcard.test-zone.example.org", "CNAME", "foo.loadbalancer.com"),
+		ep("kuadrant-2tqs20a7-cname-wildcard.wildcard.test-zone.example.org", "TXT", `"heritage=external-dns,external-dns/owner=owner1,external-dns/version=1"`),
+		ep("multiple.test-zone.example.org", "CNAME", "lb1.loadbalancer.com").WithSetIdentifier("test-set-1"),
+		ep("kuadrant-cname-multiple.test-zone.example.org", "TXT", `"heritage=external-dns,external-dns/owner=owner1"`).WithSetIdentifier("test-set-1"),
+		ep("multiple.test-zone.example.org", "CNAME", "lb2.loadbalancer.com").WithSetIdentifier("test-set-2"),
+		ep("kuadrant-2tqs20a7-cname-multiple.test-zone.example.org", "TXT", `"heritage=external-dns,external-dns/owner=owner1,external-dns/version=1"`).WithSetIdentifier("test-set-2"),
+		ep("dualstack.test-zone.example.org", "A", "1.1.1.1"),
+		ep("kuadrant-2tqs20a7-a-dualstack.test-zone.example.org", "TXT", `"heritage=external-dns,external-dns/owner=owner1,external-dns/version=1"`),
+		ep("dualstack.test-zone.example.org", "AAAA", "2001:DB8::1"),
+		kuadrantTXT("owner2", "AAAA", "dualstack.test-zone.example.org"),
+		ep("shared.test-zone.example.org", "A", "1.1.1.1", "2.2.2.2"),
+		mustTXT(t, "owner1", ep("shared.test-zone.example.org", "A", "1.1.1.1")),
+		mustTXT(t, "owner2", ep("shared.test-zone.example.org", "A", "2.2.2.2")),
+		mustTXT(t, "owner2", ep("lost.test-zone.example.org", "CNAME", "elsewhere.example.net")),
+		nil,
+		// A duplicate from a confused backend: the first is kept.
+		ep("foo.test-zone.example.org", "CNAME", "other.loadbalancer.com"),
+	}
+	z := Read(zoneEndpoints)
+
+	type row struct {
+		key    v1alpha1.EndpointKey
+		target string // first target of the record, "" when only claimed
+		owners []string
+	}
+	key := func(name, recordType, set string) v1alpha1.EndpointKey {
+		return v1alpha1.EndpointKey{DNSName: name, RecordType: recordType, SetIdentifier: set}
+	}
+	want := []row{
+		{key("*.wildcard.test-zone.example.org", "CNAME", ""), "foo.loadbalancer.com", []string{"owner1"}},
+		{key("dualstack.test-zone.example.org", "A", ""), "1.1.1.1", []string{"owner1"}},
+		{key("dualstack.test-zone.example.org", "AAAA", ""), "2001:DB8::1", []string{"owner2"}},
+		{key("foo.test-zone.example.org", "CNAME", ""), "foo.loadbalancer.com", []string{}},
+		{key("foobar.test-zone.example.org", "CNAME", ""), "foobar.loadbalancer.com", []string{}},
+		{key("foobar.test-zone.example.org", "TXT", ""), "", []string{}},
+		{key("kuadrant-2tqs20a7-cname-bar.test-zone.example.org", "CNAME", ""), "baz.test-zone.example.org", []string{}},
+		{key("kuadrant-cname-multiple.test-zone.example.org", "TXT", "test-set-1"), `"heritage=external-dns,external-dns/owner=owner1"`, []string{}},
+		{key("lost.test-zone.example.org", "CNAME", ""), "", []string{"owner2"}},
+		{key("multiple.test-zone.example.org", "CNAME", "test-set-1"), "lb1.loadbalancer.com", []string{}},
+		{key("multiple.test-zone.example.org", "CNAME", "test-set-2"), "lb2.loadbalancer.com", []string{"owner1"}},
+		{key("qux.test-zone.example.org", "TXT", ""), "random", []string{}},
+		{key("shared.test-zone.example.org", "A", ""), "1.1.1.1", []string{"owner1", "owner2"}},
+	}
+	var got []row
+	for _, r := range z.Records() {
+		target := ""
+		if r.Endpoint != nil && len(r.Endpoint.Targets) > 0 {
+			target = r.Endpoint.Targets[0]
+		}
+		got = append(got, row{r.Key, target, r.Owners()})
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("Records():\n got %v\nwant %v", got, want)
+	}
+	// The empty TXT at foobar has a record but no target.
+	if r := z.Record(key("foobar.test-zone.example.org", "TXT", "")); r == nil || r.Endpoint == nil || r.Owned() {
+		t.Errorf("the empty TXT is %+v", r)
+	}
+	if r := z.Record(key("lost.test-zone.example.org", "CNAME", "")); r == nil || r.Endpoint != nil || r.Claim("owner2").Wish == nil {
+		t.Errorf("the claim without a record is %+v", r)
+	}
+	if r := z.Record(key("Shared.Test-Zone.Example.org.", "A", "")); r == nil || r.Claim("owner1") == nil || r.Claim("owner3") != nil {
+		t.Errorf("Record does not normalize the name, or Claim finds the wrong owner: %+v", r)
+	}
+	if c := z.Record(key("dualstack.test-zone.example.org", "AAAA", "")).Claim("owner2"); c.Wish != nil {
+		t.Errorf("a TXT written by Kuadrant has a wish: %+v", c.Wish)
+	}
+	if got, want := z.Names("owner1"), []string{"*.wildcard.test-zone.example.org", "dualstack.test-zone.example.org", "multiple.test-zone.example.org", "shared.test-zone.example.org"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Names(owner1) = %v, want %v", got, want)
+	}
+	if got := len(z.AtName("dualstack.test-zone.example.org.")); got != 2 {
+		t.Errorf("AtName(dualstack) has %d records, want 2", got)
+	}
+
+	unclaimed := func(name string) []string {
+		var out []string
+		for _, e := range z.Unclaimed(name) {
+			out = append(out, e.RecordType+" "+e.DNSName)
+		}
+		return out
+	}
+	for name, want := range map[string][]string{
+		"dualstack.test-zone.example.org":                     nil,
+		"foobar.test-zone.example.org":                        {"CNAME foobar.test-zone.example.org", "TXT foobar.test-zone.example.org"},
+		"multiple.test-zone.example.org":                      {"CNAME multiple.test-zone.example.org"},
+		"kuadrant-2tqs20a7-a-dualstack.test-zone.example.org": {"TXT kuadrant-2tqs20a7-a-dualstack.test-zone.example.org"},
+		"nothing.test-zone.example.org":                       nil,
+	} {
+		if got := unclaimed(name); !reflect.DeepEqual(got, want) {
+			t.Errorf("Unclaimed(%s) = %v, want %v", name, got, want)
+		}
+	}
+}
