@@ -282,7 +282,7 @@ func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.
 // caller's view is out of date and re-planning from a fresh read settles it. Errors are Permanent
 // when the batch contradicts itself whatever the zone holds.
 //
-// zoneName is the domain every name of the batch must be under. The endpoint backend, which keeps a
+// zoneName is the domain every name of the batch must be in. The endpoint backend, which keeps a
 // zone in a DNSRecord, shares this function so both backends enforce the same rules.
 func ApplyChanges(zoneName string, records []*v1alpha1.Endpoint, changes *providers.Changes) ([]*v1alpha1.Endpoint, error) {
 	if changes == nil {
@@ -386,7 +386,9 @@ func validateEndpoint(zoneName string, ep *v1alpha1.Endpoint) error {
 	if name == "" || ep.RecordType == "" {
 		return providers.Errorf(providers.Permanent, "record set %s has no name or no type", ep)
 	}
-	if name != zoneName && !strings.HasSuffix(name, "."+zoneName) {
+	// A zone named *.D (a DNSRecord's wildcard root host) holds *.D and the names under D, the rule
+	// the DNSRecord API enforces.
+	if name != zoneName && !strings.HasSuffix(name, "."+strings.TrimPrefix(zoneName, v1alpha1.WildcardPrefix)) {
 		return providers.Errorf(providers.Permanent, "record set %s is not in zone %s", ep, zoneName)
 	}
 	if len(ep.Targets) == 0 {

@@ -1,0 +1,148 @@
+// Package endpoint is the kuadrant.io/endpoint backend: a zone is a DNSRecord in the Secret's
+// namespace that carries the zone label; its spec.rootHost is the zone's name and its
+// spec.endpoints are the zone's record sets. Kuadrant's dns-operator keeps zones the same way (its
+// CoreDNS authoritative records are such zones), so either can read and write what the other wrote.
+//
+// Writes carry the resourceVersion that was read: when another writer got there first, the API
+// server refuses, and the engine re-reads and re-plans instead of overwriting a change it never saw.
+package endpoint
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/providers"
+	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+)
+
+// ProviderName is the value of the kuadrant.io/dns-provider-name label for this backend.
+const ProviderName = "endpoint"
+
+// Provider keeps zones in labelled DNSRecords of one namespace.
+type Provider struct {
+	client    client.Client
+	namespace string
+	zones     labels.Selector
+}
+
+var _ providers.Provider = (*Provider)(nil)
+
+// New is the providers.Constructor of kuadrant.io/endpoint Secrets. It uses env.Client and
+// env.Namespace, where the Secret and its zones live.
+func New(_ context.Context, secret *corev1.Secret, env providers.Env) (providers.Provider, error) {
+	opts, err := ParseOptions(secret)
+	if err != nil {
+		return nil, err
+	}
+	if env.Client == nil || env.Namespace == "" {
+		return nil, fmt.Errorf("provider secret %s/%s: the endpoint backend needs a client and a namespace",
+			secret.Namespace, secret.Name)
+	}
+	return &Provider{client: env.Client, namespace: env.Namespace, zones: opts.ZoneSelector}, nil
+}
+
+// Name implements providers.Provider.
+func (p *Provider) Name() string { return ProviderName }
+
+// Capabilities implements providers.Provider. Routing properties are stored as given, for the DNS
+// server that serves the zone to interpret.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{ApexRecords: true, RoutingPolicies: true}
+}
+
+// Zones implements providers.Provider.
+func (p *Provider) Zones(ctx context.Context) ([]providers.Zone, error) {
+	var list v1alpha1.DNSRecordList
+	if err := p.client.List(ctx, &list, client.InNamespace(p.namespace), client.MatchingLabelsSelector{Selector: p.zones}); err != nil {
+		return nil, classify(err, fmt.Sprintf("listing zone DNSRecords in namespace %s", p.namespace))
+	}
+	zones := make([]providers.Zone, 0, len(list.Items))
+	for _, r := range list.Items {
+		zones = append(zones, providers.Zone{ID: r.Name, DNSName: zoneName(&r)})
+	}
+	return zones, nil
+}
+
+// Records implements providers.Provider.
+func (p *Provider) Records(ctx context.Context, zone providers.Zone) ([]*v1alpha1.Endpoint, error) {
+	record, err := p.zoneRecord(ctx, zone)
+	if err != nil {
+		return nil, err
+	}
+	records := make([]*v1alpha1.Endpoint, 0, len(record.Spec.Endpoints))
+	for _, ep := range record.Spec.Endpoints {
+		if ep != nil {
+			records = append(records, ep.DeepCopy())
+		}
+	}
+	return records, nil
+}
+
+// Apply implements providers.Provider. The batch is checked against the record's endpoints as
+// strictly as the inmemory backend checks it, then written with the resourceVersion it was checked
+// against, so a concurrent write makes it fail whole as StaleView. Unlike the inmemory backend it
+// allows a CNAME at the zone's root: Kuadrant's authoritative records are zones rooted at the very
+// hostname they publish, which may be a CNAME.
+func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *providers.Changes) error {
+	record, err := p.zoneRecord(ctx, zone)
+	if err != nil {
+		return err
+	}
+	endpoints, err := inmemory.ApplyChanges(record.Spec.RootHost, record.Spec.Endpoints, changes)
+	if err != nil || changes.Empty() {
+		return err
+	}
+	patch := client.MergeFromWithOptions(record.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	record.Spec.Endpoints = endpoints
+	if err := p.client.Patch(ctx, record, patch); err != nil {
+		return classify(err, fmt.Sprintf("writing zone DNSRecord %s/%s", p.namespace, zone.ID))
+	}
+	return nil
+}
+
+// AdjustEndpoints implements providers.Provider. This backend stores every property as given.
+func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.Endpoint, error) {
+	out := make([]*v1alpha1.Endpoint, len(endpoints))
+	for i, ep := range endpoints {
+		out[i] = ep.DeepCopy()
+	}
+	return out, nil
+}
+
+// zoneRecord reads the DNSRecord of a zone and checks that it is still one.
+func (p *Provider) zoneRecord(ctx context.Context, zone providers.Zone) (*v1alpha1.DNSRecord, error) {
+	record := &v1alpha1.DNSRecord{}
+	if err := p.client.Get(ctx, client.ObjectKey{Namespace: p.namespace, Name: zone.ID}, record); err != nil {
+		return nil, classify(err, fmt.Sprintf("reading zone DNSRecord %s/%s", p.namespace, zone.ID))
+	}
+	if !p.zones.Matches(labels.Set(record.Labels)) {
+		return nil, providers.Errorf(providers.Permanent, "DNSRecord %s/%s is not a zone: it lacks the zone label %s",
+			p.namespace, zone.ID, p.zones)
+	}
+	return record, nil
+}
+
+func zoneName(r *v1alpha1.DNSRecord) string {
+	return strings.ToLower(strings.TrimSuffix(r.Spec.RootHost, "."))
+}
+
+// classify gives API errors their kind: a conflict means the zone changed since it was read; what
+// the request itself or its permissions cause will not change by retrying; the rest may pass.
+func classify(err error, doing string) error {
+	kind := providers.Transient
+	switch {
+	case apierrors.IsConflict(err):
+		kind = providers.StaleView
+	case apierrors.IsNotFound(err), apierrors.IsInvalid(err), apierrors.IsBadRequest(err),
+		apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
+		kind = providers.Permanent
+	}
+	return providers.NewError(kind, fmt.Errorf("%s: %w", doing, err))
+}
