@@ -75,20 +75,22 @@ type Input struct {
 //	H  AAAA   every IPv6 address
 //	H  CNAME  the Gateway's hostnames (only when it has no IP address)
 //
-// Load-balanced strategy, for hostname H, H' = H without a leading "*.", geo code G:
+// Load-balanced strategy, for hostname H, H' = H without a leading "*.", geo code G, weight W:
 //
-//	H                  CNAME klb.H'                                           TTL 300
-//	klb.H'             CNAME g.klb.H'   set G,         geo-code=G             TTL 300
-//	klb.H'             CNAME g.klb.H'   set "default", geo-code=*  (defaultGeo only)
-//	g.klb.H'           CNAME T          set T,         weight=W, for each target T  TTL 60
-//	c-h.klb.H'         A/AAAA the Gateway's IPs (if any); also a target T above   TTL 60
+//	name        type    target     set identifier  providerSpecific  TTL
+//	H           CNAME   klb.H'                                        300
+//	klb.H'      CNAME   g.klb.H'   G               geo-code=G        300
+//	klb.H'      CNAME   g.klb.H'   default         geo-code=*        300  (defaultGeo only)
+//	g.klb.H'    CNAME   T          T               weight=W          60   (one per target T)
+//	c-h.klb.H'  A/AAAA  the Gateway's IPs                             60   (only if it has IPs)
 //
 // where g is G lower-cased, c = hash6(ClusterID) and h = hash6(GatewayName + "-" + GatewayNamespace).
 // The targets T are the IP leaf c-h.klb.H' and each of the Gateway's hostnames. Geo codes are not
 // checked here: which are valid depends on the DNS provider (see package geo).
 //
-// Unlike Kuadrant, IPv6 addresses go into AAAA records (Kuadrant writes them into A records, which no
-// provider accepts), addresses are deduplicated, and exclusions compare IPs by value and hostnames
+// Unlike Kuadrant: IPv6 addresses go into AAAA records (Kuadrant writes them into A records, which no
+// provider accepts); in the simple strategy address records win over a CNAME (Kuadrant publishes
+// both, which DNS forbids); addresses are deduplicated; exclusions compare IPs by value and hostnames
 // case-insensitively rather than as exact strings.
 func Build(in Input) ([]*v1alpha1.Endpoint, error) {
 	host := strings.ToLower(in.Hostname)
