@@ -60,6 +60,13 @@ func (o Options) RESTConfig() (*rest.Config, error) {
 // NewManager builds the manager with its health, readiness and metrics endpoints. Controllers are
 // added by the caller.
 func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
+	if cfg.QPS == 0 {
+		// As ctrl.GetConfig does: no client-side throttling (client-go's default is 5 requests a
+		// second), the API server's priority and fairness protects it. A config from elsewhere
+		// (the local control plane, a test) would otherwise throttle a burst of records for seconds.
+		cfg = rest.CopyConfig(cfg)
+		cfg.QPS = -1
+	}
 	mopts := ctrl.Options{
 		Scheme:                  Scheme(),
 		Logger:                  o.Logger(),

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -91,7 +92,9 @@ func startClusters(t testing.TB, n int, store *inmemory.Store, opts dnsrecord.Op
 		if err := e.Client.Create(context.Background(), ns); err != nil {
 			t.Fatal(err)
 		}
-		mgr, err := ctrl.NewManager(e.Config, ctrl.Options{
+		cfg := rest.CopyConfig(e.Config)
+		cfg.QPS = -1 // as the binary runs (app.NewManager)
+		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 			Scheme:                 testenv.Scheme(),
 			Metrics:                metricsserver.Options{BindAddress: "0"},
 			HealthProbeBindAddress: "0",
