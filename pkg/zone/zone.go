@@ -8,6 +8,7 @@
 package zone
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"slices"
@@ -102,6 +103,7 @@ func Choose(rootHost string, zones []providers.Zone, caps providers.Capabilities
 		name := normalize(z.DNSName)
 		switch {
 		case !isAtOrUnder(host, name):
+			// Not a parent of host: irrelevant.
 		case !holds(name):
 			refused = append(refused, z)
 		case len(name) > len(bestName):
@@ -123,7 +125,10 @@ func Choose(rootHost string, zones []providers.Zone, caps providers.Capabilities
 		return providers.Zone{}, fmt.Errorf("%w: %s: zones %s are all named %s; remove or filter out all but one",
 			ErrAmbiguousZone, rootHost, bounded(ids), bestName)
 	case len(refused) > 0:
-		z := refused[0]
+		// Name the most specific, whatever order the provider listed them in.
+		z := slices.MinFunc(refused, func(a, b providers.Zone) int {
+			return cmp.Or(cmp.Compare(len(b.DNSName), len(a.DNSName)), strings.Compare(a.ID, b.ID))
+		})
 		return providers.Zone{}, fmt.Errorf("%w: zone %s (%s) is a public suffix and may not hold %s",
 			ErrPublicSuffix, z.DNSName, z.ID, rootHost)
 	default:

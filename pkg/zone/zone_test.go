@@ -329,9 +329,9 @@ func TestNoZoneMessageIsBounded(t *testing.T) {
 // The message must not depend on the order the provider lists zones in, or every listing would
 // rewrite the status.
 func TestMessagesAreStable(t *testing.T) {
-	a := []providers.Zone{z("Zb", "example.com"), z("Za", "example.com"), z("Zc", "other.org")}
-	b := []providers.Zone{z("Zc", "other.org"), z("Za", "example.com"), z("Zb", "example.com")}
-	for _, host := range []string{"app.example.com", "app.example.net"} {
+	a := []providers.Zone{z("Zb", "example.com"), z("Za", "example.com"), z("Zc", "other.org"), z("Zd", "uk"), z("Ze", "co.uk")}
+	b := []providers.Zone{z("Ze", "co.uk"), z("Zc", "other.org"), z("Za", "example.com"), z("Zd", "uk"), z("Zb", "example.com")}
+	for _, host := range []string{"app.example.com", "app.example.net", "app.example.co.uk"} {
 		_, errA := Choose(host, a, apexOK, "")
 		_, errB := Choose(host, b, apexOK, "")
 		if errA == nil || errB == nil || errA.Error() != errB.Error() {
