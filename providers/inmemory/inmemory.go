@@ -9,6 +9,7 @@ package inmemory
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -254,7 +255,7 @@ func (p *Provider) Apply(_ context.Context, zone providers.Zone, changes *provid
 			changes.Len(), s.maxChangesPerBatch)
 	}
 	// A real zone holds SOA and NS at its apex, which no CNAME may sit beside.
-	for _, ep := range append(append([]*v1alpha1.Endpoint(nil), changes.Create...), changes.UpdateNew...) {
+	for _, ep := range slices.Concat(changes.Create, changes.UpdateNew) {
 		if ep != nil && ep.RecordType == v1alpha1.RecordTypeCNAME && normalizeName(ep.DNSName) == z.name {
 			return providers.Errorf(providers.Permanent, "cannot put a CNAME at the apex of zone %s", z.name)
 		}
@@ -286,13 +287,14 @@ func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.
 // zone in a DNSRecord, shares this function so both backends enforce the same rules.
 func ApplyChanges(zoneName string, records []*v1alpha1.Endpoint, changes *providers.Changes) ([]*v1alpha1.Endpoint, error) {
 	if changes == nil {
-		return append([]*v1alpha1.Endpoint(nil), records...), nil
+		changes = &providers.Changes{}
 	}
 	if err := validateBatch(normalizeName(zoneName), changes); err != nil {
 		return nil, err
 	}
 
-	next := append([]*v1alpha1.Endpoint(nil), records...)
+	// Callers pass a DNSRecord's endpoints as they are; a nil entry is no record set.
+	next := slices.DeleteFunc(slices.Clone(records), func(ep *v1alpha1.Endpoint) bool { return ep == nil })
 	index := make(map[v1alpha1.EndpointKey]int, len(next))
 	for i, ep := range next {
 		index[ep.Key()] = i
@@ -406,7 +408,7 @@ func validateEndpoint(zoneName string, ep *v1alpha1.Endpoint) error {
 // not touch are left alone: a conflict someone else wrote must not block every later batch.
 func checkCNAMEs(records []*v1alpha1.Endpoint, changes *providers.Changes, written map[v1alpha1.EndpointKey]bool) error {
 	touched := map[string]bool{}
-	for _, ep := range append(append([]*v1alpha1.Endpoint(nil), changes.Create...), changes.UpdateNew...) {
+	for _, ep := range slices.Concat(changes.Create, changes.UpdateNew) {
 		touched[normalizeName(ep.DNSName)] = true
 	}
 	byName := map[string][]*v1alpha1.Endpoint{}

@@ -379,3 +379,15 @@ func TestConcurrentWriters(t *testing.T) {
 		t.Fatalf("zone holds %d sets, want one with %d targets", len(got), writers*rounds)
 	}
 }
+
+func TestApplyChangesDropsNilRecords(t *testing.T) {
+	www := v1alpha1.NewEndpoint("www.example.com", v1alpha1.RecordTypeA, 60, "192.0.2.1")
+	api := v1alpha1.NewEndpoint("api.example.com", v1alpha1.RecordTypeA, 60, "192.0.2.2")
+	got, err := ApplyChanges("example.com", []*v1alpha1.Endpoint{nil, www}, &providers.Changes{Create: []*v1alpha1.Endpoint{api}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(got) != fmt.Sprint([]*v1alpha1.Endpoint{www, api}) {
+		t.Errorf("ApplyChanges = %v, want [%v %v]", got, www, api)
+	}
+}
