@@ -20,7 +20,6 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/pkg/plan"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
-	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 )
 
 // Request is one owner's wish for one zone.
@@ -279,7 +278,7 @@ func (q *queue) planAll(view []*v1alpha1.Endpoint, waiters []*waiter, max int) (
 			pw.err = providers.Errorf(providers.Permanent, "the record needs %d changes at once, more than the provider takes in one batch (%d)", res.Changes.Len(), max)
 			continue
 		}
-		next, err := inmemory.ApplyChanges(q.zone.DNSName, work, res.Changes)
+		next, err := providers.ApplyChanges(q.zone.DNSName, work, res.Changes)
 		if err != nil {
 			// The plan does not fit the view it was made from: a bug, not the zone's fault.
 			pw.err = providers.NewError(providers.Permanent, fmt.Errorf("plan inconsistent with the zone: %w", err))

@@ -19,7 +19,6 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
-	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 )
 
 // ProviderName is the value of the kuadrant.io/dns-provider-name label for this backend.
@@ -95,7 +94,7 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 	if err != nil {
 		return err
 	}
-	endpoints, err := inmemory.ApplyChanges(record.Spec.RootHost, record.Spec.Endpoints, changes)
+	endpoints, err := providers.ApplyChanges(record.Spec.RootHost, record.Spec.Endpoints, changes)
 	if err != nil || changes.Empty() {
 		return err
 	}

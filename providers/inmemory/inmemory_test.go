@@ -383,7 +383,7 @@ func TestConcurrentWriters(t *testing.T) {
 func TestApplyChangesDropsNilRecords(t *testing.T) {
 	www := v1alpha1.NewEndpoint("www.example.com", v1alpha1.RecordTypeA, 60, "192.0.2.1")
 	api := v1alpha1.NewEndpoint("api.example.com", v1alpha1.RecordTypeA, 60, "192.0.2.2")
-	got, err := ApplyChanges("example.com", []*v1alpha1.Endpoint{nil, www}, &providers.Changes{Create: []*v1alpha1.Endpoint{api}})
+	got, err := providers.ApplyChanges("example.com", []*v1alpha1.Endpoint{nil, www}, &providers.Changes{Create: []*v1alpha1.Endpoint{api}})
 	if err != nil {
 		t.Fatal(err)
 	}
