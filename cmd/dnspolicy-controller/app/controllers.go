@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnspolicy"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
@@ -56,6 +57,15 @@ func NewFactory(enabled []string, store *inmemory.Store) (*providers.Factory, er
 	return f, nil
 }
 
+// RBAC of the record controller and of the manager (leader election), kept where the controllers
+// are wired; the policy controller's markers are in controllers/dnspolicy.
+// +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+
 // AddControllers adds the enabled controllers to the manager.
 func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, recordOpts dnsrecord.Options) error {
 	if o.EnableRecordController {
@@ -69,6 +79,17 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 		}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("dnsrecord controller: %w", err)
+		}
+	}
+	if o.EnableDNSPolicyController {
+		r := &dnspolicy.Reconciler{
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Recorder:  mgr.GetEventRecorder("dnspolicy-controller"),
+			Options:   dnspolicy.DefaultOptions(),
+		}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("dnspolicy controller: %w", err)
 		}
 	}
 	return nil

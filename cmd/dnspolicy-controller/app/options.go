@@ -20,31 +20,33 @@ const EnvPrefix = "DNSPOLICY_"
 
 // Options configure the binary.
 type Options struct {
-	Kubeconfig              string
-	MetricsBindAddress      string
-	HealthProbeBindAddress  string
-	LeaderElect             bool
-	LeaderElectionID        string
-	LeaderElectionNamespace string
-	LeaseDuration           time.Duration
-	WatchNamespaces         []string
-	LogLevel                string
-	LogFormat               string
-	Providers               []string
-	EnableRecordController  bool
+	Kubeconfig                string
+	MetricsBindAddress        string
+	HealthProbeBindAddress    string
+	LeaderElect               bool
+	LeaderElectionID          string
+	LeaderElectionNamespace   string
+	LeaseDuration             time.Duration
+	WatchNamespaces           []string
+	LogLevel                  string
+	LogFormat                 string
+	Providers                 []string
+	EnableRecordController    bool
+	EnableDNSPolicyController bool
 }
 
 // DefaultOptions are the options of a binary started with no flags.
 func DefaultOptions() Options {
 	return Options{
-		MetricsBindAddress:     ":8080",
-		HealthProbeBindAddress: ":8081",
-		LeaderElectionID:       "dnspolicy-controller.kuadrant.io",
-		LeaseDuration:          15 * time.Second,
-		LogLevel:               "info",
-		LogFormat:              "json",
-		Providers:              BackendNames(),
-		EnableRecordController: true,
+		MetricsBindAddress:        ":8080",
+		HealthProbeBindAddress:    ":8081",
+		LeaderElectionID:          "dnspolicy-controller.kuadrant.io",
+		LeaseDuration:             15 * time.Second,
+		LogLevel:                  "info",
+		LogFormat:                 "json",
+		Providers:                 BackendNames(),
+		EnableRecordController:    true,
+		EnableDNSPolicyController: true,
 	}
 }
 
@@ -64,6 +66,7 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: json or console.")
 	enabled := fs.String("providers", strings.Join(o.Providers, ","), "Comma-separated backends to enable; records whose Secret selects another get a clear condition.")
 	fs.BoolVar(&o.EnableRecordController, "enable-record-controller", o.EnableRecordController, "Run the DNSRecord controller (publishes records into zones).")
+	fs.BoolVar(&o.EnableDNSPolicyController, "enable-policy-controller", o.EnableDNSPolicyController, "Run the DNSPolicy controller (turns Gateway listeners into DNSRecords).")
 
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {

@@ -1,0 +1,260 @@
+package dnspolicy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	gatewayapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
+)
+
+const policyKind = "DNSPolicy"
+
+// Condition types of DNSPolicy, and of the Gateway and its listeners.
+const (
+	ConditionAccepted            = string(gatewayapiv1.PolicyConditionAccepted)
+	ConditionEnforced            = "Enforced"
+	ConditionSubResourcesHealthy = "SubResourcesHealthy"
+	// ConditionAffected is set on a Gateway and on each listener an accepted DNSPolicy publishes.
+	ConditionAffected = "kuadrant.io/DNSPolicyAffected"
+)
+
+// Reasons, Kuadrant's (Gateway API's policy reasons plus Kuadrant's own), so tooling that reads
+// them works unchanged.
+const (
+	ReasonAccepted          = string(gatewayapiv1.PolicyReasonAccepted)
+	ReasonTargetNotFound    = string(gatewayapiv1.PolicyReasonTargetNotFound)
+	ReasonConflicted        = string(gatewayapiv1.PolicyReasonConflicted)
+	ReasonInvalid           = string(gatewayapiv1.PolicyReasonInvalid)
+	ReasonMissingDependency = "MissingDependency"
+	ReasonEnforced          = "Enforced"
+	ReasonUnknown           = "Unknown"
+	ReasonHealthy           = "SubResourcesHealthy"
+)
+
+// Messages. Where Kuadrant has one for the same case, it is Kuadrant's text, extended after it.
+const (
+	msgAccepted          = "DNSPolicy has been accepted"
+	msgTargetNotFound    = "DNSPolicy target %s was not found"
+	msgConflicted        = "DNSPolicy is conflicted by %s: both target %s and the oldest policy wins"
+	msgInvalid           = "DNSPolicy is invalid: %v"
+	msgMissingGatewayAPI = "[Gateway API] is not installed: the policy is evaluated as soon as its CRDs are installed, without a restart"
+	msgEnforced          = "DNSPolicy has been successfully enforced"
+	msgNoRecords         = "DNSPolicy has been successfully enforced : no DNSRecords created based on policy and gateway configuration"
+	msgPartial           = "DNSPolicy has been partially enforced. Not ready DNSRecords are: %s"
+	msgNoneReady         = "DNSPolicy has encountered some issues: policy is not enforced on any DNSRecord: not a single DNSRecord is ready"
+	msgAffected          = "Object affected by DNSPolicy %s"
+)
+
+// fixes say what to do about a record's Ready reason, where the record's own message names the
+// thing but not the remedy.
+var fixes = map[string]string{
+	dnsrecord.ReasonProviderSecretMissing: "create the provider Secret in this namespace, or name an existing one in spec.providerRefs",
+	dnsrecord.ReasonUnsupportedProvider:   "use a Secret of a provider type this controller runs (its --providers flag)",
+	v1alpha1.ReasonDNSProviderError:       "create a zone for this hostname that the provider Secret's credentials can see",
+}
+
+// policyStatus is the status a policy gets from its verdict, once the verdict's listener plans know
+// the current DNSRecords.
+func policyStatus(v *verdict, previous dnsv1.DNSPolicyStatus) dnsv1.DNSPolicyStatus {
+	p := v.policy
+	st := *previous.DeepCopy()
+	st.ObservedGeneration = p.Generation
+	setCondition(&st.Conditions, p.Generation, ConditionAccepted, boolStatus(v.accepted()), v.reason, v.message)
+	if !v.accepted() {
+		// As Kuadrant: a policy that is not accepted enforces nothing.
+		meta.RemoveStatusCondition(&st.Conditions, ConditionEnforced)
+		meta.RemoveStatusCondition(&st.Conditions, ConditionSubResourcesHealthy)
+		st.RecordConditions, st.TotalRecords = nil, 0
+		return st
+	}
+
+	var records []*v1alpha1.DNSRecord
+	for _, lp := range v.listeners {
+		if lp.record != nil && lp.current != nil {
+			records = append(records, lp.current)
+		}
+	}
+	st.TotalRecords = int32(len(records))
+	st.RecordConditions = recordConditions(records)
+	status, reason, message := enforced(v.listeners)
+	setCondition(&st.Conditions, p.Generation, ConditionEnforced, status, reason, message)
+	if p.Spec.HealthCheck != nil {
+		status, reason, message := healthy(records)
+		setCondition(&st.Conditions, p.Generation, ConditionSubResourcesHealthy, status, reason, message)
+	} else {
+		meta.RemoveStatusCondition(&st.Conditions, ConditionSubResourcesHealthy)
+	}
+	return st
+}
+
+// enforced is True when every record the policy wants is Ready for its current spec. Unlike
+// Kuadrant, which reports True with "partially enforced" and counts a record with no Ready
+// condition yet as ready, a record that is not Ready for its current generation makes it False.
+func enforced(listeners []*listenerPlan) (metav1.ConditionStatus, string, string) {
+	var notReady, details, skipped []string
+	wanted, ready := 0, 0
+	for _, lp := range listeners {
+		switch {
+		case lp.skipped != "":
+			skipped = append(skipped, lp.skipped)
+		case lp.problem != "":
+			details = append(details, lp.problem)
+		case lp.record != nil:
+			wanted++
+			if why := notReadyReason(lp.current); why != "" {
+				notReady = append(notReady, lp.record.Name)
+				details = append(details, lp.record.Name+": "+why)
+			} else {
+				ready++
+			}
+		}
+	}
+	switch {
+	case len(details) == 0 && wanted == 0:
+		return metav1.ConditionTrue, ReasonEnforced, joinNotes(msgNoRecords, skipped)
+	case len(details) == 0:
+		return metav1.ConditionTrue, ReasonEnforced, joinNotes(msgEnforced, skipped)
+	case ready == 0:
+		return metav1.ConditionFalse, ReasonUnknown, joinNotes(msgNoneReady, append(details, skipped...))
+	default:
+		msg := "DNSPolicy has been partially enforced"
+		if len(notReady) > 0 {
+			msg = fmt.Sprintf(msgPartial, strings.Join(notReady, " "))
+		}
+		return metav1.ConditionFalse, ReasonUnknown, joinNotes(msg, append(details, skipped...))
+	}
+}
+
+// notReadyReason says why a record is not Ready for its current spec, with the remedy where the
+// reason has a known one; empty when it is Ready.
+func notReadyReason(rec *v1alpha1.DNSRecord) string {
+	if rec == nil {
+		return "not created yet"
+	}
+	c := meta.FindStatusCondition(rec.Status.Conditions, v1alpha1.ConditionTypeReady)
+	switch {
+	case c == nil || c.ObservedGeneration < rec.Generation:
+		return "awaiting the DNSRecord controller"
+	case c.Status == metav1.ConditionTrue:
+		return ""
+	}
+	why := fmt.Sprintf("%s: %s", c.Reason, c.Message)
+	if fix, ok := fixes[c.Reason]; ok {
+		why += "; to fix: " + fix
+	}
+	return why
+}
+
+// healthy reports the Healthy conditions of the records. This controller does not probe yet, so a
+// record nobody has judged makes the condition Unknown rather than True.
+func healthy(records []*v1alpha1.DNSRecord) (metav1.ConditionStatus, string, string) {
+	if len(records) == 0 {
+		return metav1.ConditionTrue, ReasonHealthy, "No sub-resources present"
+	}
+	var unhealthy, unjudged []string
+	for _, rec := range records {
+		c := meta.FindStatusCondition(rec.Status.Conditions, v1alpha1.ConditionTypeHealthy)
+		switch {
+		case c == nil || c.ObservedGeneration < rec.Generation:
+			unjudged = append(unjudged, rec.Name)
+		case c.Status != metav1.ConditionTrue:
+			unhealthy = append(unhealthy, rec.Name)
+		}
+	}
+	switch {
+	case len(unhealthy) > 0:
+		return metav1.ConditionFalse, ReasonUnknown,
+			"DNSPolicy has encountered some issues: not all sub-resources of policy are passing the policy defined health check. Not healthy DNSRecords are: " + strings.Join(unhealthy, " ")
+	case len(unjudged) > 0:
+		return metav1.ConditionUnknown, ReasonUnknown,
+			"health checks are not yet evaluated: no health result has been reported for DNSRecords " + strings.Join(unjudged, " ")
+	}
+	return metav1.ConditionTrue, ReasonHealthy, "All sub-resources are healthy"
+}
+
+// recordConditions maps each record's rootHost to its failing conditions, as Kuadrant does.
+func recordConditions(records []*v1alpha1.DNSRecord) map[string][]metav1.Condition {
+	out := map[string][]metav1.Condition{}
+	for _, rec := range records {
+		all := slices.Clone(rec.Status.Conditions)
+		if hc := rec.Status.HealthCheck; hc != nil {
+			all = append(all, hc.Conditions...)
+			for _, probe := range hc.Probes {
+				all = append(all, probe.Conditions...)
+			}
+		}
+		for _, c := range all {
+			if c.Status != metav1.ConditionTrue {
+				out[rec.Spec.RootHost] = append(out[rec.Spec.RootHost], c)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// gatewayStatus returns the Gateway's status with the affected condition on the Gateway and on each
+// listener an accepted policy publishes. Only listeners the Gateway's implementation already reports
+// are marked: a listener status entry needs fields only the implementation knows.
+func gatewayStatus(gw *gatewayapiv1.Gateway, verdicts []*verdict) gatewayapiv1.GatewayStatus {
+	st := *gw.Status.DeepCopy()
+	var all []string
+	byListener := map[gatewayapiv1.SectionName]string{}
+	for _, v := range verdicts {
+		if !v.accepted() {
+			continue
+		}
+		key := types.NamespacedName{Namespace: v.policy.Namespace, Name: v.policy.Name}.String()
+		all = append(all, key)
+		for _, lp := range v.listeners {
+			byListener[gatewayapiv1.SectionName(lp.listener)] = key
+		}
+	}
+	slices.Sort(all)
+	if len(all) == 0 {
+		meta.RemoveStatusCondition(&st.Conditions, ConditionAffected)
+	} else {
+		setCondition(&st.Conditions, gw.Generation, ConditionAffected, metav1.ConditionTrue, ReasonAccepted, fmt.Sprintf(msgAffected, "["+strings.Join(all, " ")+"]"))
+	}
+	for i := range st.Listeners {
+		ls := &st.Listeners[i]
+		if key, ok := byListener[ls.Name]; ok {
+			setCondition(&ls.Conditions, gw.Generation, ConditionAffected, metav1.ConditionTrue, ReasonAccepted, fmt.Sprintf(msgAffected, "["+key+"]"))
+		} else {
+			meta.RemoveStatusCondition(&ls.Conditions, ConditionAffected)
+		}
+	}
+	return st
+}
+
+// setCondition sets a condition; meta.SetStatusCondition moves the transition time only when the
+// status flips.
+func setCondition(conds *[]metav1.Condition, generation int64, typ string, status metav1.ConditionStatus, reason, message string) {
+	meta.SetStatusCondition(conds, metav1.Condition{
+		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: generation,
+	})
+}
+
+func boolStatus(b bool) metav1.ConditionStatus {
+	if b {
+		return metav1.ConditionTrue
+	}
+	return metav1.ConditionFalse
+}
+
+func joinNotes(msg string, notes []string) string {
+	if len(notes) == 0 {
+		return msg
+	}
+	return msg + ": " + strings.Join(notes, "; ")
+}
