@@ -34,23 +34,15 @@ type slot struct {
 	withdrawn []*registry.Claim
 	// blocker is a record nobody owns that keeps this key from being published.
 	blocker *v1alpha1.Endpoint
+	// eligible are the claimants whose wish is known or presumed, in owner order.
+	eligible []claimant
 }
 
 func (s *slot) cname() bool { return s.key.RecordType == v1alpha1.RecordTypeCNAME }
 
-// eligible lists the claimants whose wish is known or presumed, in owner order.
-func (s *slot) eligible() []claimant {
-	var out []claimant
-	for _, c := range s.claimants {
-		if c.wish != nil {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
+// candidate: the key can be published, if its kind wins at the name.
 func (s *slot) candidate() bool {
-	return !s.human && s.blocker == nil && len(s.eligible()) > 0
+	return !s.human && s.blocker == nil && len(s.eligible) > 0
 }
 
 // planName plans every record key at one name, because what one key may hold depends on the others:
@@ -67,13 +59,13 @@ func (p *planner) planName(name string) error {
 	// claimant: every owner reads the same claims and so picks the same.
 	kindWinner := ""
 	for _, s := range slots {
-		if s.candidate() && (kindWinner == "" || s.eligible()[0].owner < kindWinner) {
-			kindWinner = s.eligible()[0].owner
+		if s.candidate() && (kindWinner == "" || s.eligible[0].owner < kindWinner) {
+			kindWinner = s.eligible[0].owner
 		}
 	}
 	cname := true
 	for _, s := range slots {
-		if s.candidate() && !s.cname() && slices.ContainsFunc(s.eligible(), func(c claimant) bool { return c.owner == kindWinner }) {
+		if s.candidate() && !s.cname() && slices.ContainsFunc(s.eligible, func(c claimant) bool { return c.owner == kindWinner }) {
 			cname = false
 		}
 	}
@@ -95,8 +87,10 @@ func (p *planner) planName(name string) error {
 			return err
 		}
 		p.report(s, v, kindWinner, strings.Join(publishedTypes, ","))
-		for _, c := range s.claimants {
-			p.owners[c.owner] = true
+		if p.ownerNames[name] {
+			for _, c := range s.claimants {
+				p.owners[c.owner] = true
+			}
 		}
 	}
 	return nil
@@ -160,14 +154,18 @@ func (p *planner) gatherClaimants(s *slot) {
 	if s.ours != nil {
 		s.claimants = append(s.claimants, claimant{owner: p.owner, wish: s.ours})
 	}
-	sort.Slice(s.claimants, func(i, j int) bool { return s.claimants[i].owner < s.claimants[j].owner })
-	live := slices.ContainsFunc(s.claimants, func(c claimant) bool { return !p.expired[c.owner] })
-	if !live {
+	slices.SortFunc(s.claimants, func(a, b claimant) int { return strings.Compare(a.owner, b.owner) })
+	if slices.ContainsFunc(s.claimants, func(c claimant) bool { return !p.expired[c.owner] }) {
+		s.claimants = slices.DeleteFunc(s.claimants, func(c claimant) bool { return p.expired[c.owner] })
+	} else {
 		// Only expired owners hold the record: it stays as they left it.
 		s.withdrawn = nil
-		return
 	}
-	s.claimants = slices.DeleteFunc(s.claimants, func(c claimant) bool { return p.expired[c.owner] })
+	for _, c := range s.claimants {
+		if c.wish != nil {
+			s.eligible = append(s.eligible, c)
+		}
+	}
 }
 
 // blocker returns the record nobody owns that keeps the key from being published: the human's
@@ -197,7 +195,7 @@ type value struct {
 }
 
 func (p *planner) value(s *slot) *value {
-	eligible := s.eligible()
+	eligible := s.eligible
 	w := eligible[0]
 	multi := !s.cname() || slices.ContainsFunc(eligible, func(c claimant) bool { return len(c.wish.Targets) > 1 })
 	var targets v1alpha1.Targets

@@ -126,11 +126,11 @@ func Plan(in Input) (*Result, error) {
 		}
 	}
 	// Names published before but no longer claimed by us still count for the owners seen there.
-	for _, e := range in.Previous {
-		if e == nil || names[e.Key().DNSName] {
+	for name := range p.ownerNames {
+		if names[name] {
 			continue
 		}
-		for _, r := range p.zone.AtName(e.Key().DNSName) {
+		for _, r := range p.zone.AtName(name) {
 			for _, c := range r.Claims {
 				p.owners[c.Owner] = true
 			}
@@ -146,7 +146,9 @@ type planner struct {
 	previous map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
 	// desiredAt holds the desired keys by name.
 	desiredAt map[string][]v1alpha1.EndpointKey
-	expired   map[string]bool
+	// ownerNames are the desired and previous names, whose owners the result lists.
+	ownerNames map[string]bool
+	expired    map[string]bool
 
 	changes   providers.Changes
 	published []*v1alpha1.Endpoint
@@ -163,13 +165,14 @@ func newPlanner(in Input) (*planner, error) {
 		return nil, invalid("no zone name")
 	}
 	p := &planner{
-		owner:     in.OwnerID,
-		zone:      registry.Read(in.Current),
-		desired:   map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
-		previous:  map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
-		desiredAt: map[string][]v1alpha1.EndpointKey{},
-		expired:   map[string]bool{},
-		owners:    map[string]bool{},
+		owner:      in.OwnerID,
+		zone:       registry.Read(in.Current),
+		desired:    map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
+		previous:   map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
+		desiredAt:  map[string][]v1alpha1.EndpointKey{},
+		ownerNames: map[string]bool{},
+		expired:    map[string]bool{},
+		owners:     map[string]bool{},
 	}
 	for _, o := range in.Expired {
 		if o == in.OwnerID {
@@ -180,6 +183,7 @@ func newPlanner(in Input) (*planner, error) {
 	for _, e := range in.Previous {
 		if e != nil {
 			p.previous[e.Key()] = e
+			p.ownerNames[e.Key().DNSName] = true
 		}
 	}
 	for _, e := range in.Desired {
@@ -192,6 +196,7 @@ func newPlanner(in Input) (*planner, error) {
 		}
 		p.desired[k] = e
 		p.desiredAt[k.DNSName] = append(p.desiredAt[k.DNSName], k)
+		p.ownerNames[k.DNSName] = true
 	}
 	for name, keys := range p.desiredAt {
 		cname := slices.ContainsFunc(keys, func(k v1alpha1.EndpointKey) bool { return k.RecordType == v1alpha1.RecordTypeCNAME })

@@ -562,3 +562,39 @@ func TestDeterministicOrder(t *testing.T) {
 		}
 	}
 }
+
+// Plan reads its input and never writes it: callers pass the zone they read and their status.
+func TestPlanKeepsItsInput(t *testing.T) {
+	a, b := &owner{id: "a"}, &owner{id: "b"}
+	z := newZone(rec("h.example.com", "A", 300, "9.9.9.9"))
+	step(t, z, a, append(loadbalanced("IE", "aaaaaa-111111", "1.1.1.1", true), rec("s.example.com", "A", 60, "1.1.1.1")))
+	step(t, z, b, append(loadbalanced("US", "bbbbbb-222222", "2.2.2.2", true), rec("s.example.com", "A", 300, "2.2.2.2")))
+	in := Input{
+		OwnerID:  "a",
+		ZoneName: "example.com",
+		Current:  z.endpoints(),
+		Previous: a.published,
+		Desired:  append(loadbalanced("GB", "aaaaaa-111111", "1.1.1.3", true), rec("h.example.com", "A", 60, "1.1.1.1")),
+		Expired:  []string{"b"},
+	}
+	before := deepCopyInput(in)
+	if _, err := Plan(in); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(in, before) {
+		t.Fatal("Plan changed its input")
+	}
+}
+
+func deepCopyInput(in Input) Input {
+	cp := func(eps []*v1alpha1.Endpoint) []*v1alpha1.Endpoint {
+		out := make([]*v1alpha1.Endpoint, len(eps))
+		for i, e := range eps {
+			out[i] = e.DeepCopy()
+		}
+		return out
+	}
+	in.Current, in.Previous, in.Desired = cp(in.Current), cp(in.Previous), cp(in.Desired)
+	in.Expired = append([]string(nil), in.Expired...)
+	return in
+}

@@ -76,11 +76,17 @@ var OwnedTypes = []string{v1alpha1.RecordTypeA, v1alpha1.RecordTypeAAAA, v1alpha
 
 // TXTName is the name of the ownership TXT of ownerID for the record (dnsName, recordType).
 func TXTName(ownerID, recordType, dnsName string) string {
+	return txtName(ownerHash(ownerID), recordType, dnsName)
+}
+
+func ownerHash(ownerID string) string { return hash.Base36(ownerID, 8) }
+
+func txtName(ownerHash, recordType, dnsName string) string {
 	name := normalizeName(dnsName)
 	if strings.HasPrefix(name, "*") {
 		name = WildcardLabel + name[1:]
 	}
-	return Prefix + hash.Base36(ownerID, 8) + "-" + strings.ToLower(recordType) + "-" + name
+	return Prefix + ownerHash + "-" + strings.ToLower(recordType) + "-" + name
 }
 
 // ParseTXTName splits an ownership TXT name into the owner hash, the record type and the record
@@ -134,18 +140,18 @@ func FormatValue(labels map[string]string) string {
 func ParseValue(value string) (map[string]string, error) {
 	labels := map[string]string{}
 	found := false
-	for _, token := range strings.Split(strings.Trim(value, `"`), ",") {
-		kv := strings.Split(token, "=")
-		if len(kv) != 2 {
+	for token := range strings.SplitSeq(strings.Trim(value, `"`), ",") {
+		k, v, ok := strings.Cut(token, "=")
+		if !ok || strings.Contains(v, "=") {
 			continue
 		}
 		switch {
-		case kv[0] == "heritage" && kv[1] != heritage:
+		case k == "heritage" && v != heritage:
 			return nil, ErrNoHeritage
-		case kv[0] == "heritage":
+		case k == "heritage":
 			found = true
-		case strings.HasPrefix(kv[0], labelPrefix):
-			labels[strings.TrimPrefix(kv[0], labelPrefix)] = kv[1]
+		case strings.HasPrefix(k, labelPrefix):
+			labels[strings.TrimPrefix(k, labelPrefix)] = v
 		}
 	}
 	if !found {
@@ -273,6 +279,12 @@ type Claim struct {
 // that does not match the owner is a hand-made record). Such a TXT is not an ownership record; it is
 // a plain TXT owned by nobody.
 func ParseTXT(txt *v1alpha1.Endpoint) (*Claim, bool) {
+	return parseTXT(txt, ownerHash)
+}
+
+// parseTXT takes the hash function as a parameter so that reading a zone hashes each owner once:
+// the hash is most of the cost of reading an ownership TXT.
+func parseTXT(txt *v1alpha1.Endpoint, ownerHash func(string) string) (*Claim, bool) {
 	if txt.RecordType != v1alpha1.RecordTypeTXT || len(txt.Targets) == 0 {
 		return nil, false
 	}
@@ -301,7 +313,7 @@ func ParseTXT(txt *v1alpha1.Endpoint) (*Claim, bool) {
 	owner := merged[OwnerKey]
 	// The name must be the one the owner writes: this checks the hash, and gives each claim a single
 	// spelling ("*" and "wildcard" would otherwise both name a wildcard's TXT).
-	if merged[VersionKey] != FormatVersion || ValidOwnerID(owner) != nil || normalizeName(txt.DNSName) != TXTName(owner, recordType, dnsName) {
+	if merged[VersionKey] != FormatVersion || ValidOwnerID(owner) != nil || normalizeName(txt.DNSName) != txtName(ownerHash(owner), recordType, dnsName) {
 		return nil, false
 	}
 	c := &Claim{

@@ -1,7 +1,9 @@
 package registry
 
 import (
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 )
@@ -57,12 +59,22 @@ type Zone struct {
 // It never fails: a TXT that is not a well-formed version-1 ownership record is a plain record owned
 // by nobody. Of two endpoints with one key (a backend that returns duplicates) the first is kept.
 func Read(endpoints []*v1alpha1.Endpoint) *Zone {
+	n := len(endpoints)
 	z := &Zone{
-		records:   map[v1alpha1.EndpointKey]*Record{},
-		byName:    map[string][]*Record{},
-		endpoints: map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
-		atName:    map[string][]*v1alpha1.Endpoint{},
-		claims:    map[v1alpha1.EndpointKey]*Claim{},
+		records:   make(map[v1alpha1.EndpointKey]*Record, n),
+		byName:    make(map[string][]*Record, n),
+		endpoints: make(map[v1alpha1.EndpointKey]*v1alpha1.Endpoint, n),
+		atName:    make(map[string][]*v1alpha1.Endpoint, n),
+		claims:    make(map[v1alpha1.EndpointKey]*Claim, n),
+	}
+	hashes := map[string]string{}
+	hashOf := func(owner string) string {
+		h, ok := hashes[owner]
+		if !ok {
+			h = ownerHash(owner)
+			hashes[owner] = h
+		}
+		return h
 	}
 	for _, e := range endpoints {
 		if e == nil {
@@ -74,7 +86,7 @@ func Read(endpoints []*v1alpha1.Endpoint) *Zone {
 		}
 		z.endpoints[key] = e
 		z.atName[key.DNSName] = append(z.atName[key.DNSName], e)
-		if c, ok := ParseTXT(e); ok {
+		if c, ok := parseTXT(e, hashOf); ok {
 			z.claims[key] = c
 			continue
 		}
@@ -85,7 +97,9 @@ func Read(endpoints []*v1alpha1.Endpoint) *Zone {
 		r.Claims = append(r.Claims, c)
 	}
 	for _, r := range z.records {
-		sort.Slice(r.Claims, func(i, j int) bool { return r.Claims[i].Owner < r.Claims[j].Owner })
+		if len(r.Claims) > 1 {
+			slices.SortFunc(r.Claims, func(a, b *Claim) int { return strings.Compare(a.Owner, b.Owner) })
+		}
 	}
 	for _, rs := range z.byName {
 		sortRecords(rs)
@@ -153,15 +167,17 @@ func (z *Zone) Unclaimed(name string) []*v1alpha1.Endpoint {
 }
 
 func sortRecords(rs []*Record) {
-	sort.Slice(rs, func(i, j int) bool { return keyLess(rs[i].Key, rs[j].Key) })
+	if len(rs) > 1 {
+		slices.SortFunc(rs, func(a, b *Record) int { return compareKeys(a.Key, b.Key) })
+	}
 }
 
-func keyLess(a, b v1alpha1.EndpointKey) bool {
-	if a.DNSName != b.DNSName {
-		return a.DNSName < b.DNSName
+func compareKeys(a, b v1alpha1.EndpointKey) int {
+	if c := strings.Compare(a.DNSName, b.DNSName); c != 0 {
+		return c
 	}
-	if a.RecordType != b.RecordType {
-		return a.RecordType < b.RecordType
+	if c := strings.Compare(a.RecordType, b.RecordType); c != 0 {
+		return c
 	}
-	return a.SetIdentifier < b.SetIdentifier
+	return strings.Compare(a.SetIdentifier, b.SetIdentifier)
 }

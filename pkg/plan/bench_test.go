@@ -1,0 +1,79 @@
+package plan
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
+)
+
+// benchZone is a zone of 10,000 records with their ownership TXTs: ten owners with 1,000 hosts
+// each, every fifth host shared with the next owner (o9 shares none). It returns the zone and what
+// owner o0 published in it.
+func benchZone(b *testing.B) (zone, published []*v1alpha1.Endpoint) {
+	b.Helper()
+	add := func(owner string, r *v1alpha1.Endpoint) {
+		txt, err := registry.NewTXT(owner, r)
+		if err != nil {
+			b.Fatal(err)
+		}
+		zone = append(zone, txt)
+	}
+	records := map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{}
+	for o := 0; o < 10; o++ {
+		owner := fmt.Sprintf("o%d", o)
+		for h := 0; h < 1000; h++ {
+			r := rec(fmt.Sprintf("host%d-%d.example.com", o, h), "A", 60, fmt.Sprintf("10.%d.%d.%d", o, h/256, h%256))
+			records[r.Key()] = r
+			add(owner, r)
+			if owner == "o0" {
+				published = append(published, r.DeepCopy())
+			}
+			if h%5 == 0 && o < 9 {
+				next := fmt.Sprintf("o%d", o+1)
+				mine := rec(r.DNSName, "A", 60, fmt.Sprintf("10.%d.%d.%d", 100+o+1, h/256, h%256))
+				r.Targets = append(r.Targets, mine.Targets...)
+				add(next, mine)
+			}
+		}
+	}
+	for _, r := range records {
+		zone = append(zone, r)
+	}
+	return zone, published
+}
+
+// BenchmarkPlan1000Changes10000Records plans, for one owner of a 10,000-record zone, 1,000 record
+// changes: 400 hosts get a new address, 300 are removed and 300 are new (and as many ownership
+// TXT changes).
+func BenchmarkPlan1000Changes10000Records(b *testing.B) {
+	zone, published := benchZone(b)
+	desired := make([]*v1alpha1.Endpoint, 0, 1000)
+	for i, r := range published {
+		switch {
+		case i < 400:
+			desired = append(desired, rec(r.DNSName, "A", 60, fmt.Sprintf("10.200.%d.%d", i/256, i%256)))
+		case i < 700:
+			desired = append(desired, r)
+		}
+	}
+	for i := 0; i < 300; i++ {
+		desired = append(desired, rec(fmt.Sprintf("new%d.example.com", i), "A", 60, "10.250.0.1"))
+	}
+	in := Input{OwnerID: "o0", ZoneName: "example.com", Current: zone, Previous: published, Desired: desired}
+	res, err := Plan(in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if n := res.Changes.Len(); n != 2000 {
+		b.Fatalf("%d changes, want 1,000 record and 1,000 TXT changes", n)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := Plan(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
