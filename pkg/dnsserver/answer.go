@@ -1,0 +1,386 @@
+package dnsserver
+
+import (
+	"encoding/binary"
+
+	"github.com/miekg/dns"
+)
+
+// maxUDPDefault is the largest UDP answer we send unless configured otherwise: the size that avoids
+// IP fragmentation on common paths (DNS flag day 2020).
+const maxUDPDefault = 1232
+
+// responder answers queries for one worker (a UDP reader or a TCP connection). Its buffers are
+// reused, so a query allocates nothing.
+type responder struct {
+	s     *Server
+	req   request
+	out   []byte
+	cands []int
+	// loc is the client's location, looked up at most once per query, when a geo set needs it.
+	loc      location
+	located  bool
+	tailored bool
+	counts   [3]uint16 // answer, authority, additional
+	// xfr is a zone transfer to stream instead of a single answer (TCP only).
+	xfr *transfer
+}
+
+func newResponder(s *Server) *responder {
+	return &responder{s: s, out: make([]byte, 0, dns.MaxMsgSize), cands: make([]int, 0, 16)}
+}
+
+// handle answers one message and returns the bytes to send back, or nil to send nothing. The result
+// is valid until the next call.
+func (r *responder) handle(msg []byte) []byte {
+	r.xfr = nil
+	switch r.req.parse(msg) {
+	case drop:
+		return nil
+	case formErr:
+		return r.formErr()
+	}
+	if r.req.tsig {
+		return r.s.handleSigned(r)
+	}
+	return r.answer(nil)
+}
+
+// answer builds the answer for the parsed query. signer, when not nil, is the verified TSIG of the
+// query: transfers are allowed, and room is kept for signing the answer.
+func (r *responder) answer(signer *tsigSigner) []byte {
+	q := &r.req
+	r.located, r.tailored = false, false
+	r.counts = [3]uint16{}
+	r.begin(true)
+	if q.edns && q.version != 0 {
+		return r.finish(rcodeBadVers, 0)
+	}
+	if q.opcode != dns.OpcodeQuery {
+		// We are the primary: a NOTIFY to us is refused; other opcodes (UPDATE, ...) are not ours.
+		if q.opcode == dns.OpcodeNotify {
+			return r.finish(dns.RcodeRefused, 0)
+		}
+		return r.finish(dns.RcodeNotImplemented, 0)
+	}
+	if q.qclass != dns.ClassINET && q.qclass != dns.ClassANY {
+		return r.finish(dns.RcodeRefused, 0)
+	}
+	snap := r.s.findZone(q.lname)
+	if snap == nil {
+		return r.finish(dns.RcodeRefused, 0)
+	}
+	switch q.qtype {
+	case dns.TypeAXFR, dns.TypeIXFR:
+		return r.transferAnswer(snap, signer)
+	}
+	rcode, flags := r.resolve(snap)
+	return r.finish(rcode, flags)
+}
+
+// resolve writes the answer, authority and additional records for a query inside snap's zone and
+// returns the rcode and header flags.
+func (r *responder) resolve(snap *snapshot) (int, uint16) {
+	q := &r.req
+	name := q.lname
+	namePos := headerLen
+	for step := 0; ; step++ {
+		n, kind, cutOff := snap.find(name)
+		switch kind {
+		case nxDomain:
+			r.negative(snap)
+			return dns.RcodeNameError, flagAA
+		case delegation:
+			r.putSet(n.cut, namePos+cutOff, 1)
+			for _, g := range n.cutGlue {
+				for _, set := range g.sets {
+					r.putSetNamed(set, g.name, 2)
+				}
+			}
+			// A referral is not authoritative, unless it follows an alias of ours (RFC 1034 4.3.2).
+			if step == 0 {
+				return dns.RcodeSuccess, 0
+			}
+			return dns.RcodeSuccess, flagAA
+		}
+		if q.qtype == dns.TypeANY {
+			// RFC 8482: one record set is enough, and keeps ANY from amplifying.
+			if len(n.sets) == 0 {
+				r.negative(snap)
+				return dns.RcodeSuccess, flagAA
+			}
+			r.putSet(r.pick(&n.sets[0]), namePos, 0)
+			return dns.RcodeSuccess, flagAA
+		}
+		if ts := n.find(q.qtype); ts != nil {
+			r.putSet(r.pick(ts), namePos, 0)
+			if q.qtype == dns.TypeNS && step == 0 && len(name) == len(snap.apex) {
+				for _, g := range snap.nsGlue {
+					for _, set := range g.sets {
+						r.putSetNamed(set, g.name, 2)
+					}
+				}
+			}
+			return dns.RcodeSuccess, flagAA
+		}
+		if n.cname == nil {
+			r.negative(snap)
+			return dns.RcodeSuccess, flagAA
+		}
+		set := r.pick(n.cname)
+		rdata := r.putSet(set, namePos, 0)
+		if !set.inZone || step+1 == maxChain {
+			return dns.RcodeSuccess, flagAA
+		}
+		// Follow the alias: the next owner is the target just written, uncompressed, in the answer.
+		name = set.target
+		namePos = rdata
+	}
+}
+
+// negative adds the zone's SOA to the authority section, telling resolvers how long to cache the
+// absence (RFC 2308).
+func (r *responder) negative(snap *snapshot) {
+	r.putSet(snap.soa, headerLen+len(r.req.lname)-len(snap.apex), 1)
+}
+
+// pick returns the records to serve for a type set: the set itself, or the member a routed set
+// chooses for this client.
+func (r *responder) pick(ts *typeSet) *rrset {
+	if ts.static != nil {
+		return ts.static
+	}
+	rs := ts.routed
+	var cands []int
+	if rs.geo {
+		if len(rs.members) > 1 {
+			r.tailored = true
+		}
+		cands = rs.geoCandidates(r.location(), r.cands[:0])
+	} else {
+		cands = r.cands[:0]
+		for i := range rs.members {
+			cands = append(cands, i)
+		}
+	}
+	r.cands = cands
+	if rs.weighted && len(cands) > 1 {
+		var total uint64
+		for _, c := range cands {
+			total += rs.members[c].weight
+		}
+		if total == 0 {
+			return rs.members[cands[r.s.random(uint64(len(cands)))]].set
+		}
+		v := r.s.random(total)
+		for _, c := range cands {
+			w := rs.members[c].weight
+			if v < w {
+				return rs.members[c].set
+			}
+			v -= w
+		}
+	}
+	return rs.members[cands[0]].set
+}
+
+// geoCandidates returns the members for a location: those for its country, else its continent,
+// else the default ("*"), else all. Within a level the order is by set identifier, so replicas
+// agree on the first.
+func (rs *routedSet) geoCandidates(loc location, buf []int) []int {
+	for level := 0; level < 4; level++ {
+		out := buf[:0]
+		for i := range rs.members {
+			m := &rs.members[i]
+			var hit bool
+			switch level {
+			case 0:
+				hit = loc.country != 0 && contains(m.countries, loc.country)
+			case 1:
+				hit = loc.continent != 0 && contains(m.continents, loc.continent)
+			case 2:
+				hit = m.isDefault
+			default:
+				hit = true
+			}
+			if hit {
+				out = append(out, i)
+			}
+		}
+		if len(out) > 0 {
+			return out
+		}
+	}
+	return buf[:0]
+}
+
+func contains(s []uint16, v uint16) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// location finds the client: the EDNS Client Subnet address when the query has one, else the
+// source address. A subnet of prefix 0 asks for an answer not tailored to any client (RFC 7871
+// 7.1.2), which is the one for an unknown location.
+func (r *responder) location() location {
+	if r.located {
+		return r.loc
+	}
+	r.located = true
+	r.loc = location{}
+	g := r.s.geo
+	if g == nil {
+		return r.loc
+	}
+	q := &r.req
+	switch {
+	case q.ecs.present && q.ecs.source > 0:
+		r.loc = g.locate(q.ecs.addr)
+	case !q.ecs.present && q.client.IsValid():
+		r.loc = g.locate(q.client)
+	}
+	return r.loc
+}
+
+// begin writes the header and the question.
+func (r *responder) begin(withQuestion bool) {
+	q := &r.req
+	r.out = r.out[:headerLen]
+	binary.BigEndian.PutUint16(r.out, q.id)
+	binary.BigEndian.PutUint16(r.out[2:], flagQR|q.flags&(0xF<<11|flagRD|flagCD))
+	clear(r.out[4:headerLen])
+	if withQuestion && q.qEnd > 0 {
+		r.out = append(r.out, q.msg[headerLen:q.qEnd]...)
+		r.out[5] = 1
+	}
+}
+
+// putSet appends a record set whose owner name is at ownerPos in the message, into section sec (0
+// answer, 1 authority, 2 additional), and returns where the data of its last record starts.
+func (r *responder) putSet(s *rrset, ownerPos, sec int) int {
+	if ownerPos > 0x3FFF {
+		return r.putSetNamed(s, r.nameAt(ownerPos), sec)
+	}
+	r.counts[sec] += uint16(len(s.starts))
+	base := len(r.out)
+	r.out = append(r.out, s.wire...)
+	ptr := 0xC000 | uint16(ownerPos)
+	for _, st := range s.starts {
+		binary.BigEndian.PutUint16(r.out[base+int(st):], ptr)
+	}
+	return base + int(s.starts[len(s.starts)-1]) + 12
+}
+
+// putSetNamed appends a record set with its owner name written out in full.
+func (r *responder) putSetNamed(s *rrset, name []byte, sec int) int {
+	r.counts[sec] += uint16(len(s.starts))
+	rdata := 0
+	for i, st := range s.starts {
+		end := len(s.wire)
+		if i+1 < len(s.starts) {
+			end = int(s.starts[i+1])
+		}
+		rdata = len(r.out) + len(name) + 10
+		r.out = append(r.out, name...)
+		r.out = append(r.out, s.wire[st+2:end]...)
+	}
+	return rdata
+}
+
+// nameAt returns the uncompressed name written at pos. Only names we wrote uncompressed (the
+// question and record data) are ever pointed at, so no pointer is followed.
+func (r *responder) nameAt(pos int) []byte {
+	end := pos
+	for r.out[end] != 0 {
+		end += int(r.out[end]) + 1
+	}
+	return r.out[pos : end+1]
+}
+
+// finish sets the rcode and counts, adds the OPT record, and truncates an answer that does not fit.
+func (r *responder) finish(rcode int, flags uint16) []byte {
+	q := &r.req
+	r.out[2] |= byte(flags >> 8)
+	r.out[3] |= byte(rcode & 0xF)
+	binary.BigEndian.PutUint16(r.out[6:], r.counts[0])
+	binary.BigEndian.PutUint16(r.out[8:], r.counts[1])
+	binary.BigEndian.PutUint16(r.out[10:], r.counts[2])
+	if q.edns {
+		r.putOPT(rcode)
+	}
+	if limit := r.limit(); len(r.out) > limit {
+		// Too large: send the question alone with TC set, so the client retries over TCP (RFC 7766).
+		r.out = r.out[:max(q.qEnd, headerLen)]
+		r.out[2] |= flagTC >> 8
+		clear(r.out[6:headerLen])
+		if q.edns {
+			r.putOPT(rcode)
+		}
+	}
+	return r.out
+}
+
+// limit is the largest answer the client takes: 512 bytes without EDNS, else the size it
+// advertises, capped by ours; TCP takes a full message. Room for a TSIG record is kept.
+func (r *responder) limit() int {
+	q := &r.req
+	limit := dns.MaxMsgSize
+	if !q.tcp {
+		limit = dns.MinMsgSize
+		if q.edns {
+			limit = max(dns.MinMsgSize, min(int(q.udpSize), r.s.maxUDP))
+		}
+	}
+	if q.tsig {
+		limit -= tsigReserve
+	}
+	return limit
+}
+
+// putOPT appends our OPT record: our UDP size, the DO bit echoed (RFC 3225), and the client subnet
+// echoed with the scope the answer holds for (RFC 7871 7.2.1).
+func (r *responder) putOPT(rcode int) {
+	q := &r.req
+	var b [11]byte
+	binary.BigEndian.PutUint16(b[1:], dns.TypeOPT)
+	binary.BigEndian.PutUint16(b[3:], uint16(r.s.maxUDP))
+	b[5] = byte(rcode >> 4)
+	if q.do {
+		b[7] = 0x80
+	}
+	rdlen := 0
+	if q.ecs.present {
+		rdlen = 8 + q.ecs.rawLen
+	}
+	binary.BigEndian.PutUint16(b[9:], uint16(rdlen))
+	r.out = append(r.out, b[:]...)
+	if q.ecs.present {
+		var scope uint8
+		if r.tailored && q.ecs.source > 0 {
+			scope = r.loc.bits
+		}
+		var e [8]byte
+		binary.BigEndian.PutUint16(e[0:], ednsECS)
+		binary.BigEndian.PutUint16(e[2:], uint16(4+q.ecs.rawLen))
+		binary.BigEndian.PutUint16(e[4:], q.ecs.family)
+		e[6], e[7] = q.ecs.source, scope
+		r.out = append(r.out, e[:]...)
+		r.out = append(r.out, q.ecs.raw[:q.ecs.rawLen]...)
+	}
+	binary.BigEndian.PutUint16(r.out[10:], binary.BigEndian.Uint16(r.out[10:])+1)
+}
+
+// formErr answers a malformed query: FORMERR, with the question when it could be read, and no OPT
+// (the OPT may be what was malformed; RFC 6891 7).
+func (r *responder) formErr() []byte {
+	q := &r.req
+	r.out = r.out[:0]
+	r.counts = [3]uint16{}
+	r.begin(q.qEnd > 0)
+	q.edns = false
+	return r.finish(dns.RcodeFormatError, 0)
+}

@@ -1,0 +1,740 @@
+package dnsserver
+
+import (
+	"cmp"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/miekg/dns"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+)
+
+// Zone timers. Secondaries learn of changes by NOTIFY, so refresh only bounds how stale a secondary
+// that missed one can get. Negative answers are cached briefly because names appear as soon as a
+// Gateway gets an address.
+const (
+	soaRefresh = 300
+	soaRetry   = 60
+	soaExpire  = 604800
+	soaMinimum = 60
+	// defaultTTL is used for endpoints without a TTL, as Kuadrant's CoreDNS plugin does.
+	defaultTTL = 60
+	// maxChain bounds how many CNAMEs one answer follows, so a loop in the data ends.
+	maxChain = 8
+)
+
+// rrset is one record set encoded for the wire once, when the zone is built. Every record starts with
+// a two-byte compression pointer for its owner name, patched per answer to wherever that name sits in
+// the message; everything after it is copied as is. Names inside the data are not compressed, so any
+// of them can later be pointed at.
+type rrset struct {
+	rrtype uint16
+	ttl    uint32
+	wire   []byte
+	starts []uint16
+	rrs    []dns.RR
+	// target is the lower-cased wire name a CNAME points to; inZone says whether to follow it.
+	target []byte
+	inZone bool
+}
+
+// member is one record set of a routed set: one setIdentifier, with its routing properties.
+type member struct {
+	setID      string
+	set        *rrset
+	countries  []uint16
+	continents []uint16
+	isDefault  bool
+	hasWeight  bool
+	weight     uint64
+}
+
+// routedSet is the records sharing a name and type but told apart by setIdentifier: an answer holds
+// one member, chosen by the client's location and by weight.
+type routedSet struct {
+	members  []member
+	geo      bool
+	weighted bool
+	// static is what a client that cannot be located, ignoring weights, is served; zone transfers
+	// carry it, since a secondary cannot route.
+	static *rrset
+}
+
+// typeSet is what a name holds for one type: either plain records or a routed set.
+type typeSet struct {
+	rrtype uint16
+	static *rrset
+	routed *routedSet
+}
+
+// glue is an address record set for a nameserver name inside the zone.
+type glue struct {
+	name []byte
+	sets []*rrset
+}
+
+// node is one name of the zone. A node without sets is an empty non-terminal: it exists, so it
+// blocks wildcard synthesis and answers NODATA.
+type node struct {
+	sets  []typeSet // sorted by type
+	cname *typeSet
+	// cut holds the NS records of a delegation point below the apex, with their glue.
+	cut     *rrset
+	cutGlue []glue
+}
+
+func (n *node) find(rrtype uint16) *typeSet {
+	for i := range n.sets {
+		if n.sets[i].rrtype == rrtype {
+			return &n.sets[i]
+		}
+	}
+	return nil
+}
+
+// snapshot is one immutable version of a zone. Queries read it without locks; a change builds a new
+// one and swaps it in.
+type snapshot struct {
+	origin  string // lower-cased, fully qualified
+	apex    []byte // origin in wire form
+	serial  uint32
+	nodes   map[string]*node // key: lower-cased wire name
+	soa     *rrset
+	ns      *rrset
+	nsGlue  []glue
+	hasCuts bool
+	hasWild bool
+	// transfer is the zone as a secondary receives it, SOA first (and again last when sent).
+	transfer []dns.RR
+	// digest identifies the content (everything but the serial), to tell a real change from a resync.
+	digest [sha256.Size]byte
+}
+
+// lookupKind says how a name was found.
+type lookupKind int
+
+const (
+	exact lookupKind = iota
+	// wildcard: the name does not exist and the wildcard of its closest encloser answers (RFC 4592).
+	wildcard
+	nxDomain
+	// delegation: the name is at or below a zone cut; the node is the cut.
+	delegation
+)
+
+// find looks a lower-cased wire name up in the zone, which must hold it. For a delegation, cutOff is
+// where the cut's name starts within name.
+func (z *snapshot) find(name []byte) (n *node, kind lookupKind, cutOff int) {
+	if !z.hasCuts {
+		if n := z.nodes[string(name)]; n != nil {
+			return n, exact, 0
+		}
+	}
+	// Walk down from the apex. Every ancestor of an existing name exists, so the first missing one
+	// ends the walk, and the last found is the closest encloser.
+	apexOff := len(name) - len(z.apex)
+	var labels [128]uint8
+	k := 0
+	for off := 0; off < apexOff; off += int(name[off]) + 1 {
+		labels[k] = uint8(off)
+		k++
+	}
+	encloser := apexOff
+	for i := k - 1; i >= 0; i-- {
+		off := int(labels[i])
+		n := z.nodes[string(name[off:])]
+		if n == nil {
+			break
+		}
+		if n.cut != nil {
+			return n, delegation, off
+		}
+		if off == 0 {
+			return n, exact, 0
+		}
+		encloser = off
+	}
+	if k == 0 {
+		return z.nodes[string(name)], exact, 0
+	}
+	if z.hasWild {
+		var buf [256]byte
+		buf[0], buf[1] = 1, '*'
+		l := 2 + copy(buf[2:], name[encloser:])
+		if n := z.nodes[string(buf[:l])]; n != nil {
+			return n, wildcard, 0
+		}
+	}
+	return nil, nxDomain, 0
+}
+
+// ZoneData is the full content of one zone.
+type ZoneData struct {
+	// Endpoints are the union of the endpoints of every authoritative record of the zone.
+	Endpoints []*v1alpha1.Endpoint
+	// Nameservers are the NS targets at the apex (the provider Secret's NAMESERVERS); the first is the
+	// SOA's primary server. Empty means "ns1.<zone>", as Kuadrant's CoreDNS plugin assumes.
+	Nameservers []string
+	// Hostmaster is the SOA mailbox as a domain name; empty means "hostmaster.<zone>".
+	Hostmaster string
+	// Secondaries are host:port addresses sent a NOTIFY whenever the zone changes.
+	Secondaries []string
+	// Changed is when the content last changed at its source. The SOA serial is its Unix time (or the
+	// previous serial plus one when that is not larger), so replicas fed the same data and time serve
+	// the same serial. Zero means the time of the call.
+	Changed int64
+}
+
+// group is the endpoints of one name and type, keyed by set identifier, while a zone is built.
+type group struct {
+	name    string
+	rrtype  uint16
+	members map[string]*draft
+}
+
+// draft is one record set before encoding.
+type draft struct {
+	setID   string
+	ttl     uint32
+	values  []string // normalised presentation values, deduplicated
+	rrs     []dns.RR
+	geo     []string
+	weight  *uint64
+	sources int
+}
+
+// buildZone turns endpoints into a snapshot. Endpoints that cannot be served are left out and
+// described in skipped; the rest of the zone is served.
+func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, skipped []string, err error) {
+	apex, err := wireName(origin)
+	if err != nil {
+		return nil, nil, fmt.Errorf("zone %q: %w", origin, err)
+	}
+	nameservers := data.Nameservers
+	if len(nameservers) == 0 {
+		nameservers = []string{"ns1." + origin}
+	}
+	for i, ns := range nameservers {
+		if nameservers[i], err = canonicalName(ns); err != nil {
+			return nil, nil, fmt.Errorf("nameserver %q: %w", ns, err)
+		}
+	}
+	hostmaster := "hostmaster." + origin
+	if data.Hostmaster != "" {
+		if hostmaster, err = canonicalName(data.Hostmaster); err != nil {
+			return nil, nil, fmt.Errorf("hostmaster %q: %w", data.Hostmaster, err)
+		}
+	}
+
+	groups := map[string]*group{}
+	skip := func(ep *v1alpha1.Endpoint, format string, args ...any) {
+		skipped = append(skipped, fmt.Sprintf("%s: %s", ep, fmt.Sprintf(format, args...)))
+	}
+	for _, ep := range data.Endpoints {
+		if ep == nil {
+			continue
+		}
+		name, err := canonicalName(ep.DNSName)
+		if err != nil {
+			skip(ep, "invalid name: %v", err)
+			continue
+		}
+		if !dns.IsSubDomain(origin, name) {
+			skip(ep, "outside zone %s", origin)
+			continue
+		}
+		rrtype, ok := dns.StringToType[strings.ToUpper(ep.RecordType)]
+		if !ok || rrtype == dns.TypeSOA || rrtype == dns.TypeOPT || rrtype == dns.TypeANY {
+			skip(ep, "record type %q is not served", ep.RecordType)
+			continue
+		}
+		if rrtype == dns.TypeCNAME && name == origin {
+			skip(ep, "a CNAME cannot be at the zone apex")
+			continue
+		}
+		if ep.RecordTTL < 0 {
+			skip(ep, "negative TTL")
+			continue
+		}
+		ttl := uint32(min(int64(ep.RecordTTL), 1<<31-1))
+		if ttl == 0 {
+			ttl = defaultTTL
+		}
+		values, rrs, problems := parseTargets(name, rrtype, ttl, ep.Targets)
+		for _, p := range problems {
+			skip(ep, "%s", p)
+		}
+		if len(rrs) == 0 {
+			if len(problems) == 0 {
+				skip(ep, "no targets")
+			}
+			continue
+		}
+		key := name + "/" + strconv.Itoa(int(rrtype))
+		g := groups[key]
+		if g == nil {
+			g = &group{name: name, rrtype: rrtype, members: map[string]*draft{}}
+			groups[key] = g
+		}
+		d := g.members[ep.SetIdentifier]
+		if d == nil {
+			d = &draft{setID: ep.SetIdentifier, ttl: ttl}
+			g.members[ep.SetIdentifier] = d
+		}
+		d.merge(ttl, values, rrs)
+		for _, p := range ep.ProviderSpecific {
+			switch p.Name {
+			case v1alpha1.ProviderSpecificGeoCode:
+				for code := range strings.SplitSeq(p.Value, ",") {
+					if code = strings.TrimSpace(code); code != "" && !slices.Contains(d.geo, code) {
+						d.geo = append(d.geo, code)
+					}
+				}
+			case v1alpha1.ProviderSpecificWeight:
+				// Kuadrant's plugin reads a weight it cannot parse as 0; so do we, so both serve the same.
+				w, _ := strconv.ParseUint(strings.TrimSpace(p.Value), 10, 63)
+				d.weight = &w
+			}
+		}
+		d.sources++
+	}
+
+	snap = &snapshot{origin: origin, apex: apex, serial: serial, nodes: map[string]*node{}}
+	nodeAt := func(name string) *node {
+		w, _ := wireName(name)
+		n := snap.nodes[string(w)]
+		if n == nil {
+			n = &node{}
+			snap.nodes[string(w)] = n
+			// Every name between a record and the apex exists, possibly empty (RFC 4592 2.2.2).
+			for parent := name; parent != origin; {
+				next, _ := dns.NextLabel(parent, 0)
+				parent = parent[next:]
+				pw, _ := wireName(parent)
+				if snap.nodes[string(pw)] != nil {
+					break
+				}
+				snap.nodes[string(pw)] = &node{}
+			}
+		}
+		return n
+	}
+	nodeAt(origin)
+
+	keys := make([]string, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	// Names holding a CNAME and other data: the other data wins, as a resolver would refuse the mix.
+	other := map[string]bool{}
+	for _, k := range keys {
+		if g := groups[k]; g.rrtype != dns.TypeCNAME {
+			other[g.name] = true
+		}
+	}
+
+	var apexNS []string
+	apexNS = append(apexNS, nameservers...)
+	digest := sha256.New()
+	fmt.Fprintf(digest, "%s\n", hostmaster)
+	for _, k := range keys {
+		g := groups[k]
+		if g.rrtype == dns.TypeCNAME && other[g.name] {
+			skipped = append(skipped, fmt.Sprintf("%s CNAME: other records share the name", g.name))
+			continue
+		}
+		if g.rrtype == dns.TypeNS && g.name == origin {
+			for _, d := range g.members {
+				apexNS = append(apexNS, d.values...)
+			}
+			continue
+		}
+		if strings.HasPrefix(g.name, "*.") {
+			snap.hasWild = true
+		}
+		ts := typeSet{rrtype: g.rrtype}
+		drafts := sortedDrafts(g.members)
+		if len(drafts) == 1 && drafts[0].geo == nil && drafts[0].weight == nil {
+			if g.rrtype == dns.TypeCNAME && len(drafts[0].rrs) > 1 {
+				skipped = append(skipped, fmt.Sprintf("%s CNAME: several targets, serving %s", g.name, drafts[0].values[0]))
+				drafts[0].rrs = drafts[0].rrs[:1]
+			}
+			ts.static = encodeSet(origin, g.rrtype, drafts[0].rrs)
+		} else {
+			ts.routed = newRoutedSet(origin, g.rrtype, drafts)
+		}
+		for _, d := range drafts {
+			fmt.Fprintf(digest, "%s %d %q %d %q %q %v\n", g.name, g.rrtype, d.setID, d.ttl, d.values, d.geo, weightText(d.weight))
+		}
+		n := nodeAt(g.name)
+		switch {
+		case g.rrtype == dns.TypeNS:
+			// NS below the apex delegates: the records are a referral, never an answer.
+			snap.hasCuts = true
+			n.cut = ts.static
+			if ts.routed != nil {
+				n.cut = ts.routed.static
+			}
+		default:
+			n.sets = append(n.sets, ts)
+		}
+	}
+
+	slices.Sort(apexNS)
+	apexNS = slices.Compact(apexNS)
+	fmt.Fprintf(digest, "NS %q\n", apexNS)
+	var nsRRs []dns.RR
+	for _, ns := range apexNS {
+		nsRRs = append(nsRRs, &dns.NS{Hdr: header(origin, dns.TypeNS, soaMinimum), Ns: ns})
+	}
+	primary := nameservers[0]
+	soa := &dns.SOA{Hdr: header(origin, dns.TypeSOA, soaMinimum), Ns: primary, Mbox: hostmaster,
+		Serial: serial, Refresh: soaRefresh, Retry: soaRetry, Expire: soaExpire, Minttl: soaMinimum}
+	snap.soa = encodeSet(origin, dns.TypeSOA, []dns.RR{soa})
+	snap.ns = encodeSet(origin, dns.TypeNS, nsRRs)
+	apexNode := snap.nodes[string(apex)]
+	apexNode.sets = append(apexNode.sets, typeSet{rrtype: dns.TypeNS, static: snap.ns}, typeSet{rrtype: dns.TypeSOA, static: snap.soa})
+
+	for _, n := range snap.nodes {
+		slices.SortFunc(n.sets, func(a, b typeSet) int { return cmp.Compare(a.rrtype, b.rrtype) })
+		for i := range n.sets {
+			if n.sets[i].rrtype == dns.TypeCNAME {
+				n.cname = &n.sets[i]
+			}
+		}
+	}
+	snap.nsGlue = snap.glueFor(snap.ns)
+	for _, n := range snap.nodes {
+		if n.cut != nil {
+			n.cutGlue = snap.glueFor(n.cut)
+		}
+	}
+	snap.transfer = snap.transferRecords()
+	copy(snap.digest[:], digest.Sum(nil))
+	return snap, skipped, nil
+}
+
+func weightText(w *uint64) string {
+	if w == nil {
+		return "-"
+	}
+	return strconv.FormatUint(*w, 10)
+}
+
+// merge adds the targets of another endpoint with the same name, type and set identifier: two
+// authoritative records contributing the same record set serve the union.
+func (d *draft) merge(ttl uint32, values []string, rrs []dns.RR) {
+	if d.sources > 0 && ttl < d.ttl {
+		d.ttl = ttl
+	}
+	for i, v := range values {
+		if !slices.Contains(d.values, v) {
+			d.values = append(d.values, v)
+			d.rrs = append(d.rrs, rrs[i])
+		}
+	}
+	for _, rr := range d.rrs {
+		rr.Header().Ttl = d.ttl
+	}
+	order := make([]int, len(d.values))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(d.values[a], d.values[b]) })
+	values2, rrs2 := make([]string, len(order)), make([]dns.RR, len(order))
+	for i, o := range order {
+		values2[i], rrs2[i] = d.values[o], d.rrs[o]
+	}
+	d.values, d.rrs = values2, rrs2
+}
+
+func sortedDrafts(m map[string]*draft) []*draft {
+	out := make([]*draft, 0, len(m))
+	for _, d := range m {
+		out = append(out, d)
+	}
+	slices.SortFunc(out, func(a, b *draft) int { return strings.Compare(a.setID, b.setID) })
+	return out
+}
+
+// newRoutedSet encodes each member. A CNAME member holds one target (the first, sorted), as a name
+// can only alias one other.
+func newRoutedSet(origin string, rrtype uint16, drafts []*draft) *routedSet {
+	rs := &routedSet{}
+	for _, d := range drafts {
+		rrs := d.rrs
+		if rrtype == dns.TypeCNAME {
+			rrs = rrs[:1]
+		}
+		m := member{setID: d.setID, set: encodeSet(origin, rrtype, rrs)}
+		for _, code := range d.geo {
+			rs.geo = true
+			switch {
+			case code == v1alpha1.WildcardGeo:
+				m.isDefault = true
+			case strings.HasPrefix(code, continentPrefix) && len(code) == len(continentPrefix)+2:
+				m.continents = append(m.continents, geoKey(code[len(continentPrefix):]))
+			case len(code) == 2:
+				m.countries = append(m.countries, geoKey(code))
+			}
+		}
+		if d.weight != nil {
+			rs.weighted = true
+			m.hasWeight = true
+			m.weight = *d.weight
+		}
+		rs.members = append(rs.members, m)
+	}
+	rs.static = rs.unlocated(origin, rrtype)
+	return rs
+}
+
+// unlocated is the static view of a routed set. Address and text sets serve every member's records
+// (a multi-value answer, as the rfc2136 backend degrades weighted sets); a CNAME set serves the member
+// an unlocated client gets at the geo step, and the heaviest at the weighted step.
+func (rs *routedSet) unlocated(origin string, rrtype uint16) *rrset {
+	if rrtype != dns.TypeCNAME {
+		var all []dns.RR
+		seen := map[string]bool{}
+		ttl := uint32(1<<31 - 1)
+		for _, m := range rs.members {
+			ttl = min(ttl, m.set.ttl)
+		}
+		for _, m := range rs.members {
+			for _, rr := range m.set.rrs {
+				c := dns.Copy(rr)
+				c.Header().Ttl = ttl
+				if s := c.String(); !seen[s] {
+					seen[s] = true
+					all = append(all, c)
+				}
+			}
+		}
+		return encodeSet(origin, rrtype, all)
+	}
+	cands := rs.geoCandidates(location{}, nil)
+	best := cands[0]
+	for _, c := range cands[1:] {
+		if rs.members[c].weight > rs.members[best].weight {
+			best = c
+		}
+	}
+	return rs.members[best].set
+}
+
+// parseTargets turns endpoint targets into records; values are their normalised forms, for
+// deduplication and change detection.
+func parseTargets(name string, rrtype uint16, ttl uint32, targets []string) (values []string, rrs []dns.RR, problems []string) {
+	hdr := header(name, rrtype, ttl)
+	add := func(value string, rr dns.RR) {
+		if !slices.Contains(values, value) {
+			values = append(values, value)
+			rrs = append(rrs, rr)
+		}
+	}
+	for _, t := range targets {
+		switch rrtype {
+		case dns.TypeA, dns.TypeAAAA:
+			ip, err := netip.ParseAddr(strings.TrimSpace(t))
+			if err != nil || ip.Zone() != "" || (rrtype == dns.TypeA) != ip.Unmap().Is4() {
+				problems = append(problems, fmt.Sprintf("target %q is not an %s address", t, dns.TypeToString[rrtype]))
+				continue
+			}
+			ip = ip.Unmap()
+			if rrtype == dns.TypeA {
+				add(ip.String(), &dns.A{Hdr: hdr, A: ip.AsSlice()})
+			} else {
+				add(ip.String(), &dns.AAAA{Hdr: hdr, AAAA: ip.AsSlice()})
+			}
+		case dns.TypeCNAME, dns.TypeNS:
+			target, err := canonicalName(t)
+			if err != nil {
+				problems = append(problems, fmt.Sprintf("target %q: %v", t, err))
+				continue
+			}
+			if rrtype == dns.TypeCNAME {
+				add(target, &dns.CNAME{Hdr: hdr, Target: target})
+			} else {
+				add(target, &dns.NS{Hdr: hdr, Ns: target})
+			}
+		case dns.TypeTXT:
+			txt := txtStrings(t)
+			add(fmt.Sprintf("%q", txt), &dns.TXT{Hdr: hdr, Txt: txt})
+		default:
+			rr, err := dns.NewRR(fmt.Sprintf("%s %d IN %s %s", name, ttl, dns.TypeToString[rrtype], t))
+			if err != nil || rr == nil || rr.Header().Rrtype != rrtype {
+				problems = append(problems, fmt.Sprintf("target %q is not valid %s data", t, dns.TypeToString[rrtype]))
+				continue
+			}
+			add(rr.String(), rr)
+		}
+	}
+	return values, rrs, problems
+}
+
+// txtStrings reads a TXT target the way external-dns providers do: a quoted value is zone-file text
+// (the quotes delimit one or more strings, as Route53 and RFC 2136 servers take it), anything else
+// is the literal text, split into 255-byte strings. Kuadrant's ownership records are quoted, so
+// clients see the value without quotes, as from Route53.
+func txtStrings(target string) []string {
+	if len(target) >= 2 && target[0] == '"' && target[len(target)-1] == '"' {
+		if rr, err := dns.NewRR(". 0 IN TXT " + target); err == nil && rr != nil {
+			if txt, ok := rr.(*dns.TXT); ok && len(txt.Txt) > 0 {
+				return txt.Txt
+			}
+		}
+	}
+	// miekg/dns reads backslash escapes in TXT data; a literal backslash must be escaped.
+	var out []string
+	for len(target) > 255 {
+		out = append(out, strings.ReplaceAll(target[:255], `\`, `\\`))
+		target = target[255:]
+	}
+	return append(out, strings.ReplaceAll(target, `\`, `\\`))
+}
+
+// encodeSet packs records for the wire with a placeholder owner pointer each.
+func encodeSet(origin string, rrtype uint16, rrs []dns.RR) *rrset {
+	s := &rrset{rrtype: rrtype, rrs: rrs}
+	if len(rrs) > 0 {
+		s.ttl = rrs[0].Header().Ttl
+	}
+	buf := make([]byte, dns.MaxMsgSize)
+	for _, rr := range rrs {
+		c := dns.Copy(rr)
+		c.Header().Name = "."
+		end, err := dns.PackRR(c, buf, 0, nil, false)
+		if err != nil {
+			// The records were parsed or built from valid values; packing cannot fail short of a bug.
+			panic(fmt.Sprintf("dnsserver: packing %s: %v", rr, err))
+		}
+		s.starts = append(s.starts, uint16(len(s.wire)))
+		s.wire = append(s.wire, 0xC0, headerLen)
+		s.wire = append(s.wire, buf[1:end]...)
+	}
+	if c, ok := firstCNAME(rrs); ok {
+		s.target, _ = wireName(c.Target)
+		s.inZone = dns.IsSubDomain(origin, c.Target)
+	}
+	return s
+}
+
+func firstCNAME(rrs []dns.RR) (*dns.CNAME, bool) {
+	if len(rrs) == 0 {
+		return nil, false
+	}
+	c, ok := rrs[0].(*dns.CNAME)
+	return c, ok
+}
+
+// glueFor finds static address records inside the zone for the targets of an NS set.
+func (z *snapshot) glueFor(ns *rrset) []glue {
+	var out []glue
+	for _, rr := range ns.rrs {
+		target := rr.(*dns.NS).Ns
+		if !dns.IsSubDomain(z.origin, target) {
+			continue
+		}
+		w, _ := wireName(target)
+		n := z.nodes[string(w)]
+		if n == nil {
+			continue
+		}
+		g := glue{name: w}
+		for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
+			if ts := n.find(t); ts != nil {
+				if ts.static != nil {
+					g.sets = append(g.sets, ts.static)
+				} else {
+					g.sets = append(g.sets, ts.routed.static)
+				}
+			}
+		}
+		if len(g.sets) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// transferRecords lists the zone for AXFR: SOA, apex NS, then every other record set by name.
+func (z *snapshot) transferRecords() []dns.RR {
+	out := []dns.RR{z.soa.rrs[0]}
+	out = append(out, z.ns.rrs...)
+	names := make([]string, 0, len(z.nodes))
+	for k := range z.nodes {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		n := z.nodes[k]
+		for _, ts := range n.sets {
+			if ts.rrtype == dns.TypeSOA || (ts.rrtype == dns.TypeNS && k == string(z.apex)) {
+				continue
+			}
+			if ts.static != nil {
+				out = append(out, ts.static.rrs...)
+			} else {
+				out = append(out, ts.routed.static.rrs...)
+			}
+		}
+		if n.cut != nil {
+			out = append(out, n.cut.rrs...)
+		}
+	}
+	return out
+}
+
+func header(name string, rrtype uint16, ttl uint32) dns.RR_Header {
+	return dns.RR_Header{Name: name, Rrtype: rrtype, Class: dns.ClassINET, Ttl: ttl}
+}
+
+// canonicalName lower-cases a name and makes it fully qualified.
+func canonicalName(s string) (string, error) {
+	s = strings.ToLower(strings.TrimSpace(s))
+	if s == "" {
+		return "", fmt.Errorf("empty name")
+	}
+	s = dns.Fqdn(s)
+	if _, ok := dns.IsDomainName(s); !ok {
+		return "", fmt.Errorf("not a domain name")
+	}
+	return s, nil
+}
+
+// wireName encodes a name in uncompressed wire form, lower-cased: the form names are looked up in.
+func wireName(s string) ([]byte, error) {
+	s, err := canonicalName(s)
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 256)
+	n, err := dns.PackDomainName(s, buf, 0, nil, false)
+	if err != nil {
+		return nil, err
+	}
+	lowerWire(buf[:n])
+	return buf[:n:n], nil
+}
+
+// lowerWire lower-cases a wire-form name in place. Label length bytes are below 64, so only name
+// bytes fall in 'A'..'Z'.
+func lowerWire(b []byte) {
+	for i, c := range b {
+		if c >= 'A' && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+}
+
+// geoKey packs a two-letter code into a number, so matching allocates nothing.
+func geoKey(code string) uint16 {
+	return binary.BigEndian.Uint16([]byte(code))
+}
