@@ -193,9 +193,13 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 			rec.Labels = map[string]string{}
 		}
 		rec.Labels[v1alpha1.ProviderNameLabel] = s.provider.Name()
+		// The patch response overwrites the whole object, status included; keep what this pass
+		// has worked out so far.
+		status := rec.Status.DeepCopy()
 		if err := r.Client.Patch(ctx, rec, patch); err != nil {
 			return r.backoff(s, err)
 		}
+		rec.Status = *status
 	}
 	desired, err := s.provider.AdjustEndpoints(copyEndpoints(rec.Spec.Endpoints))
 	if err != nil {
