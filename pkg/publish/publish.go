@@ -29,9 +29,6 @@ type Request struct {
 	Previous []*v1alpha1.Endpoint
 	// Desired is what the owner wants now, already adjusted by the provider; empty withdraws all.
 	Desired []*v1alpha1.Endpoint
-	// Fresh asks for a zone view read after the request arrived, not a cached one: the periodic
-	// re-check uses it to notice what other clusters changed.
-	Fresh bool
 }
 
 // Outcome is what happened to a request.
@@ -182,26 +179,26 @@ func (q *queue) cycle(waiters []*waiter) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	prov := waiters[len(waiters)-1].prov // the newest provider object carries the newest credentials
-	oldest := waiters[0].arrived
-	fresh := false
-	for _, w := range waiters {
-		fresh = fresh || w.req.Fresh
-		if w.arrived.Before(oldest) {
-			oldest = w.arrived
-		}
-	}
+	start := q.now()
+	fresh := false // whether the plan needs a view read during this cycle
 	for attempt := 0; ; attempt++ {
-		view, err := q.currentView(ctx, prov, fresh, oldest)
+		view, at, err := q.currentView(ctx, prov, fresh, start)
 		if err != nil {
 			failAll(waiters, err)
 			return
 		}
 		planned, batches := q.planAll(view, waiters, prov.Capabilities().MaxChangesPerBatch)
+		if at.Before(start) && destructive(batches) {
+			// Taking a record or targets away on the strength of a cached view could take what
+			// another owner claimed since the view was read: removals are planned on a fresh read.
+			fresh = true
+			continue
+		}
 		wrote, err := q.applyAll(ctx, prov, batches)
 		if err != nil && providers.KindOf(err) == providers.StaleView && attempt < q.opts.StaleRetries {
 			// Someone else wrote the zone: what was applied stays applied (each batch is whole), and
 			// re-planning against a fresh read makes the rest consistent.
-			fresh, oldest = true, q.now()
+			fresh, start = true, q.now()
 			continue
 		}
 		q.finish(ctx, prov, planned, wrote, err)
@@ -209,16 +206,42 @@ func (q *queue) cycle(waiters []*waiter) {
 	}
 }
 
-// currentView returns the cached view, or reads the zone when there is none, it is older than
-// MaxAge, or a waiter asked for a read newer than its arrival.
-func (q *queue) currentView(ctx context.Context, prov providers.Provider, fresh bool, since time.Time) ([]*v1alpha1.Endpoint, error) {
+// destructive reports whether the batches delete a record (not an ownership TXT) or take targets
+// away from one.
+func destructive(batches []*providers.Changes) bool {
+	for _, b := range batches {
+		for _, ep := range b.Delete {
+			if ep.RecordType != v1alpha1.RecordTypeTXT {
+				return true
+			}
+		}
+		for i, old := range b.UpdateOld {
+			kept := map[string]bool{}
+			for _, t := range b.UpdateNew[i].Targets {
+				kept[normalize(t)] = true
+			}
+			for _, t := range old.Targets {
+				if !kept[normalize(t)] {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// currentView returns the cached view and when it was read, or reads the zone when there is no
+// view, it is older than MaxAge, or fresh asks for one read after since.
+func (q *queue) currentView(ctx context.Context, prov providers.Provider, fresh bool, since time.Time) ([]*v1alpha1.Endpoint, time.Time, error) {
 	q.mu.Lock()
 	view, at := q.view, q.viewAt
 	q.mu.Unlock()
-	if view != nil && q.now().Sub(at) <= q.opts.MaxAge && (!fresh || at.After(since)) {
-		return view, nil
+	if view != nil && q.now().Sub(at) <= q.opts.MaxAge && (!fresh || !at.Before(since)) {
+		return view, at, nil
 	}
-	return q.read(ctx, prov)
+	at = q.now()
+	view, err := q.read(ctx, prov)
+	return view, at, err
 }
 
 func (q *queue) read(ctx context.Context, prov providers.Provider) ([]*v1alpha1.Endpoint, error) {

@@ -1,0 +1,152 @@
+package publish
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/providers"
+	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+)
+
+func newZone(t *testing.T) (*inmemory.Store, providers.Zone) {
+	t.Helper()
+	store := inmemory.NewStore()
+	return store, store.EnsureZone("example.com")
+}
+
+func provider(store *inmemory.Store) providers.Provider {
+	return inmemory.New(store, inmemory.Options{})
+}
+
+// slow keeps cached views for the whole test, as a controller between refreshes.
+func slow() Options {
+	return Options{MaxAge: time.Hour, Gather: 50 * time.Millisecond, MaxGather: time.Second, StaleRetries: 3}
+}
+
+func a(name string, ips ...string) *v1alpha1.Endpoint {
+	return v1alpha1.NewEndpoint(name, v1alpha1.RecordTypeA, 60, ips...)
+}
+
+func publish(t *testing.T, p *Publisher, prov providers.Provider, zone providers.Zone, req Request) Outcome {
+	t.Helper()
+	out, err := p.Publish(context.Background(), prov, "account", zone, req)
+	if err != nil {
+		t.Fatalf("publish %s: %v", req.OwnerID, err)
+	}
+	return out
+}
+
+func records(t *testing.T, store *inmemory.Store, zone providers.Zone) map[string]string {
+	t.Helper()
+	eps, err := store.Snapshot(zone.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, ep := range eps {
+		if ep.RecordType != v1alpha1.RecordTypeTXT {
+			out[ep.DNSName+" "+ep.RecordType] = fmt.Sprint(ep.Targets)
+		}
+	}
+	return out
+}
+
+// Requests arriving together share one listing, one batch and one validation read.
+func TestBurstBecomesOneCycle(t *testing.T) {
+	store, zone := newZone(t)
+	p, prov := New(slow()), provider(store)
+	var wg sync.WaitGroup
+	for i := 0; i < 50; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			name := fmt.Sprintf("h%d.example.com", i)
+			out := publish(t, p, prov, zone, Request{OwnerID: fmt.Sprintf("owner-%02d", i), Desired: []*v1alpha1.Endpoint{a(name, "10.0.0.1")}})
+			if !out.Wrote || !out.Validated {
+				t.Errorf("%s: wrote %v validated %v", name, out.Wrote, out.Validated)
+			}
+		}(i)
+	}
+	wg.Wait()
+	calls := store.ZoneCalls(zone.ID)
+	if calls.Apply != 1 || calls.Records != 2 {
+		t.Errorf("50 requests together: %d batches and %d listings, want 1 batch and 2 listings (plan, validation)", calls.Apply, calls.Records)
+	}
+	if n := len(records(t, store, zone)); n != 50 {
+		t.Errorf("zone holds %d records, want 50", n)
+	}
+}
+
+// A backend's batch limit cuts a cycle into several batches without splitting one request.
+func TestBatchLimit(t *testing.T) {
+	store, zone := newZone(t)
+	store.SetMaxChangesPerBatch(5) // each request is a record and its ownership TXT: 2 changes
+	p, prov := New(slow()), provider(store)
+	var wg sync.WaitGroup
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			publish(t, p, prov, zone, Request{OwnerID: fmt.Sprintf("owner-%02d", i), Desired: []*v1alpha1.Endpoint{a(fmt.Sprintf("h%d.example.com", i), "10.0.0.1")}})
+		}(i)
+	}
+	wg.Wait()
+	if n := len(records(t, store, zone)); n != 10 {
+		t.Errorf("zone holds %d records, want 10", n)
+	}
+	if calls := store.ZoneCalls(zone.ID); calls.Apply < 5 {
+		t.Errorf("%d batches for 20 changes with a limit of 5 (2 requests a batch), want at least 5", calls.Apply)
+	}
+}
+
+// An owner leaving with a view from before another owner claimed the same record must not take the
+// record away: removals are planned on a fresh read.
+func TestWithdrawalSeesClaimsMadeSinceTheView(t *testing.T) {
+	store, zone := newZone(t)
+	first, second := New(slow()), New(slow()) // two clusters, two cached views
+	prov := provider(store)
+	rec := a("app.example.com", "10.0.0.1")
+	out := publish(t, first, prov, zone, Request{OwnerID: "owner-a", Desired: []*v1alpha1.Endpoint{rec}})
+	publish(t, second, prov, zone, Request{OwnerID: "owner-b", Desired: []*v1alpha1.Endpoint{rec.DeepCopy()}})
+	// first's view predates owner-b's claim; it withdraws.
+	publish(t, first, prov, zone, Request{OwnerID: "owner-a", Previous: out.Plan.Published})
+	if got := records(t, store, zone)["app.example.com A"]; got != "[10.0.0.1]" {
+		t.Fatalf("owner-b still claims app.example.com, but the zone holds %q", got)
+	}
+}
+
+// A write against a stale view fails at the backend and is re-planned on a fresh read.
+func TestStaleViewIsReplanned(t *testing.T) {
+	store, zone := newZone(t)
+	first, second := New(slow()), New(slow())
+	prov := provider(store)
+	publish(t, first, prov, zone, Request{OwnerID: "owner-a", Desired: []*v1alpha1.Endpoint{a("app.example.com", "10.0.0.1")}})
+	publish(t, second, prov, zone, Request{OwnerID: "owner-b", Desired: []*v1alpha1.Endpoint{a("app.example.com", "10.0.0.2")}})
+	// first still believes the record holds only 10.0.0.1; adding a target fails, then succeeds.
+	out := publish(t, first, prov, zone, Request{OwnerID: "owner-a", Desired: []*v1alpha1.Endpoint{a("app.example.com", "10.0.0.1", "10.0.0.3")}})
+	if !out.Wrote || !out.Validated {
+		t.Errorf("wrote %v validated %v", out.Wrote, out.Validated)
+	}
+	if got := records(t, store, zone)["app.example.com A"]; got != "[10.0.0.1 10.0.0.2 10.0.0.3]" {
+		t.Errorf("zone holds %s, want every owner's targets", got)
+	}
+}
+
+// Nothing to write costs nothing: a re-check against a fresh cached view makes no provider call.
+func TestQuietRecheckMakesNoCalls(t *testing.T) {
+	store, zone := newZone(t)
+	p, prov := New(slow()), provider(store)
+	out := publish(t, p, prov, zone, Request{OwnerID: "owner-a", Desired: []*v1alpha1.Endpoint{a("app.example.com", "10.0.0.1")}})
+	before := store.ZoneCalls(zone.ID)
+	again := publish(t, p, prov, zone, Request{OwnerID: "owner-a", Previous: out.Plan.Published, Desired: []*v1alpha1.Endpoint{a("app.example.com", "10.0.0.1")}})
+	if again.Wrote || !again.Validated {
+		t.Errorf("re-check wrote %v validated %v", again.Wrote, again.Validated)
+	}
+	if after := store.ZoneCalls(zone.ID); after != before {
+		t.Errorf("re-check made provider calls: %+v -> %+v", before, after)
+	}
+}
