@@ -69,6 +69,10 @@ test-unit: ## Run the tests that need no control plane (pure packages).
 test-integration: envtest ## Run the envtest integration tests (real kube-apiserver + etcd).
 	go test $(GO_TEST_FLAGS) ./test/... ./providers/... ./controllers/...
 
+.PHONY: bench
+bench: envtest ## Run the benchmarks (planning, 64 records to Ready); figures go in docs/benchmarks.md.
+	go test -run '^$$' -bench . -benchtime 5x ./pkg/plan/ ./test/integration/dnsrecord/
+
 .PHONY: envtest
 envtest: ## Build kube-apiserver, etcd and kubectl into the cache (once, ~6 min).
 	@hack/envtest-bins.sh >/dev/null
