@@ -29,6 +29,8 @@ type slot struct {
 	// human: published and claimed by nobody. Never ours to change.
 	human bool
 	ours  *v1alpha1.Endpoint
+	// txt is our claim for ours; taken is a TXT that is not our claim, found where txt goes.
+	txt, taken *v1alpha1.Endpoint
 	// claimants after this plan, sorted by owner: ours replaced by Desired, expired ones withdrawn.
 	claimants []claimant
 	withdrawn []*registry.Claim
@@ -48,7 +50,10 @@ func (s *slot) candidate() bool {
 // planName plans every record key at one name, because what one key may hold depends on the others:
 // a CNAME shares its name with nothing.
 func (p *planner) planName(name string) error {
-	slots := p.slots(name)
+	slots, err := p.slots(name)
+	if err != nil {
+		return err
+	}
 	unclaimed := p.zone.Unclaimed(name)
 	sortByKey(unclaimed)
 	for _, s := range slots {
@@ -77,15 +82,22 @@ func (p *planner) planName(name string) error {
 	}
 	sort.Strings(publishedTypes)
 
+	// Only a party to the name, an owner that claims something there before or after this plan,
+	// changes its records; the apply-time check holds us to that as well.
+	party := slices.ContainsFunc(slots, func(s *slot) bool {
+		return s.txt != nil && s.taken == nil || s.record != nil && s.record.Claim(p.owner) != nil
+	})
 	for _, s := range slots {
 		var v *value
 		if s.candidate() && s.cname() == cname {
 			v = p.value(s)
 		}
-		p.recordChange(s, v)
-		if err := p.claimChange(s); err != nil {
-			return err
+		if party {
+			p.recordChange(s, v)
+		} else {
+			s.withdrawn = nil
 		}
+		p.claimChange(s)
 		p.report(s, v, kindWinner, strings.Join(publishedTypes, ","))
 		if p.ownerNames[name] {
 			for _, c := range s.claimants {
@@ -97,7 +109,7 @@ func (p *planner) planName(name string) error {
 }
 
 // slots gathers the record keys at a name, from the zone and from Desired, sorted by key.
-func (p *planner) slots(name string) []*slot {
+func (p *planner) slots(name string) ([]*slot, error) {
 	byKey := map[v1alpha1.EndpointKey]*slot{}
 	var slots []*slot
 	get := func(k v1alpha1.EndpointKey) *slot {
@@ -115,7 +127,19 @@ func (p *planner) slots(name string) []*slot {
 		s.human = r.Endpoint != nil && !r.Owned()
 	}
 	for _, k := range p.desiredAt[name] {
-		get(k).ours = p.desired[k]
+		s := get(k)
+		s.ours = p.desired[k]
+		if s.human {
+			continue
+		}
+		txt, err := registry.NewTXT(p.owner, s.ours)
+		if err != nil {
+			return nil, invalid("%v", err)
+		}
+		s.txt = txt
+		if e := p.zone.Endpoint(txt.Key()); e != nil && (s.record == nil || s.record.Claim(p.owner) == nil) {
+			s.taken = e
+		}
 	}
 	sort.Slice(slots, func(i, j int) bool { return keyLess(slots[i].key, slots[j].key) })
 	for _, s := range slots {
@@ -123,7 +147,7 @@ func (p *planner) slots(name string) []*slot {
 			p.gatherClaimants(s)
 		}
 	}
-	return slots
+	return slots, nil
 }
 
 func (p *planner) gatherClaimants(s *slot) {
@@ -136,14 +160,7 @@ func (p *planner) gatherClaimants(s *slot) {
 			if cl.unknown && s.current != nil {
 				// Kuadrant's owners do not write their wish; the record as published is the best
 				// reading of it, and keeps the record as it is when such an owner wins.
-				cl.wish = &v1alpha1.Endpoint{
-					DNSName:          s.current.DNSName,
-					RecordType:       s.key.RecordType,
-					SetIdentifier:    s.key.SetIdentifier,
-					Targets:          s.current.Targets.DeepCopy(),
-					RecordTTL:        s.current.RecordTTL,
-					ProviderSpecific: c.TXT.ProviderSpecific.DeepCopy(),
-				}
+				cl.wish = s.current
 			}
 			if p.expired[c.Owner] {
 				s.withdrawn = append(s.withdrawn, c)
@@ -151,7 +168,7 @@ func (p *planner) gatherClaimants(s *slot) {
 			s.claimants = append(s.claimants, cl)
 		}
 	}
-	if s.ours != nil {
+	if s.ours != nil && s.taken == nil {
 		s.claimants = append(s.claimants, claimant{owner: p.owner, wish: s.ours})
 	}
 	slices.SortFunc(s.claimants, func(a, b claimant) int { return strings.Compare(a.owner, b.owner) })
@@ -287,35 +304,28 @@ func (p *planner) recordChange(s *slot, v *value) {
 }
 
 // claimChange writes our ownership TXT for a desired key, removes it from a key no longer desired,
-// and removes expired owners' claims being withdrawn. A human's record is never claimed: the claim
-// would make it look like ours.
-func (p *planner) claimChange(s *slot) error {
+// and removes expired owners' claims being withdrawn. A human's record is never claimed (the claim
+// would make it look like ours), and a TXT in the place of our claim is never overwritten.
+func (p *planner) claimChange(s *slot) {
 	if s.human {
-		return nil
+		return
 	}
 	var ourClaim *registry.Claim
 	if s.record != nil {
 		ourClaim = s.record.Claim(p.owner)
 	}
 	switch {
-	case s.ours != nil:
-		txt, err := registry.NewTXT(p.owner, s.ours)
-		if err != nil {
-			return invalid("%v", err)
-		}
-		if ourClaim == nil {
-			p.changes.Create = append(p.changes.Create, txt)
-		} else if !sameRecord(ourClaim.TXT, txt) {
-			p.changes.UpdateOld = append(p.changes.UpdateOld, ourClaim.TXT)
-			p.changes.UpdateNew = append(p.changes.UpdateNew, txt)
-		}
-	case ourClaim != nil:
+	case s.txt != nil && s.taken == nil && ourClaim == nil:
+		p.changes.Create = append(p.changes.Create, s.txt)
+	case s.txt != nil && s.taken == nil && !sameRecord(ourClaim.TXT, s.txt):
+		p.changes.UpdateOld = append(p.changes.UpdateOld, ourClaim.TXT)
+		p.changes.UpdateNew = append(p.changes.UpdateNew, s.txt)
+	case s.ours == nil && ourClaim != nil:
 		p.changes.Delete = append(p.changes.Delete, ourClaim.TXT)
 	}
 	for _, c := range s.withdrawn {
 		p.changes.Delete = append(p.changes.Delete, c.TXT)
 	}
-	return nil
 }
 
 // report records what we publish for a desired key and where our wish is not what is published.
@@ -335,6 +345,8 @@ func (p *planner) report(s *slot, v *value, kindWinner, publishedTypes string) {
 		conflict(FieldTargets, formatTargets(ours.Targets), formatTargets(s.blocker.Targets), "")
 	case s.blocker != nil:
 		conflict(FieldType, ours.RecordType, s.blocker.RecordType, "")
+	case s.taken != nil:
+		conflict(FieldOwnership, formatTargets(s.txt.Targets), formatTargets(s.taken.Targets), "")
 	case v == nil:
 		conflict(FieldType, ours.RecordType, publishedTypes, kindWinner)
 	default:

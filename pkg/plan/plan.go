@@ -83,7 +83,7 @@ type Result struct {
 // Conflict is one field of one record where this owner's wish is not what is published.
 type Conflict struct {
 	DNSName, RecordType, SetIdentifier string
-	// Field is FieldTargets, FieldTTL, FieldType or FieldProviderSpecific.
+	// Field is FieldTargets, FieldTTL, FieldType, FieldProviderSpecific or FieldOwnership.
 	Field string
 	// Ours and Published are the field's values, wished and published.
 	Ours, Published string
@@ -97,6 +97,9 @@ const (
 	FieldTTL              = "recordTTL"
 	FieldType             = "recordType"
 	FieldProviderSpecific = "providerSpecific"
+	// FieldOwnership: the name of our ownership TXT holds a TXT that is not our claim, so we cannot
+	// claim the record. Ours is the TXT we would write, Published the one found.
+	FieldOwnership = "ownership"
 )
 
 // ErrInvalid is wrapped by every error of Plan: the input is not plannable, and planning it again

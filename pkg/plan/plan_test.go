@@ -598,3 +598,44 @@ func deepCopyInput(in Input) Input {
 	in.Expired = append([]string(nil), in.Expired...)
 	return in
 }
+
+// A TXT in the place of our claim that is not our claim (hand-made, or an owner whose ID hashes
+// like ours): we can claim nothing there, so we write nothing and say why.
+func TestClaimNameTaken(t *testing.T) {
+	impostor := &v1alpha1.Endpoint{DNSName: registry.TXTName("a", "A", "x.example.com"), RecordType: "TXT",
+		Targets: v1alpha1.Targets{registry.FormatValue(map[string]string{"owner": "b", "version": "1"})}}
+	z := newZone(impostor)
+	res := step(t, z, &owner{id: "a"}, eps(rec("x.example.com", "A", 60, "1.1.1.1")))
+	if !res.Changes.Empty() || len(res.Published) != 0 {
+		t.Fatalf("wrote without a claim:\n%s", describeChanges(res.Changes))
+	}
+	expectConflicts(t, res, Conflict{DNSName: "x.example.com", RecordType: "A", Field: FieldOwnership,
+		Ours:      `"heritage=external-dns,external-dns/claim-targets=1.1.1.1,external-dns/claim-ttl=60,external-dns/owner=a,external-dns/version=1"`,
+		Published: `"heritage=external-dns,external-dns/owner=b,external-dns/version=1"`})
+}
+
+// A Kuadrant owner claims a record that is not published: its wish cannot be read, so ours is
+// published; then the record as published is its presumed wish, which keeps it as it is.
+func TestKuadrantClaimWithoutRecord(t *testing.T) {
+	cname := rec("www.example.com", "CNAME", 300, "lb-k.example.net").WithSetIdentifier("IE").WithProviderSpecific("weight", "100")
+	z := newZone(kuadrantTXT("k", cname))
+	ours := rec("www.example.com", "CNAME", 60, "lb-z.example.net").WithSetIdentifier("IE").WithProviderSpecific("weight", "120")
+	res := step(t, z, &owner{id: "z"}, eps(ours))
+	expectConflicts(t, res)
+	expectLines(t, "records", z.records(), []string{"www.example.com CNAME [IE] 60 lb-z.example.net {weight=120}"})
+}
+
+// An owner that claims nothing at a name does not touch its records, even where the rules would
+// publish another owner's unpublished claim.
+func TestNoPartyNoChange(t *testing.T) {
+	claimOnly := mustTXT(t, "b", rec("x.example.com", "AAAA", 60, "2001:db8::2"))
+	impostor := &v1alpha1.Endpoint{DNSName: registry.TXTName("a", "A", "x.example.com"), RecordType: "TXT", Targets: v1alpha1.Targets{`"random"`}}
+	z := newZone(claimOnly, impostor)
+	res := step(t, z, &owner{id: "a"}, eps(rec("x.example.com", "A", 60, "1.1.1.1")))
+	if !res.Changes.Empty() {
+		t.Fatalf("a changed a name it claims nothing at:\n%s", describeChanges(res.Changes))
+	}
+	if len(res.Conflicts) != 1 || res.Conflicts[0].Field != FieldOwnership {
+		t.Fatalf("conflicts %+v", res.Conflicts)
+	}
+}

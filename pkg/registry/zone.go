@@ -133,6 +133,12 @@ func (z *Zone) Record(key v1alpha1.EndpointKey) *Record {
 	return z.records[key]
 }
 
+// Endpoint returns the endpoint of one key as read, ownership TXTs included, or nil.
+func (z *Zone) Endpoint(key v1alpha1.EndpointKey) *v1alpha1.Endpoint {
+	key.DNSName = normalizeName(key.DNSName)
+	return z.endpoints[key]
+}
+
 // AtName returns the record keys at one name, sorted.
 func (z *Zone) AtName(name string) []*Record {
 	return z.byName[normalizeName(name)]
