@@ -100,11 +100,10 @@ type zoneEntry struct {
 
 	// Guarded by Server.mu.
 	secondaries []string
-	removed     bool
-	// notifying and pending coalesce NOTIFYs: changes during a round cause one more round.
-	notifyMu  sync.Mutex
-	notifying bool
-	pending   bool
+	notifier    bool
+	// wake tells the zone's notifier of a change; removed ends it.
+	wake    chan struct{}
+	removed chan struct{}
 }
 
 // New prepares a server; it serves nothing until Start.
@@ -200,7 +199,7 @@ func (s *Server) SetZone(name string, data ZoneData) (ZoneStatus, error) {
 		status.Serial, status.Changed = prev.serial, false
 	}
 	if entry == nil {
-		entry = &zoneEntry{}
+		entry = &zoneEntry{wake: make(chan struct{}, 1), removed: make(chan struct{})}
 		next := make(zoneTable, len(table)+1)
 		for k, v := range table {
 			next[k] = v
@@ -232,7 +231,7 @@ func (s *Server) RemoveZone(name string) {
 	if entry == nil {
 		return
 	}
-	entry.removed = true
+	close(entry.removed)
 	next := make(zoneTable, len(table))
 	for k, v := range table {
 		if k != string(key) {
@@ -269,38 +268,49 @@ func (s *Server) findZone(lname []byte) *snapshot {
 	return nil
 }
 
-// kickNotify starts a NOTIFY round for a zone, or asks the running one for another. Called with s.mu.
+// kickNotify tells a zone's notifier that the zone changed, starting it on first use. Called with
+// s.mu held.
 func (s *Server) kickNotify(e *zoneEntry) {
 	if len(e.secondaries) == 0 {
 		return
 	}
-	e.notifyMu.Lock()
-	defer e.notifyMu.Unlock()
-	if e.notifying {
-		e.pending = true
-		return
+	if !e.notifier {
+		e.notifier = true
+		s.wg.Add(1)
+		go s.notifier(e)
 	}
-	e.notifying = true
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		for {
-			s.mu.Lock()
-			snap, secondaries, removed := e.snap.Load(), e.secondaries, e.removed
-			s.mu.Unlock()
-			if !removed {
-				s.notify(s.ctx, snap.origin, snap.soa.rrs[0], secondaries)
-			}
-			e.notifyMu.Lock()
-			if !e.pending || removed || s.ctx.Err() != nil {
-				e.notifying, e.pending = false, false
-				e.notifyMu.Unlock()
-				return
-			}
-			e.pending = false
-			e.notifyMu.Unlock()
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// notifier sends a zone's NOTIFYs, one round per change. A change during a round ends it: the next
+// round announces the newer serial, and secondaries only care about the latest.
+func (s *Server) notifier(e *zoneEntry) {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-e.removed:
+			return
+		case <-e.wake:
 		}
-	}()
+		s.mu.Lock()
+		snap, secondaries := e.snap.Load(), e.secondaries
+		s.mu.Unlock()
+		ctx, cancel := context.WithCancel(s.ctx)
+		go func() {
+			select {
+			case <-e.removed:
+			case <-ctx.Done():
+			}
+			cancel()
+		}()
+		s.notify(ctx, e.wake, snap.origin, snap.soa.rrs[0], secondaries)
+		cancel()
+	}
 }
 
 // Start listens on Options.Addr over UDP and TCP and serves until Shutdown. Secondaries of every zone

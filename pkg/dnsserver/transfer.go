@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -77,8 +79,9 @@ func tsigError(req *dns.Msg, t *dns.TSIG, code uint16, secret string) []byte {
 	resp := new(dns.Msg)
 	resp.SetRcode(req, dns.RcodeNotAuth)
 	resp.Extra = nil
-	reply := &dns.TSIG{Hdr: dns.RR_Header{Name: t.Hdr.Name, Rrtype: dns.TypeTSIG, Class: dns.ClassANY},
-		Algorithm: t.Algorithm, Fudge: t.Fudge, OrigId: req.Id, Error: code, TimeSigned: t.TimeSigned}
+	// Fqdn: a garbled algorithm unpacks as "", which miekg/dns would pack with a wrong length.
+	reply := &dns.TSIG{Hdr: dns.RR_Header{Name: dns.Fqdn(t.Hdr.Name), Rrtype: dns.TypeTSIG, Class: dns.ClassANY},
+		Algorithm: dns.Fqdn(t.Algorithm), Fudge: t.Fudge, OrigId: req.Id, Error: code, TimeSigned: t.TimeSigned}
 	mac := ""
 	if code == dns.RcodeBadTime {
 		// The peer's clock is off: tell it ours, signed (RFC 8945 5.2.3).
@@ -165,38 +168,59 @@ func writeTCP(w io.Writer, msg []byte) error {
 	return err
 }
 
-// notify tells every secondary of a zone that it changed (RFC 1996), retrying until each replies or
-// the attempts run out. Secondaries then ask for the SOA and transfer.
-func (s *Server) notify(ctx context.Context, origin string, soa dns.RR, secondaries []string) {
+// notify tells every secondary of a zone that it changed (RFC 1996), retrying with backoff until
+// each acknowledges, the attempts run out, or a newer change arrives on wake (left there for the
+// caller). Secondaries then ask for the SOA and transfer.
+func (s *Server) notify(ctx context.Context, wake chan struct{}, origin string, soa dns.RR, secondaries []string) {
 	serial := soa.(*dns.SOA).Serial
-	for _, addr := range secondaries {
-		m := new(dns.Msg)
-		m.SetNotify(origin)
-		m.Answer = []dns.RR{soa}
-		c := &dns.Client{Net: "udp", Timeout: s.notifyTimeout}
-		if s.notifyKey != "" {
-			m.SetTsig(s.notifyKey, dns.HmacSHA256, tsigFudge, time.Now().Unix())
-			c.TsigSecret = map[string]string{s.notifyKey: s.keys[s.notifyKey]}
-		}
-		var err error
-		for attempt := 0; attempt < notifyAttempts; attempt++ {
-			if attempt > 0 {
-				select {
-				case <-ctx.Done():
-					return
-				case <-time.After(s.notifyTimeout << (attempt - 1)):
-				}
-			}
-			var resp *dns.Msg
-			if resp, _, err = c.ExchangeContext(ctx, m, addr); err == nil {
-				if resp.Rcode != dns.RcodeSuccess {
-					err = fmt.Errorf("answered %s", dns.RcodeToString[resp.Rcode])
-				}
-				break
+	pending := slices.Clone(secondaries)
+	errs := make([]error, len(pending))
+	for attempt := 0; len(pending) > 0; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case <-wake:
+				wake <- struct{}{}
+				return
+			case <-time.After(s.notifyTimeout << (attempt - 1)):
 			}
 		}
-		if err != nil {
-			s.log.Error(err, "NOTIFY failed", "zone", origin, "secondary", addr, "serial", serial)
+		var wg sync.WaitGroup
+		for i, addr := range pending {
+			wg.Go(func() { errs[i] = s.sendNotify(ctx, origin, soa, addr) })
 		}
+		wg.Wait()
+		var failed []string
+		for i, err := range errs[:len(pending)] {
+			if err == nil {
+				continue
+			}
+			if attempt+1 == notifyAttempts {
+				s.log.Error(err, "NOTIFY failed", "zone", origin, "secondary", pending[i], "serial", serial)
+				continue
+			}
+			failed = append(failed, pending[i])
+		}
+		pending = failed
 	}
+}
+
+func (s *Server) sendNotify(ctx context.Context, origin string, soa dns.RR, addr string) error {
+	m := new(dns.Msg)
+	m.SetNotify(origin)
+	m.Answer = []dns.RR{soa}
+	c := &dns.Client{Net: "udp", Timeout: s.notifyTimeout}
+	if s.notifyKey != "" {
+		m.SetTsig(s.notifyKey, dns.HmacSHA256, tsigFudge, time.Now().Unix())
+		c.TsigSecret = map[string]string{s.notifyKey: s.keys[s.notifyKey]}
+	}
+	resp, _, err := c.ExchangeContext(ctx, m, addr)
+	if err != nil {
+		return err
+	}
+	if resp.Rcode != dns.RcodeSuccess {
+		return fmt.Errorf("answered %s", dns.RcodeToString[resp.Rcode])
+	}
+	return nil
 }
