@@ -124,12 +124,12 @@ func enforced(listeners []*listenerPlan) (metav1.ConditionStatus, string, string
 		return metav1.ConditionTrue, ReasonEnforced, joinNotes(msgEnforced, skipped)
 	case ready == 0:
 		return metav1.ConditionFalse, ReasonUnknown, joinNotes(msgNoneReady, append(details, skipped...))
+	case len(notReady) == 0:
+		return metav1.ConditionFalse, ReasonUnknown, joinNotes("DNSPolicy has been partially enforced", append(details, skipped...))
 	default:
-		msg := "DNSPolicy has been partially enforced"
-		if len(notReady) > 0 {
-			msg = fmt.Sprintf(msgPartial, strings.Join(notReady, " "))
-		}
-		return metav1.ConditionFalse, ReasonUnknown, joinNotes(msg, append(details, skipped...))
+		// Kuadrant's sentence lists the names; the reasons follow as a sentence of their own.
+		msg := fmt.Sprintf(msgPartial, strings.Join(notReady, " "))
+		return metav1.ConditionFalse, ReasonUnknown, msg + ". " + strings.Join(append(details, skipped...), "; ")
 	}
 }
 
