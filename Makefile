@@ -34,8 +34,9 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 	$(CONTROLLER_GEN) object:headerFile=hack/boilerplate.go.txt paths=./apis/...
 
 .PHONY: manifests
-manifests: $(CONTROLLER_GEN) ## Generate the CRDs under config/crd/bases.
+manifests: $(CONTROLLER_GEN) ## Generate the CRDs under config/crd/bases and the ClusterRole under config/rbac.
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
+	$(CONTROLLER_GEN) rbac:roleName=dnspolicy-controller paths=./cmd/... paths=./controllers/... paths=./providers/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: fmt
 fmt: ## Format the Go code.
