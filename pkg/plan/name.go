@@ -132,12 +132,21 @@ func (p *planner) slots(name string) ([]*slot, error) {
 		if s.human {
 			continue
 		}
+		var ourClaim *registry.Claim
+		if s.record != nil {
+			ourClaim = s.record.Claim(p.owner)
+		}
+		if ourClaim != nil && ourClaim.Wish != nil && sameRecord(ourClaim.Wish, s.ours) && ourClaim.TXT.RecordTTL == s.ours.RecordTTL {
+			// Our claim already says this: keep it as it is, without writing it anew.
+			s.txt = ourClaim.TXT
+			continue
+		}
 		txt, err := registry.NewTXT(p.owner, s.ours)
 		if err != nil {
 			return nil, invalid("%v", err)
 		}
 		s.txt = txt
-		if e := p.zone.Endpoint(txt.Key()); e != nil && (s.record == nil || s.record.Claim(p.owner) == nil) {
+		if e := p.zone.Endpoint(txt.Key()); e != nil && ourClaim == nil {
 			s.taken = e
 		}
 	}
