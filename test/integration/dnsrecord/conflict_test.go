@@ -158,9 +158,10 @@ func TestConflictsEnd(t *testing.T) {
 				t.Errorf("owners kept writing after converging: %d batches before, %d after:\n%s", writes, after, strings.Join(zone(t, store, z), "\n"))
 			}
 
-			// The winner leaves: the loser's wish is published with no human action.
+			// The winner leaves: the loser's wish is published with no human action. The loser's own
+			// status follows once its view of the zone is refreshed (at most publish MaxAge, 10 s).
 			cls[0].delete(t, "web")
-			eventually(t, 10*time.Second, func() string {
+			eventually(t, 25*time.Second, func() string {
 				if msg := same(records(t, store, z), tc.after); msg != "" {
 					return msg
 				}
