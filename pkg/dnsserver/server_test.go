@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -374,15 +375,15 @@ func TestEDNS(t *testing.T) {
 }
 
 func TestSerialGrowsOnChangeOnly(t *testing.T) {
-	now := int64(1_800_000_000)
+	now := time.Unix(1_800_000_000, 0)
 	s := startServer(t, Options{})
 	data := ZoneData{Endpoints: []*v1alpha1.Endpoint{ep("a.example.com", "A", 60, "192.0.2.1")}, Changed: now}
 	first := setZone(t, s, "example.com", data)
-	if first.Serial != uint32(now) || !first.Changed {
+	if first.Serial != uint32(now.Unix()) || !first.Changed {
 		t.Fatalf("first %+v", first)
 	}
 	// The same content again (a resync) keeps the serial.
-	again := setZone(t, s, "example.com", ZoneData{Endpoints: []*v1alpha1.Endpoint{ep("A.example.com.", "A", 60, "192.0.2.1")}, Changed: now + 50})
+	again := setZone(t, s, "example.com", ZoneData{Endpoints: []*v1alpha1.Endpoint{ep("A.example.com.", "A", 60, "192.0.2.1")}, Changed: now.Add(50 * time.Second)})
 	if again.Changed || again.Serial != first.Serial {
 		t.Fatalf("resync changed the zone: %+v", again)
 	}
@@ -392,8 +393,8 @@ func TestSerialGrowsOnChangeOnly(t *testing.T) {
 	if second.Serial != first.Serial+1 {
 		t.Fatalf("second serial %d after %d", second.Serial, first.Serial)
 	}
-	third := setZone(t, s, "example.com", ZoneData{Endpoints: data.Endpoints[:1], Changed: now + 60})
-	if third.Serial != uint32(now+60) {
+	third := setZone(t, s, "example.com", ZoneData{Endpoints: data.Endpoints[:1], Changed: now.Add(60 * time.Second)})
+	if third.Serial != uint32(now.Unix()+60) {
 		t.Fatalf("third serial %d", third.Serial)
 	}
 	m := exchange(t, s, "example.com.", dns.TypeSOA, queryOpts{})
@@ -458,7 +459,7 @@ func TestReplicasAnswerAlike(t *testing.T) {
 	var servers []*Server
 	for range 3 {
 		s := startServer(t, Options{GeoIPDatabase: db})
-		setZone(t, s, "example.com", ZoneData{Endpoints: exampleZone(), Changed: 1_800_000_000})
+		setZone(t, s, "example.com", ZoneData{Endpoints: exampleZone(), Changed: time.Unix(1_800_000_000, 0)})
 		servers = append(servers, s)
 	}
 	for _, q := range []struct {

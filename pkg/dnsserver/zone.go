@@ -5,10 +5,12 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/miekg/dns"
 
@@ -34,7 +36,6 @@ const (
 // the message; everything after it is copied as is. Names inside the data are not compressed, so any
 // of them can later be pointed at.
 type rrset struct {
-	rrtype uint16
 	ttl    uint32
 	wire   []byte
 	starts []uint16
@@ -46,12 +47,10 @@ type rrset struct {
 
 // member is one record set of a routed set: one setIdentifier, with its routing properties.
 type member struct {
-	setID      string
 	set        *rrset
 	countries  []uint16
 	continents []uint16
 	isDefault  bool
-	hasWeight  bool
 	weight     uint64
 }
 
@@ -188,7 +187,7 @@ type ZoneData struct {
 	// Changed is when the content last changed at its source. The SOA serial is its Unix time (or the
 	// previous serial plus one when that is not larger), so replicas fed the same data and time serve
 	// the same serial. Zero means the time of the call.
-	Changed int64
+	Changed time.Time
 }
 
 // group is the endpoints of one name and type, keyed by set identifier, while a zone is built.
@@ -202,11 +201,9 @@ type group struct {
 type draft struct {
 	setID   string
 	ttl     uint32
-	values  []string // normalised presentation values, deduplicated
-	rrs     []dns.RR
+	records map[string]dns.RR // by normalised value, so duplicates collapse
 	geo     []string
 	weight  *uint64
-	sources int
 }
 
 // buildZone turns endpoints into a snapshot. Endpoints that cannot be served are left out and
@@ -284,10 +281,16 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ski
 		}
 		d := g.members[ep.SetIdentifier]
 		if d == nil {
-			d = &draft{setID: ep.SetIdentifier, ttl: ttl}
+			d = &draft{setID: ep.SetIdentifier, ttl: ttl, records: map[string]dns.RR{}}
 			g.members[ep.SetIdentifier] = d
 		}
-		d.merge(ttl, values, rrs)
+		// The same record set from several authoritative records serves the union of their targets.
+		d.ttl = min(d.ttl, ttl)
+		for i, v := range values {
+			if d.records[v] == nil {
+				d.records[v] = rrs[i]
+			}
+		}
 		for _, p := range ep.ProviderSpecific {
 			switch p.Name {
 			case v1alpha1.ProviderSpecificGeoCode:
@@ -302,7 +305,6 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ski
 				d.weight = &w
 			}
 		}
-		d.sources++
 	}
 
 	snap = &snapshot{origin: origin, apex: apex, serial: serial, nodes: map[string]*node{}}
@@ -343,7 +345,7 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ski
 	var apexNS []string
 	apexNS = append(apexNS, nameservers...)
 	digest := sha256.New()
-	fmt.Fprintf(digest, "%s\n", hostmaster)
+	fmt.Fprintf(digest, "%s %s\n", hostmaster, nameservers[0])
 	for _, k := range keys {
 		g := groups[k]
 		if g.rrtype == dns.TypeCNAME && other[g.name] {
@@ -352,7 +354,8 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ski
 		}
 		if g.rrtype == dns.TypeNS && g.name == origin {
 			for _, d := range g.members {
-				apexNS = append(apexNS, d.values...)
+				values, _ := d.sorted()
+				apexNS = append(apexNS, values...)
 			}
 			continue
 		}
@@ -362,16 +365,18 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ski
 		ts := typeSet{rrtype: g.rrtype}
 		drafts := sortedDrafts(g.members)
 		if len(drafts) == 1 && drafts[0].geo == nil && drafts[0].weight == nil {
-			if g.rrtype == dns.TypeCNAME && len(drafts[0].rrs) > 1 {
-				skipped = append(skipped, fmt.Sprintf("%s CNAME: several targets, serving %s", g.name, drafts[0].values[0]))
-				drafts[0].rrs = drafts[0].rrs[:1]
+			values, rrs := drafts[0].sorted()
+			if g.rrtype == dns.TypeCNAME && len(rrs) > 1 {
+				skipped = append(skipped, fmt.Sprintf("%s CNAME: several targets, serving %s", g.name, values[0]))
+				rrs = rrs[:1]
 			}
-			ts.static = encodeSet(origin, g.rrtype, drafts[0].rrs)
+			ts.static = encodeSet(origin, rrs)
 		} else {
 			ts.routed = newRoutedSet(origin, g.rrtype, drafts)
 		}
 		for _, d := range drafts {
-			fmt.Fprintf(digest, "%s %d %q %d %q %q %v\n", g.name, g.rrtype, d.setID, d.ttl, d.values, d.geo, weightText(d.weight))
+			values, _ := d.sorted()
+			fmt.Fprintf(digest, "%s %d %q %d %q %q %v\n", g.name, g.rrtype, d.setID, d.ttl, values, d.geo, weightText(d.weight))
 		}
 		n := nodeAt(g.name)
 		switch {
@@ -397,8 +402,8 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ski
 	primary := nameservers[0]
 	soa := &dns.SOA{Hdr: header(origin, dns.TypeSOA, soaMinimum), Ns: primary, Mbox: hostmaster,
 		Serial: serial, Refresh: soaRefresh, Retry: soaRetry, Expire: soaExpire, Minttl: soaMinimum}
-	snap.soa = encodeSet(origin, dns.TypeSOA, []dns.RR{soa})
-	snap.ns = encodeSet(origin, dns.TypeNS, nsRRs)
+	snap.soa = encodeSet(origin, []dns.RR{soa})
+	snap.ns = encodeSet(origin, nsRRs)
 	apexNode := snap.nodes[string(apex)]
 	apexNode.sets = append(apexNode.sets, typeSet{rrtype: dns.TypeNS, static: snap.ns}, typeSet{rrtype: dns.TypeSOA, static: snap.soa})
 
@@ -428,31 +433,15 @@ func weightText(w *uint64) string {
 	return strconv.FormatUint(*w, 10)
 }
 
-// merge adds the targets of another endpoint with the same name, type and set identifier: two
-// authoritative records contributing the same record set serve the union.
-func (d *draft) merge(ttl uint32, values []string, rrs []dns.RR) {
-	if d.sources > 0 && ttl < d.ttl {
-		d.ttl = ttl
-	}
-	for i, v := range values {
-		if !slices.Contains(d.values, v) {
-			d.values = append(d.values, v)
-			d.rrs = append(d.rrs, rrs[i])
-		}
-	}
-	for _, rr := range d.rrs {
+// sorted returns the records of a draft ordered by value, with the set's TTL.
+func (d *draft) sorted() (values []string, rrs []dns.RR) {
+	values = slices.Sorted(maps.Keys(d.records))
+	for _, v := range values {
+		rr := d.records[v]
 		rr.Header().Ttl = d.ttl
+		rrs = append(rrs, rr)
 	}
-	order := make([]int, len(d.values))
-	for i := range order {
-		order[i] = i
-	}
-	slices.SortFunc(order, func(a, b int) int { return strings.Compare(d.values[a], d.values[b]) })
-	values2, rrs2 := make([]string, len(order)), make([]dns.RR, len(order))
-	for i, o := range order {
-		values2[i], rrs2[i] = d.values[o], d.rrs[o]
-	}
-	d.values, d.rrs = values2, rrs2
+	return values, rrs
 }
 
 func sortedDrafts(m map[string]*draft) []*draft {
@@ -469,11 +458,11 @@ func sortedDrafts(m map[string]*draft) []*draft {
 func newRoutedSet(origin string, rrtype uint16, drafts []*draft) *routedSet {
 	rs := &routedSet{}
 	for _, d := range drafts {
-		rrs := d.rrs
+		_, rrs := d.sorted()
 		if rrtype == dns.TypeCNAME {
 			rrs = rrs[:1]
 		}
-		m := member{setID: d.setID, set: encodeSet(origin, rrtype, rrs)}
+		m := member{set: encodeSet(origin, rrs)}
 		for _, code := range d.geo {
 			rs.geo = true
 			switch {
@@ -487,7 +476,6 @@ func newRoutedSet(origin string, rrtype uint16, drafts []*draft) *routedSet {
 		}
 		if d.weight != nil {
 			rs.weighted = true
-			m.hasWeight = true
 			m.weight = *d.weight
 		}
 		rs.members = append(rs.members, m)
@@ -517,7 +505,7 @@ func (rs *routedSet) unlocated(origin string, rrtype uint16) *rrset {
 				}
 			}
 		}
-		return encodeSet(origin, rrtype, all)
+		return encodeSet(origin, all)
 	}
 	cands := rs.geoCandidates(location{}, nil)
 	best := cands[0]
@@ -601,8 +589,8 @@ func txtStrings(target string) []string {
 }
 
 // encodeSet packs records for the wire with a placeholder owner pointer each.
-func encodeSet(origin string, rrtype uint16, rrs []dns.RR) *rrset {
-	s := &rrset{rrtype: rrtype, rrs: rrs}
+func encodeSet(origin string, rrs []dns.RR) *rrset {
+	s := &rrset{rrs: rrs}
 	if len(rrs) > 0 {
 		s.ttl = rrs[0].Header().Ttl
 	}
