@@ -22,8 +22,10 @@
 //     kind (CNAME, or A/AAAA/NS) of the lowest claimant at the name is published; the other kind's
 //     records go, their claims stay, and their owners get a "recordType" Conflict.
 //   - A record without any ownership TXT is a human's (or another tool's): it is never changed,
-//     deleted or shadowed. A wish that collides with one is not written and is reported with
-//     WinnerOwner "".
+//     deleted, claimed or shadowed. A wish that collides with one is not written and is reported
+//     with WinnerOwner "". Nor is a wish whose ownership TXT name holds a TXT that is not our claim
+//     (Field "ownership"): a record we cannot claim we do not write.
+//   - An owner changes records only at names where it claims something, before or after the plan.
 //   - Claims written by Kuadrant's dns-operator do not say what their owner wants. Their owner's
 //     wish is taken to be the record as published, and targets that no readable claim explains are
 //     kept.
