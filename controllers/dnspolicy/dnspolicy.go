@@ -252,7 +252,7 @@ func (r *Reconciler) ensureRecord(ctx context.Context, gateway string, lp *liste
 		updated.Labels = map[string]string{}
 	}
 	maps.Copy(updated.Labels, want.Labels)
-	updated.OwnerReferences = withController(existing.OwnerReferences, want.OwnerReferences[0])
+	updated.OwnerReferences = withOwners(existing.OwnerReferences, want.OwnerReferences)
 	if equality.Semantic.DeepEqual(existing, updated) {
 		lp.current = existing
 		return nil
@@ -358,12 +358,13 @@ func policyOf(rec *v1alpha1.DNSRecord) *metav1.OwnerReference {
 	return ref
 }
 
-// withController replaces the DNSPolicy controller reference, keeping every other owner.
-func withController(refs []metav1.OwnerReference, controller metav1.OwnerReference) []metav1.OwnerReference {
-	out := []metav1.OwnerReference{controller}
+// withOwners puts the desired owner references first, replacing the DNSPolicy controller reference,
+// and keeps every other owner.
+func withOwners(refs, desired []metav1.OwnerReference) []metav1.OwnerReference {
+	out := slices.Clone(desired)
 	for _, ref := range refs {
 		isPolicyController := ref.Controller != nil && *ref.Controller && ref.Kind == policyKind && ref.APIVersion == dnsv1.GroupVersion.String()
-		if !isPolicyController && ref.UID != controller.UID {
+		if !isPolicyController && !slices.ContainsFunc(desired, func(d metav1.OwnerReference) bool { return d.UID == ref.UID }) {
 			out = append(out, ref)
 		}
 	}

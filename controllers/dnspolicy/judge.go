@@ -177,6 +177,11 @@ func planListener(lp *listenerPlan, in judgeInput, p *dnsv1.DNSPolicy, l gateway
 
 // desiredRecord is the DNSRecord of one listener: named <gateway>-<listener> in the policy's
 // namespace, controlled by the policy.
+//
+// The Gateway owns it too (not as controller). The garbage collector deletes a dependent only when
+// every owner is gone, so when a policy is deleted and another policy takes over the listener, the
+// collector cannot delete the record before the new policy adopts it in place; the controller
+// deletes records no policy wants itself.
 func desiredRecord(gw *gatewayapiv1.Gateway, l gatewayapiv1.Listener, p *dnsv1.DNSPolicy, endpoints []*v1alpha1.Endpoint) *v1alpha1.DNSRecord {
 	rec := &v1alpha1.DNSRecord{
 		ObjectMeta: metav1.ObjectMeta{
@@ -186,6 +191,8 @@ func desiredRecord(gw *gatewayapiv1.Gateway, l gatewayapiv1.Listener, p *dnsv1.D
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: dnsv1.GroupVersion.String(), Kind: policyKind, Name: p.Name, UID: p.UID,
 				Controller: new(true), BlockOwnerDeletion: new(true),
+			}, {
+				APIVersion: gatewayapiv1.GroupVersion.String(), Kind: "Gateway", Name: gw.Name, UID: gw.UID,
 			}},
 		},
 		Spec: v1alpha1.DNSRecordSpec{

@@ -22,7 +22,7 @@ var t0 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 // gateway has one listener per name; a listener is given hostname "<name>.example.com" and one
 // attached route unless its name says otherwise ("nohost", "noroutes").
 func gateway(listeners ...string) *gatewayapiv1.Gateway {
-	gw := &gatewayapiv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: "ns", Generation: 3}}
+	gw := &gatewayapiv1.Gateway{ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: "ns", UID: "uid-gw", Generation: 3}}
 	for _, l := range listeners {
 		listener := gatewayapiv1.Listener{Name: gatewayapiv1.SectionName(l), Port: 80, Protocol: gatewayapiv1.HTTPProtocolType}
 		if l != "nohost" {
@@ -219,6 +219,8 @@ func TestJudgeRecord(t *testing.T) {
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "kuadrant.io/v1", Kind: "DNSPolicy", Name: "lb", UID: "uid-lb",
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}, {
+				APIVersion: "gateway.networking.k8s.io/v1", Kind: "Gateway", Name: "gw", UID: "uid-gw",
 			}},
 		},
 		Spec: v1alpha1.DNSRecordSpec{

@@ -92,6 +92,8 @@ func TestSimpleLifecycle(t *testing.T) {
 		t.Errorf("healthCheck %+v, want the policy's %+v", rec.Spec.HealthCheck, p.Spec.HealthCheck)
 	case rec.Labels[dnspolicy.ListenerLabel] != "api" || rec.Labels[dnspolicy.GatewayLabel] != "gw":
 		t.Errorf("labels %v", rec.Labels)
+	case len(rec.OwnerReferences) != 2 || rec.OwnerReferences[1].Kind != "Gateway" || rec.OwnerReferences[1].UID != gw.UID:
+		t.Errorf("owners %+v, want the policy (controller) and the Gateway", rec.OwnerReferences)
 	}
 	if names := cl.recordNames(t); !slices.Equal(names, []string{"gw-api"}) {
 		t.Errorf("records %v, want only gw-api", names)
