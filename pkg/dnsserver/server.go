@@ -11,7 +11,16 @@
 // carries, each split at commas ("IE,GB,GEO-EU"). Several endpoints with different set identifiers
 // and the same target (Kuadrant's shape, one code each) work too: each is a member of the routed set.
 // A client matching several members at the same level gets the first by set identifier, or, when the
-// members carry weights, a weighted choice among them.
+// members carry weights, a weighted choice among them. Only the weighted choice is random, so
+// replicas given the same data (and ZoneData.Changed) answer alike.
+//
+// TXT targets are read as external-dns providers read them: a quoted target is zone-file text, so
+// Kuadrant's quoted ownership records reach clients without the quotes, as from Route53 (Kuadrant's
+// plugin serves the quote characters as data).
+//
+// A secondary cannot route, so a zone transfer carries a static view of each routed set: address and
+// text sets with every member's records, a CNAME set with the member a client of unknown location
+// gets (the default geo, the heaviest weight).
 package dnsserver
 
 import (

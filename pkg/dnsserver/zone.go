@@ -178,7 +178,7 @@ type ZoneData struct {
 	// Endpoints are the union of the endpoints of every authoritative record of the zone.
 	Endpoints []*v1alpha1.Endpoint
 	// Nameservers are the NS targets at the apex (the provider Secret's NAMESERVERS); the first is the
-	// SOA's primary server. Empty means "ns1.<zone>", as Kuadrant's CoreDNS plugin assumes.
+	// SOA's primary server. Empty means "ns1.<zone>".
 	Nameservers []string
 	// Hostmaster is the SOA mailbox as a domain name; empty means "hostmaster.<zone>".
 	Hostmaster string
