@@ -70,6 +70,7 @@ func (t *tsigSigner) sign(out []byte) ([]byte, error) {
 	if err := m.Unpack(out); err != nil {
 		return nil, err
 	}
+	m.Compress = true
 	m.SetTsig(t.key, dns.HmacSHA256, tsigFudge, time.Now().Unix())
 	signed, _, err := dns.TsigGenerate(m, t.secret, t.mac, false)
 	return signed, err

@@ -29,6 +29,8 @@ const (
 	defaultTTL = 60
 	// maxChain bounds how many CNAMEs one answer follows, so a loop in the data ends.
 	maxChain = 8
+	// maxWeight caps a weight (Route53 allows 255, Kuadrant defaults to 120).
+	maxWeight = 1 << 32
 )
 
 // rrset is one record set encoded for the wire once, when the zone is built. Every record starts with
@@ -301,7 +303,9 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ski
 				}
 			case v1alpha1.ProviderSpecificWeight:
 				// Kuadrant's plugin reads a weight it cannot parse as 0; so do we, so both serve the same.
-				w, _ := strconv.ParseUint(strings.TrimSpace(p.Value), 10, 63)
+				// The cap keeps the sum of a set's weights from overflowing.
+				w, _ := strconv.ParseUint(strings.TrimSpace(p.Value), 10, 64)
+				w = min(w, maxWeight)
 				d.weight = &w
 			}
 		}
