@@ -44,10 +44,9 @@ func benchZone(b *testing.B) (zone, published []*v1alpha1.Endpoint) {
 	return zone, published
 }
 
-// BenchmarkPlan1000Changes10000Records plans, for one owner of a 10,000-record zone, 1,000 record
-// changes: 400 hosts get a new address, 300 are removed and 300 are new (and as many ownership
-// TXT changes).
-func BenchmarkPlan1000Changes10000Records(b *testing.B) {
+// benchInput is owner o0's input in benchZone: 1,000 record changes (400 hosts get a new address,
+// 300 are removed and 300 are new) and as many ownership TXT changes.
+func benchInput(b *testing.B) Input {
 	zone, published := benchZone(b)
 	desired := make([]*v1alpha1.Endpoint, 0, 1000)
 	for i, r := range published {
@@ -61,7 +60,13 @@ func BenchmarkPlan1000Changes10000Records(b *testing.B) {
 	for i := 0; i < 300; i++ {
 		desired = append(desired, rec(fmt.Sprintf("new%d.example.com", i), "A", 60, "10.250.0.1"))
 	}
-	in := Input{OwnerID: "o0", ZoneName: "example.com", Current: zone, Previous: published, Desired: desired}
+	return Input{OwnerID: "o0", ZoneName: "example.com", Current: zone, Previous: published, Desired: desired}
+}
+
+// BenchmarkPlan1000Changes10000Records plans 1,000 record changes for one owner of a 10,000-record
+// zone.
+func BenchmarkPlan1000Changes10000Records(b *testing.B) {
+	in := benchInput(b)
 	res, err := Plan(in)
 	if err != nil {
 		b.Fatal(err)
@@ -73,6 +78,23 @@ func BenchmarkPlan1000Changes10000Records(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if _, err := Plan(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCheck1000Changes10000Records reads the zone and checks that plan's batch, as the
+// controller does right before applying it.
+func BenchmarkCheck1000Changes10000Records(b *testing.B) {
+	in := benchInput(b)
+	res, err := Plan(in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := registry.Read(in.Current).Check(in.OwnerID, nil, res.Changes); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -71,9 +71,16 @@ type batch struct {
 	owner   string
 	expired map[string]bool
 	created map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
-	deleted map[v1alpha1.EndpointKey]bool
-	// newClaims and withdrawn are claims created and deleted by the batch.
-	newClaims []*Claim
+	// createdAt holds the created endpoints by name.
+	createdAt map[string][]*v1alpha1.Endpoint
+	deleted   map[v1alpha1.EndpointKey]bool
+	// newClaims are the claims the batch creates, by claimed record; ourNewNames the names where
+	// they are the owner's.
+	newClaims   map[v1alpha1.EndpointKey][]*Claim
+	ourNewNames map[string]bool
+	// parse reads an ownership TXT, hashing each owner once.
+	parse func(*v1alpha1.Endpoint) (*Claim, bool)
+	// withdrawn are the claims the batch deletes.
 	withdrawn []*Claim
 }
 
@@ -82,12 +89,17 @@ func (z *Zone) newBatch(owner string, expired []string, c *providers.Changes) (*
 		return nil, refuse("%d old and %d new endpoints in the updates", len(c.UpdateOld), len(c.UpdateNew))
 	}
 	b := &batch{
-		zone:    z,
-		owner:   owner,
-		expired: map[string]bool{},
-		created: map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
-		deleted: map[v1alpha1.EndpointKey]bool{},
+		zone:        z,
+		owner:       owner,
+		expired:     map[string]bool{},
+		created:     map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
+		createdAt:   map[string][]*v1alpha1.Endpoint{},
+		deleted:     map[v1alpha1.EndpointKey]bool{},
+		newClaims:   map[v1alpha1.EndpointKey][]*Claim{},
+		ourNewNames: map[string]bool{},
 	}
+	hashOf := memoHash()
+	b.parse = func(e *v1alpha1.Endpoint) (*Claim, bool) { return parseTXT(e, hashOf) }
 	for _, o := range expired {
 		b.expired[o] = o != owner
 	}
@@ -107,8 +119,12 @@ func (z *Zone) newBatch(owner string, expired []string, c *providers.Changes) (*
 			return nil, err
 		}
 		b.created[e.Key()] = e
-		if claim, ok := ParseTXT(e); ok {
-			b.newClaims = append(b.newClaims, claim)
+		b.createdAt[e.Key().DNSName] = append(b.createdAt[e.Key().DNSName], e)
+		if claim, ok := b.parse(e); ok {
+			b.newClaims[claim.Record] = append(b.newClaims[claim.Record], claim)
+			if claim.Owner == owner {
+				b.ourNewNames[claim.Record.DNSName] = true
+			}
 		}
 	}
 	for i, e := range c.UpdateNew {
@@ -147,7 +163,7 @@ func (b *batch) checkCreate(e *v1alpha1.Endpoint) error {
 		return refuse("creates %s, which already exists", describe(e))
 	}
 	if e.RecordType == v1alpha1.RecordTypeTXT {
-		claim, ok := ParseTXT(e)
+		claim, ok := b.parse(e)
 		if !ok || claim.Owner != b.owner {
 			return refuse("creates TXT %s, which is not an ownership record of %s", e.DNSName, b.owner)
 		}
@@ -176,7 +192,7 @@ func (b *batch) checkUpdate(old, updated *v1alpha1.Endpoint) error {
 		if claim == nil || claim.Owner != b.owner {
 			return refuse("updates TXT %s, which is not an ownership record of %s", old.DNSName, b.owner)
 		}
-		if n, ok := ParseTXT(updated); !ok || n.Owner != b.owner {
+		if n, ok := b.parse(updated); !ok || n.Owner != b.owner {
 			return refuse("updates TXT %s into something that is not an ownership record of %s", old.DNSName, b.owner)
 		}
 		return nil
@@ -230,10 +246,8 @@ func (b *batch) checkParty(e *v1alpha1.Endpoint, verb string) error {
 			return nil
 		}
 	}
-	for _, c := range b.newClaims {
-		if c.Owner == b.owner && c.Record.DNSName == name {
-			return nil
-		}
+	if b.ourNewNames[name] {
+		return nil
 	}
 	return refuse("%s %s, where %s claims nothing", verb, describe(e), b.owner)
 }
@@ -248,8 +262,8 @@ func (b *batch) claimsAfter(key v1alpha1.EndpointKey) []string {
 			}
 		}
 	}
-	for _, c := range b.newClaims {
-		if c.Record == key && !slices.Contains(owners, c.Owner) {
+	for _, c := range b.newClaims[key] {
+		if !slices.Contains(owners, c.Owner) {
 			owners = append(owners, c.Owner)
 		}
 	}
@@ -265,12 +279,7 @@ func (b *batch) remainingAt(name string) []*v1alpha1.Endpoint {
 			out = append(out, e)
 		}
 	}
-	for k, e := range b.created {
-		if k.DNSName == name {
-			out = append(out, e)
-		}
-	}
-	return out
+	return append(out, b.createdAt[name]...)
 }
 
 func (b *batch) otherKindAfter(e *v1alpha1.Endpoint) bool {

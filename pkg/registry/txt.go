@@ -25,6 +25,7 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -282,8 +283,8 @@ func ParseTXT(txt *v1alpha1.Endpoint) (*Claim, bool) {
 	return parseTXT(txt, ownerHash)
 }
 
-// parseTXT takes the hash function as a parameter so that reading a zone hashes each owner once:
-// the hash is most of the cost of reading an ownership TXT.
+// parseTXT takes the hash function as a parameter so that reading many TXTs hashes each owner once
+// (see memoHash).
 func parseTXT(txt *v1alpha1.Endpoint, ownerHash func(string) string) (*Claim, bool) {
 	if txt.RecordType != v1alpha1.RecordTypeTXT || len(txt.Targets) == 0 {
 		return nil, false
@@ -305,7 +306,7 @@ func parseTXT(txt *v1alpha1.Endpoint, ownerHash func(string) string) (*Claim, bo
 		delete(labels, TargetsKey)
 		if merged == nil {
 			merged = labels
-		} else if !sameLabels(merged, labels) {
+		} else if !maps.Equal(merged, labels) {
 			// The strings of one TXT disagree: which one is the owner's word is unknowable.
 			return nil, false
 		}
@@ -339,18 +340,6 @@ func parseTXT(txt *v1alpha1.Endpoint, ownerHash func(string) string) (*Claim, bo
 		}
 	}
 	return c, true
-}
-
-func sameLabels(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
 }
 
 // normalizeName is the zone-wide identity of a DNS name: lower case, no trailing dot.

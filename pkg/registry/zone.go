@@ -67,15 +67,7 @@ func Read(endpoints []*v1alpha1.Endpoint) *Zone {
 		atName:    make(map[string][]*v1alpha1.Endpoint, n),
 		claims:    make(map[v1alpha1.EndpointKey]*Claim, n),
 	}
-	hashes := map[string]string{}
-	hashOf := func(owner string) string {
-		h, ok := hashes[owner]
-		if !ok {
-			h = ownerHash(owner)
-			hashes[owner] = h
-		}
-		return h
-	}
+	hashOf := memoHash()
 	for _, e := range endpoints {
 		if e == nil {
 			continue
@@ -105,6 +97,20 @@ func Read(endpoints []*v1alpha1.Endpoint) *Zone {
 		sortRecords(rs)
 	}
 	return z
+}
+
+// memoHash returns ownerHash remembering its answers: a zone or a batch holds few owners and many
+// TXTs, and the hash is most of the cost of reading one.
+func memoHash() func(string) string {
+	hashes := map[string]string{}
+	return func(owner string) string {
+		h, ok := hashes[owner]
+		if !ok {
+			h = ownerHash(owner)
+			hashes[owner] = h
+		}
+		return h
+	}
 }
 
 func (z *Zone) record(key v1alpha1.EndpointKey) *Record {
