@@ -186,7 +186,11 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) error {
 		byName[s.records[i].Name] = &s.records[i]
 	}
 	desired := map[string]*listenerPlan{}
-	kept := map[string]types.UID{}
+	type keep struct {
+		policy types.UID
+		plan   *listenerPlan
+	}
+	kept := map[string]keep{}
 	for _, v := range s.verdicts {
 		for _, lp := range v.listeners {
 			name := recordName(s.key.Name, lp.listener)
@@ -194,7 +198,7 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) error {
 			case lp.record != nil:
 				desired[name] = lp
 			case lp.keep:
-				kept[name] = v.policy.UID
+				kept[name] = keep{v.policy.UID, lp}
 			}
 		}
 	}
@@ -206,7 +210,8 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) error {
 		if rec.Labels[GatewayLabel] != s.key.Name || owner == nil || desired[name] != nil {
 			continue
 		}
-		if uid, ok := kept[name]; ok && owner.UID == uid {
+		if k, ok := kept[name]; ok && owner.UID == k.policy {
+			k.plan.current = rec
 			continue
 		}
 		errs = append(errs, r.deleteRecord(ctx, rec))

@@ -55,7 +55,7 @@ type listenerPlan struct {
 	listener string
 	// record is the desired DNSRecord; nil when there is nothing to publish or it cannot be built.
 	record *v1alpha1.DNSRecord
-	// current is the DNSRecord as it stands after the pass, when it exists.
+	// current is the DNSRecord as it stands after the pass, when it exists (kept ones included).
 	current *v1alpha1.DNSRecord
 	// skipped says why the listener has nothing to publish; that is no fault.
 	skipped string
@@ -129,11 +129,6 @@ func judge(in judgeInput) []*verdict {
 			lp.keep = true
 		}
 		v.listeners = append(v.listeners, lp)
-	}
-	for _, v := range verdicts {
-		if v.reason == ReasonInvalid && len(v.listeners) > 0 {
-			v.message += "; the DNSRecords published before are kept unchanged until the policy is valid"
-		}
 	}
 	return verdicts
 }

@@ -127,7 +127,7 @@ func TestJudgeAttachment(t *testing.T) {
 		name:     "an invalid policy keeps its listeners and what it published",
 		in:       input(gateway("api"), invalid, policy("young", time.Minute, "")),
 		want:     []string{"Invalid api=keep", "Conflicted"},
-		contains: []string{`DNSPolicy is invalid: geo code "e.u" cannot be used in a DNS name; the DNSRecords published before are kept`, "conflicted by ns/invalid"},
+		contains: []string{`DNSPolicy is invalid: geo code "e.u" cannot be used in a DNS name`, "conflicted by ns/invalid"},
 	}, {
 		name:     "delegation is not supported yet",
 		in:       input(gateway("api"), delegate),

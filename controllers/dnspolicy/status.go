@@ -67,7 +67,11 @@ func policyStatus(v *verdict, previous dnsv1.DNSPolicyStatus) dnsv1.DNSPolicySta
 	p := v.policy
 	st := *previous.DeepCopy()
 	st.ObservedGeneration = p.Generation
-	setCondition(&st.Conditions, p.Generation, ConditionAccepted, boolStatus(v.accepted()), v.reason, v.message)
+	message := v.message
+	if kept := keptRecords(v.listeners); len(kept) > 0 && !v.accepted() {
+		message += "; DNSRecords " + strings.Join(kept, " ") + " stay as published until the policy is valid"
+	}
+	setCondition(&st.Conditions, p.Generation, ConditionAccepted, boolStatus(v.accepted()), v.reason, message)
 	if !v.accepted() {
 		// As Kuadrant: a policy that is not accepted enforces nothing.
 		meta.RemoveStatusCondition(&st.Conditions, ConditionEnforced)
@@ -78,7 +82,7 @@ func policyStatus(v *verdict, previous dnsv1.DNSPolicyStatus) dnsv1.DNSPolicySta
 
 	var records []*v1alpha1.DNSRecord
 	for _, lp := range v.listeners {
-		if lp.record != nil && lp.current != nil {
+		if lp.current != nil {
 			records = append(records, lp.current)
 		}
 	}
@@ -93,6 +97,19 @@ func policyStatus(v *verdict, previous dnsv1.DNSPolicyStatus) dnsv1.DNSPolicySta
 		meta.RemoveStatusCondition(&st.Conditions, ConditionSubResourcesHealthy)
 	}
 	return st
+}
+
+// keptRecords names the records left as they were because they cannot be rebuilt now. For an
+// invalid policy they are worth a word in Accepted; for a valid one the listener's problem is in
+// Enforced.
+func keptRecords(listeners []*listenerPlan) []string {
+	var names []string
+	for _, lp := range listeners {
+		if lp.keep && lp.current != nil {
+			names = append(names, lp.current.Name)
+		}
+	}
+	return names
 }
 
 // enforced is True when every record the policy wants is Ready for its current spec. Unlike

@@ -2,6 +2,7 @@ package dnspolicy_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -171,5 +172,51 @@ func TestMissingGatewayAPI(t *testing.T) {
 	cl.policyIs(t, "p", dnspolicy.ConditionEnforced, "True Enforced")
 	eventually(t, 10*time.Second, func() string {
 		return same(records(t, store, zone), []string{"api.late.example.com A 60 10.5.0.1"})
+	})
+}
+
+// An edit that makes a published policy invalid leaves its records as they were, says so, and the
+// fix picks up where it left off: a typo does not take a hostname out of DNS.
+func TestInvalidEditKeepsRecords(t *testing.T) {
+	store := inmemory.NewStore()
+	cl := startCluster(t, "c0", envs[0], store)
+	const zone = "edit.example.com"
+	store.EnsureZone(zone)
+	cl.secret(t, zone)
+	cl.gateway(t, "gw", []string{"10.6.0.1"}, listener{"api", "api." + zone})
+	p := cl.newPolicy("p", "gw", "")
+	p.Spec.LoadBalancing = &dnsv1.LoadBalancingSpec{Geo: "IE", Weight: 10}
+	cl.create(t, p)
+	cl.policyIs(t, "p", dnspolicy.ConditionEnforced, "True Enforced")
+	eventually(t, 20*time.Second, func() string {
+		if got := records(t, store, zone); len(got) != 4 {
+			return fmt.Sprintf("zone holds %v, want the 4 record sets of one cluster's tree", got)
+		}
+		return ""
+	})
+	published := records(t, store, zone)
+	rec := cl.record(t, "gw-api")
+
+	cl.editPolicy(t, "p", func(p *dnsv1.DNSPolicy) { p.Spec.LoadBalancing.Geo = "i.e" })
+	cl.policyIs(t, "p", dnspolicy.ConditionAccepted,
+		`False Invalid: DNSPolicy is invalid: geo code "i.e" cannot be used in a DNS name; DNSRecords gw-api stay as published until the policy is valid`)
+	// A change of the Gateway must not slip through either while the policy is invalid.
+	cl.gatewayStatus(t, "gw", []string{"10.6.0.2"}, map[string]int32{"api": 1})
+	time.Sleep(2 * time.Second)
+	if got := records(t, store, zone); same(got, published) != "" {
+		t.Errorf("the invalid policy changed the zone: %s", same(got, published))
+	}
+	if r := cl.record(t, "gw-api"); r == nil || r.UID != rec.UID || r.Generation != rec.Generation {
+		t.Errorf("the invalid policy touched its record: %v", r)
+	}
+
+	cl.editPolicy(t, "p", func(p *dnsv1.DNSPolicy) { p.Spec.LoadBalancing.Geo = "IE" })
+	cl.policyIs(t, "p", dnspolicy.ConditionAccepted, "True Accepted")
+	eventually(t, 20*time.Second, func() string {
+		got := records(t, store, zone)
+		if !slices.ContainsFunc(got, func(l string) bool { return strings.HasSuffix(l, " A 60 10.6.0.2") }) {
+			return fmt.Sprintf("zone holds %v, want the leaf at 10.6.0.2", got)
+		}
+		return ""
 	})
 }

@@ -79,10 +79,9 @@ func recordOptions() dnsrecord.Options {
 
 // cluster is one control plane running one manager with both controllers, watching one namespace.
 type cluster struct {
-	name string
-	env  *testenv.Env
-	c    client.Client
-	ns   string
+	env *testenv.Env
+	c   client.Client
+	ns  string
 }
 
 // startCluster starts a manager on env watching a fresh namespace and publishing into store.
@@ -123,7 +122,7 @@ func startCluster(t testing.TB, name string, env *testenv.Env, store *inmemory.S
 		cancel()
 		<-done
 	})
-	return &cluster{name: name, env: env, c: env.Client, ns: ns.Name}
+	return &cluster{env: env, c: env.Client, ns: ns.Name}
 }
 
 // secret creates the inmemory provider Secret "provider" holding zones, labelled as the namespace's
