@@ -313,33 +313,65 @@ func TestParseTXT(t *testing.T) {
 	}
 }
 
-// What NewTXT writes, ParseTXT reads back: owner, record key and wish.
+// What NewTXT writes, ParseTXT reads back: owner, record key and wish. The names are Kuadrant's
+// fixtures (txt_test.go) with the production prefix; the values are Kuadrant's plus our two keys.
 func TestTXTRoundTrip(t *testing.T) {
-	for _, rec := range []*v1alpha1.Endpoint{
-		{DNSName: "a.example.com", RecordType: "A", Targets: v1alpha1.Targets{"1.1.1.1"}, RecordTTL: 60},
-		{DNSName: "*.example.com", RecordType: "CNAME", Targets: v1alpha1.Targets{"klb.example.com"}, RecordTTL: 300},
-		{DNSName: "klb.example.com", RecordType: "CNAME", Targets: v1alpha1.Targets{"ie.klb.example.com"}, RecordTTL: 300,
-			SetIdentifier: "default", ProviderSpecific: v1alpha1.ProviderSpecific{{Name: "geo-code", Value: "*"}}},
-		{DNSName: "ie.klb.example.com", RecordType: "CNAME", Targets: v1alpha1.Targets{"x.klb.example.com"}, RecordTTL: 60,
-			SetIdentifier: "x.klb.example.com", ProviderSpecific: v1alpha1.ProviderSpecific{{Name: "weight", Value: "120"}}},
-		{DNSName: "Mixed.Example.com.", RecordType: "AAAA", Targets: v1alpha1.Targets{"2001:db8::1", "2001:db8::2"}},
-		{DNSName: "example.com", RecordType: "NS", Targets: v1alpha1.Targets{"ns1.example.net", "ns2.example.net"}, RecordTTL: 3600},
+	for _, tc := range []struct {
+		rec        *v1alpha1.Endpoint
+		name, text string
+	}{
+		{
+			rec:  &v1alpha1.Endpoint{DNSName: "foobar.test-zone.example.org", RecordType: "CNAME", Targets: v1alpha1.Targets{"foobar.loadbalancer.com"}, RecordTTL: 300},
+			name: "kuadrant-2tqs20a7-cname-foobar.test-zone.example.org",
+			text: `"heritage=external-dns,external-dns/claim-targets=foobar.loadbalancer.com,external-dns/claim-ttl=300,external-dns/owner=owner1,external-dns/version=1"`,
+		},
+		{
+			rec:  &v1alpha1.Endpoint{DNSName: "*.wildcard.test-zone.example.org", RecordType: "CNAME", Targets: v1alpha1.Targets{"foo.loadbalancer.com"}, RecordTTL: 60},
+			name: "kuadrant-2tqs20a7-cname-wildcard.wildcard.test-zone.example.org",
+			text: `"heritage=external-dns,external-dns/claim-targets=foo.loadbalancer.com,external-dns/claim-ttl=60,external-dns/owner=owner1,external-dns/version=1"`,
+		},
+		{
+			rec: &v1alpha1.Endpoint{DNSName: "multiple.test-zone.example.org", RecordType: "CNAME", Targets: v1alpha1.Targets{"lb1.loadbalancer.com"}, RecordTTL: 60,
+				SetIdentifier: "test-set-1", ProviderSpecific: v1alpha1.ProviderSpecific{{Name: "weight", Value: "120"}}},
+			name: "kuadrant-2tqs20a7-cname-multiple.test-zone.example.org",
+			text: `"heritage=external-dns,external-dns/claim-targets=lb1.loadbalancer.com,external-dns/claim-ttl=60,external-dns/owner=owner1,external-dns/version=1"`,
+		},
+		{
+			rec: &v1alpha1.Endpoint{DNSName: "klb.example.com", RecordType: "CNAME", Targets: v1alpha1.Targets{"ie.klb.example.com"}, RecordTTL: 300,
+				SetIdentifier: "default", ProviderSpecific: v1alpha1.ProviderSpecific{{Name: "geo-code", Value: "*"}}},
+			name: "kuadrant-2tqs20a7-cname-klb.example.com",
+			text: `"heritage=external-dns,external-dns/claim-targets=ie.klb.example.com,external-dns/claim-ttl=300,external-dns/owner=owner1,external-dns/version=1"`,
+		},
+		{
+			rec:  &v1alpha1.Endpoint{DNSName: "Dualstack.Test-Zone.Example.org.", RecordType: "AAAA", Targets: v1alpha1.Targets{"2001:db8::2", "2001:DB8::1"}},
+			name: "kuadrant-2tqs20a7-aaaa-dualstack.test-zone.example.org",
+			text: `"heritage=external-dns,external-dns/claim-targets=2001:DB8::1;2001:db8::2,external-dns/claim-ttl=0,external-dns/owner=owner1,external-dns/version=1"`,
+		},
+		{
+			rec:  &v1alpha1.Endpoint{DNSName: "example.com", RecordType: "NS", Targets: v1alpha1.Targets{"ns1.example.net", "ns2.example.net"}, RecordTTL: 3600},
+			name: "kuadrant-2tqs20a7-ns-example.com",
+			text: `"heritage=external-dns,external-dns/claim-targets=ns1.example.net;ns2.example.net,external-dns/claim-ttl=3600,external-dns/owner=owner1,external-dns/version=1"`,
+		},
 	} {
-		txt, err := NewTXT("cluster-1", rec)
+		txt, err := NewTXT("owner1", tc.rec)
 		if err != nil {
 			t.Fatal(err)
 		}
+		if txt.DNSName != tc.name || !reflect.DeepEqual(txt.Targets, v1alpha1.Targets{tc.text}) || txt.SetIdentifier != tc.rec.SetIdentifier ||
+			txt.RecordTTL != tc.rec.RecordTTL || !reflect.DeepEqual(txt.ProviderSpecific, tc.rec.ProviderSpecific) {
+			t.Errorf("%v: NewTXT = %+v, want %s %s", tc.rec, txt, tc.name, tc.text)
+		}
 		claim, ok := ParseTXT(txt)
 		if !ok {
-			t.Fatalf("%v: ParseTXT(%v) failed", rec, txt)
+			t.Fatalf("%v: ParseTXT(%v) failed", tc.rec, txt)
 		}
-		if claim.Owner != "cluster-1" || claim.Record != rec.Key() {
-			t.Errorf("%v: claim of %s on %v", rec, claim.Owner, claim.Record)
+		if claim.Owner != "owner1" || claim.Record != tc.rec.Key() {
+			t.Errorf("%v: claim of %s on %v", tc.rec, claim.Owner, claim.Record)
 		}
 		w := claim.Wish
-		if w == nil || !w.Targets.SameTargets(rec.Targets) || w.RecordTTL != rec.RecordTTL || w.SetIdentifier != rec.SetIdentifier ||
-			!reflect.DeepEqual(w.ProviderSpecific, rec.ProviderSpecific) || w.RecordType != rec.RecordType {
-			t.Errorf("%v: wish read back as %+v", rec, w)
+		if w == nil || !w.Targets.SameTargets(tc.rec.Targets) || w.RecordTTL != tc.rec.RecordTTL || w.SetIdentifier != tc.rec.SetIdentifier ||
+			!reflect.DeepEqual(w.ProviderSpecific, tc.rec.ProviderSpecific) || w.RecordType != tc.rec.RecordType {
+			t.Errorf("%v: wish read back as %+v", tc.rec, w)
 		}
 	}
 }
