@@ -22,13 +22,15 @@ const (
 	WildcardPrefix = "*."
 )
 
-// DNSRecordSpec is what one owner wants published under one root host.
+// DNSRecordSpec is what one owner wants published under one root host. Ownership TXTs of the root
+// host itself (kuadrant-<hash>-<type>-<rootHost>) are accepted too: records that accumulate other
+// owners' endpoints (authoritative and zone records) hold them, as Kuadrant's do.
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.ownerID) || has(self.ownerID)",message="OwnerID can't be unset if it was previously set",fieldPath=".ownerID"
 // +kubebuilder:validation:XValidation:rule="has(oldSelf.ownerID) || !has(self.ownerID)",message="OwnerID can't be set if it was previously unset",fieldPath=".ownerID"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.delegate) || has(self.delegate)",message="Delegate can't be unset if it was previously set",fieldPath=".delegate"
 // +kubebuilder:validation:XValidation:rule="has(oldSelf.delegate) || !has(self.delegate)",message="Delegate can't be set if it was previously unset",fieldPath=".delegate"
 // +kubebuilder:validation:XValidation:rule="!(has(self.providerRef) && has(self.delegate) && self.delegate == true)",message="delegate=true and providerRef are mutually exclusive",fieldPath=".providerRef"
-// +kubebuilder:validation:XValidation:rule="!has(self.endpoints) || self.endpoints.all(ep, ep.dnsName == self.rootHost || ep.dnsName.endsWith('.' + (self.rootHost.startsWith('*.') ? self.rootHost.substring(2) : self.rootHost)))",message="every endpoint dnsName must be the rootHost or a name under it",fieldPath=".endpoints"
+// +kubebuilder:validation:XValidation:rule="!has(self.endpoints) || self.endpoints.all(ep, ep.dnsName == self.rootHost || ep.dnsName.endsWith('.' + (self.rootHost.startsWith('*.') ? self.rootHost.substring(2) : self.rootHost)) || (ep.recordType == 'TXT' && ep.dnsName.startsWith('kuadrant-') && ep.dnsName.endsWith('-' + (self.rootHost.startsWith('*.') ? 'wildcard.' + self.rootHost.substring(2) : self.rootHost))))",message="every endpoint dnsName must be the rootHost or a name under it (or an ownership TXT of one)",fieldPath=".endpoints"
 type DNSRecordSpec struct {
 	// ownerID identifies the owner of these endpoints in the zone. When unset, the status carries a
 	// hash of this record's UID instead.

@@ -480,7 +480,7 @@ func validate(rec *v1alpha1.DNSRecord) error {
 	seen := map[v1alpha1.EndpointKey]bool{}
 	for _, ep := range rec.Spec.Endpoints {
 		name := strings.ToLower(strings.TrimSuffix(ep.DNSName, "."))
-		if name != strings.ToLower(rec.Spec.RootHost) && !strings.HasSuffix(name, "."+strings.ToLower(root)) {
+		if name != strings.ToLower(rec.Spec.RootHost) && !strings.HasSuffix(name, "."+strings.ToLower(root)) && !ownershipTXTOf(ep, rec.Spec.RootHost) {
 			return fmt.Errorf("invalid endpoint discovered %s all endpoints should be equal to or end with the rootHost %s", ep.DNSName, root)
 		}
 		if seen[ep.Key()] {
@@ -489,6 +489,17 @@ func validate(rec *v1alpha1.DNSRecord) error {
 		seen[ep.Key()] = true
 	}
 	return nil
+}
+
+// ownershipTXTOf reports whether ep is an ownership TXT of the root host itself, which is not under
+// the root host on a label boundary (kuadrant-<hash>-a-app.example.com for app.example.com).
+func ownershipTXTOf(ep *v1alpha1.Endpoint, rootHost string) bool {
+	name := strings.ToLower(ep.DNSName)
+	root := strings.ToLower(rootHost)
+	if r, ok := strings.CutPrefix(root, v1alpha1.WildcardPrefix); ok {
+		root = "wildcard." + r
+	}
+	return ep.RecordType == v1alpha1.RecordTypeTXT && strings.HasPrefix(name, "kuadrant-") && strings.HasSuffix(name, "-"+root)
 }
 
 func conflictMessage(cs []plan.Conflict) string {

@@ -265,3 +265,32 @@ func TestKuadrantManifestApplies(t *testing.T) {
 		t.Errorf("spec changed on the way in:\nsent %v\ngot  %v", wantSpec, gotSpec)
 	}
 }
+
+// Records that accumulate other owners' endpoints (Kuadrant's authoritative and zone records) hold
+// the ownership TXTs of their root host, which are not under it on a label boundary; they are
+// accepted, and a lookalike name still is not.
+func TestOwnershipTXTOfRootHostAccepted(t *testing.T) {
+	ns := newNamespace(t)
+	ok := record(`rootHost: app.example.com
+endpoints:
+- {dnsName: app.example.com, recordType: A, targets: [1.2.3.4]}
+- {dnsName: kuadrant-1a2b3c4d-a-app.example.com, recordType: TXT, targets: ['"heritage=external-dns,external-dns/owner=owner-a,external-dns/version=1"']}`)
+	if err := env.Client.Create(context.Background(), object(t, ok, ns), strict); err != nil {
+		t.Fatalf("authoritative-record shape rejected: %v", err)
+	}
+	wild := record(`rootHost: '*.example.com'
+endpoints:
+- {dnsName: kuadrant-1a2b3c4d-a-wildcard.example.com, recordType: TXT, targets: [x]}`)
+	u := object(t, wild, ns)
+	u.SetName("wild")
+	if err := env.Client.Create(context.Background(), u, strict); err != nil {
+		t.Fatalf("ownership TXT of a wildcard root host rejected: %v", err)
+	}
+	bad := object(t, record(`rootHost: app.example.com
+endpoints:
+- {dnsName: kuadrant-1a2b3c4d-a-app.example.com, recordType: A, targets: [1.2.3.4]}`), ns)
+	bad.SetName("bad")
+	if err := env.Client.Create(context.Background(), bad, strict); err == nil || !strings.Contains(err.Error(), "spec.endpoints") {
+		t.Fatalf("an A record named like an ownership TXT must be rejected, got %v", err)
+	}
+}
