@@ -14,7 +14,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
+	"github.com/dnspolicy/dnspolicy-controller/apis"
 )
 
 // Options select what a control plane starts with.
@@ -45,7 +45,7 @@ func New(opts Options) (*envtest.Environment, error) {
 		CRDDirectoryPaths:     paths,
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
-		Scheme:                app.Scheme(),
+		Scheme:                apis.Scheme(),
 	}, nil
 }
 

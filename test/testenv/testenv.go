@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
+	"github.com/dnspolicy/dnspolicy-controller/apis"
 	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
 )
 
@@ -18,7 +18,7 @@ import (
 type Options = controlplane.Options
 
 // Scheme knows core types, Gateway API v1 and our APIs.
-func Scheme() *runtime.Scheme { return app.Scheme() }
+func Scheme() *runtime.Scheme { return apis.Scheme() }
 
 // Env is one running control plane.
 type Env struct {

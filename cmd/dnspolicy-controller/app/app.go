@@ -7,7 +7,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,26 +15,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	gatewayapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
-	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
-	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/apis"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 )
 
 // Scheme holds every type the controllers read or write.
-func Scheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
-		clientgoscheme.AddToScheme, gatewayapiv1.Install, dnsv1.AddToScheme, v1alpha1.AddToScheme,
-	} {
-		if err := add(s); err != nil {
-			panic(err) // only on a programming error: two types registered under one name
-		}
-	}
-	return s
-}
+func Scheme() *runtime.Scheme { return apis.Scheme() }
 
 // Logger builds the logger the options ask for.
 func (o Options) Logger() logr.Logger {
