@@ -28,8 +28,10 @@ var ErrRefused = errors.New("ownership check refused the change")
 //   - Update: the record must stay claimed after the batch. Its claimants need not include the
 //     owner: where owners disagree every claimant publishes the same winner's value.
 //   - Delete: either no claim is left on the key after the batch (its last owner left), or the key
-//     lost a record-type conflict: a record of the other kind (CNAME vs. A/AAAA/NS) is at the name
-//     after the batch. Losers keep their claims, so the deletion is visible and reversible.
+//     lost a record-type conflict: a record of the other kind (CNAME vs. A/AAAA/NS) stays at the
+//     name, claimed by an owner no higher than every remaining claimant of the deleted record (the
+//     lowest claimant's kind wins). Losers keep their claims, so the deletion is visible and
+//     reversible.
 //
 // And no batch leaves a record without any claim: it would look like a human's record forever.
 // Malformed batches (UpdateOld and UpdateNew not pairwise of one key, a key changed twice) are
@@ -220,7 +222,7 @@ func (b *batch) checkDelete(e *v1alpha1.Endpoint) error {
 	if err := b.checkOwned(e, "deletes"); err != nil {
 		return err
 	}
-	if owners := b.claimsAfter(e.Key()); len(owners) > 0 && !b.otherKindAfter(e) {
+	if owners := b.claimsAfter(e.Key()); len(owners) > 0 && !b.otherKindWins(e, owners[0]) {
 		return refuse("deletes %s, which %v still claim", describe(e), owners)
 	}
 	return nil
@@ -282,10 +284,16 @@ func (b *batch) remainingAt(name string) []*v1alpha1.Endpoint {
 	return append(out, b.createdAt[name]...)
 }
 
-func (b *batch) otherKindAfter(e *v1alpha1.Endpoint) bool {
+// otherKindWins reports whether a claimed record of the other kind (CNAME vs. A/AAAA/NS) stays at
+// e's name, claimed by an owner no higher than lowest, the lowest remaining claimant of e: the plan's
+// rule for which kind a name publishes.
+func (b *batch) otherKindWins(e *v1alpha1.Endpoint, lowest string) bool {
 	cname := e.RecordType == v1alpha1.RecordTypeCNAME
 	for _, other := range b.remainingAt(e.Key().DNSName) {
-		if slices.Contains(OwnedTypes, other.RecordType) && (other.RecordType == v1alpha1.RecordTypeCNAME) != cname {
+		if !slices.Contains(OwnedTypes, other.RecordType) || (other.RecordType == v1alpha1.RecordTypeCNAME) == cname {
+			continue
+		}
+		if owners := b.claimsAfter(other.Key()); len(owners) > 0 && owners[0] <= lowest {
 			return true
 		}
 	}

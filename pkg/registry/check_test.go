@@ -35,8 +35,11 @@ func TestCheck(t *testing.T) {
 	o3eTXT := mustTXT(t, "o3", e)
 	o1eTXT := mustTXT(t, "o1", ep("e.example.com", "AAAA", "2001:db8::1"))
 	eAAAA := ep("e.example.com", "AAAA", "2001:db8::1")
+	// At y, the lowest owner o0 publishes a CNAME; o1 wanting an A there does not make it lose.
+	yCNAME := ep("y.example.com", "CNAME", "lb0.example.net")
+	o0yTXT := mustTXT(t, "o0", yCNAME)
 	zone := Read([]*v1alpha1.Endpoint{human, humanTXT, shared, o1Shared, o2Shared, o3Shared, o2Only, o2OnlyTXT,
-		o1CNAME, o1CNAMETXT, xA, o2xTXT, o1xTXT, e, o3eTXT, o1eTXT, eAAAA})
+		o1CNAME, o1CNAMETXT, xA, o2xTXT, o1xTXT, e, o3eTXT, o1eTXT, eAAAA, yCNAME, o0yTXT})
 
 	newA := ep("n.example.com", "A", "1.1.1.1")
 	newATXT := mustTXT(t, "o1", newA)
@@ -98,6 +101,9 @@ func TestCheck(t *testing.T) {
 			UpdateOld: []*v1alpha1.Endpoint{o2Only}, UpdateNew: []*v1alpha1.Endpoint{updated(o2Only, "1.1.1.1")}}, refused: "claims nothing"},
 		{name: "delete a record others still claim", changes: providers.Changes{Delete: []*v1alpha1.Endpoint{shared, o1Shared}}, refused: "still claim"},
 		{name: "the kind that lost goes, but nothing replaces it", changes: providers.Changes{Delete: []*v1alpha1.Endpoint{xA}}, refused: "still claim"},
+		{name: "a higher owner's kind replaces the lowest owner's", changes: providers.Changes{
+			Delete: []*v1alpha1.Endpoint{yCNAME}, Create: []*v1alpha1.Endpoint{ep("y.example.com", "A", "1.1.1.1"), mustTXT(t, "o1", ep("y.example.com", "A", "1.1.1.1"))}},
+			refused: "still claim"},
 		{name: "orphan a record by dropping its last claim", changes: providers.Changes{Delete: []*v1alpha1.Endpoint{o1CNAMETXT}}, refused: "without an owner"},
 		{name: "create a record nobody claims", changes: providers.Changes{Create: []*v1alpha1.Endpoint{ep("s.example.com", "AAAA", "2001:db8::9")}}, refused: "nobody would own"},
 		{name: "create a record at a name we do not hold", changes: providers.Changes{Create: []*v1alpha1.Endpoint{newA}}, refused: "claims nothing"},
