@@ -48,6 +48,12 @@ const (
 	msgProviderError      = "The DNS provider failed to ensure the record: %s"
 )
 
+// ReasonAuthoritative marks an authoritative record: a zone the embedded DNS server serves.
+const (
+	ReasonAuthoritative = "Authoritative"
+	msgAuthoritative    = "Authoritative record: served by the embedded DNS server, not published to a provider"
+)
+
 // Reasons beyond Kuadrant's.
 const (
 	ReasonConflicted            = "Conflicted"
@@ -173,6 +179,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, error) {
 	rec := s.record
+	// An authoritative record is a zone (DESIGN 4b) that DNS servers read from the API server; the
+	// coredns backend writes it. Publishing it would write a zone into a zone, so it only gets a
+	// status. A finalizer it carries (Kuadrant's dns-operator adds the same one) guards nothing here.
+	if rec.Labels[v1alpha1.AuthoritativeRecordLabel] == "true" {
+		if rec.DeletionTimestamp != nil {
+			return r.removeFinalizer(ctx, s)
+		}
+		r.setReady(s, metav1.ConditionTrue, ReasonAuthoritative, msgAuthoritative)
+		return ctrl.Result{}, nil
+	}
 	if rec.DeletionTimestamp != nil {
 		return r.delete(ctx, s)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
+	"github.com/dnspolicy/dnspolicy-controller/providers/coredns"
 	"github.com/dnspolicy/dnspolicy-controller/providers/endpoint"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 )
@@ -30,6 +31,7 @@ func backends(store *inmemory.Store) map[string]struct {
 	return map[string]backend{
 		inmemory.ProviderName: {v1alpha1.SecretTypeInMemory, inmemory.NewConstructor(store)},
 		endpoint.ProviderName: {v1alpha1.SecretTypeEndpoint, endpoint.New},
+		coredns.ProviderName:  {v1alpha1.SecretTypeCoreDNS, coredns.New},
 	}
 }
 
