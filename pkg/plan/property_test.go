@@ -4,9 +4,12 @@ import (
 	"flag"
 	"fmt"
 	"math/rand"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -34,13 +37,25 @@ func TestInterleavings(t *testing.T) {
 		seed = time.Now().UnixNano()
 	}
 	t.Logf("seed %d (rerun with -plan.seed=%d)", seed, seed)
-	rng := rand.New(rand.NewSource(seed))
-	const sequences = 10000
-	for i := 0; i < sequences; i++ {
-		if err := interleaving(rng); err != nil {
-			t.Fatalf("seed %d, interleaving %d: %v", seed, i, err)
-		}
+	// Interleaving i draws from its own source, seed+i, so it replays alone and the work can spread
+	// over the cores.
+	const interleavings = 10000
+	var next atomic.Int64
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	for w := runtime.GOMAXPROCS(0); w > 0; w-- {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1) - 1; i < interleavings && !failed.Load(); i = next.Add(1) - 1 {
+				if err := interleaving(rand.New(rand.NewSource(seed + i))); err != nil {
+					failed.Store(true)
+					t.Errorf("seed %d, interleaving %d: %v", seed, i, err)
+				}
+			}
+		}()
 	}
+	wg.Wait()
 }
 
 func interleaving(rng *rand.Rand) error {
