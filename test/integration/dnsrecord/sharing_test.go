@@ -35,7 +35,9 @@ func TestSimpleTargetsMergeAndLeave(t *testing.T) {
 		return same(records(t, store, z), []string{host + " A 60 10.0.0.1,10.0.0.2,10.0.0.3"})
 	})
 	for _, cl := range cls {
-		eventually(t, 10*time.Second, func() string {
+		// domainOwners comes from the owner's view of the zone, refreshed at most every publish
+		// MaxAge (10 s): the first owner to write sees the others only after that.
+		eventually(t, 25*time.Second, func() string {
 			r := cl.get(t, "web")
 			if c := ready(r); c == nil || c.Status != metav1.ConditionTrue || len(r.Status.DomainOwners) != 3 {
 				return fmt.Sprintf("%s: ready %v, owners %v", cl.name, c, r.Status.DomainOwners)
