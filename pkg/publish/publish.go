@@ -53,11 +53,11 @@ type Options struct {
 	StaleRetries int
 }
 
-// DefaultOptions suit a controller: views at most 10 s old, cycles gathered for 50 ms to 1 s. A
+// DefaultOptions suit a controller: views at most 10 s old, cycles gathered for 100 ms to 1 s. A
 // gather shorter than the gaps between reconciles of a burst on a busy API server splits the burst
 // into many small cycles, each costing a batch and a read.
 func DefaultOptions() Options {
-	return Options{MaxAge: 10 * time.Second, Gather: 50 * time.Millisecond, MaxGather: time.Second, StaleRetries: 3}
+	return Options{MaxAge: 10 * time.Second, Gather: 100 * time.Millisecond, MaxGather: time.Second, StaleRetries: 3}
 }
 
 // Publisher holds one queue per zone.

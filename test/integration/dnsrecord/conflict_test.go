@@ -126,7 +126,8 @@ func TestConflictsEnd(t *testing.T) {
 			time.Sleep(300 * time.Millisecond)
 			cls[0].ownedRecord(t, "owner-a", tc.host, tc.winner...)
 
-			eventually(t, 20*time.Second, func() string {
+			// The loser learns it lost when its view of the zone is refreshed (publish MaxAge, 10 s).
+			eventually(t, 30*time.Second, func() string {
 				if msg := same(records(t, store, z), tc.published); msg != "" {
 					return msg
 				}
