@@ -144,3 +144,41 @@ func TestSecretDeletedBeforeRecord(t *testing.T) {
 	})
 	expectEvent(t, cl, dnsrecord.ReasonProviderSecretMissing)
 }
+
+// failingApply refuses every batch, as a provider rejecting credentials or a record would.
+type failingApply struct{ providers.Provider }
+
+func (failingApply) Apply(context.Context, providers.Zone, *providers.Changes) error {
+	return providers.Errorf(providers.Permanent, "AccessDenied: not authorized to change zone, RequestID: 5f2c-77aa")
+}
+
+const failingType corev1.SecretType = "test.dnspolicy.io/failing-apply"
+
+// A provider error reaches the Ready condition with Kuadrant's verbatim prefix, and without the
+// request ID that would change on every attempt.
+func TestProviderErrorCondition(t *testing.T) {
+	store := inmemory.NewStore()
+	inmem := inmemory.NewConstructor(store)
+	factory := providers.NewFactory()
+	factory.Register(failingType, func(ctx context.Context, s *corev1.Secret, env providers.Env) (providers.Provider, error) {
+		p, err := inmem(ctx, s, env)
+		return failingApply{p}, err
+	})
+	cl := startClusters(t, 1, store, fastOptions(), factory)[0]
+	if err := cl.c.Create(t.Context(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "provider", Namespace: cl.ns},
+		Type:       failingType,
+		StringData: map[string]string{v1alpha1.InMemInitZonesKey: "failing.example.com"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cl.record(t, "web", "app.failing.example.com", a("app.failing.example.com", 60, "10.6.0.1"))
+	want := "The DNS provider failed to ensure the record: AccessDenied: not authorized to change zone"
+	eventually(t, 10*time.Second, func() string {
+		c := ready(cl.get(t, "web"))
+		if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonProviderError || c.Message != want {
+			return fmt.Sprintf("Ready %v, want False ProviderError %q", c, want)
+		}
+		return ""
+	})
+}
