@@ -11,6 +11,8 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnspolicy"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
+	dnsservercontroller "github.com/dnspolicy/dnspolicy-controller/controllers/dnsserver"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/coredns"
@@ -92,6 +94,26 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 		}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("dnspolicy controller: %w", err)
+		}
+	}
+	if o.DNSServerAddress != "" {
+		server, err := dnsserver.New(dnsserver.Options{
+			Addr:          o.DNSServerAddress,
+			GeoIPDatabase: o.DNSGeoIPDatabase,
+			TSIGKeys:      o.DNSTSIGKeys,
+			Log:           mgr.GetLogger().WithName("dnsserver"),
+		})
+		if err != nil {
+			return fmt.Errorf("dns server: %w", err)
+		}
+		r := &dnsservercontroller.Reconciler{
+			Client:      mgr.GetClient(),
+			Server:      server,
+			Nameservers: o.DNSNameservers,
+			Secondaries: o.DNSSecondaries,
+		}
+		if err := r.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("dns server: %w", err)
 		}
 	}
 	return nil

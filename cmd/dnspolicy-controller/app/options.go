@@ -4,9 +4,12 @@
 package app
 
 import (
+	"encoding/base64"
 	"flag"
 	"fmt"
+	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -33,6 +36,16 @@ type Options struct {
 	Providers                 []string
 	EnableRecordController    bool
 	EnableDNSPolicyController bool
+	// DNSServerAddress is where the embedded DNS server listens (UDP and TCP); empty runs no server.
+	DNSServerAddress string
+	// DNSGeoIPDatabase is the MaxMind-format database the server locates clients with.
+	DNSGeoIPDatabase string
+	// DNSTSIGKeys are HMAC-SHA256 secrets (base64) by key name; a peer signing with one may transfer zones.
+	DNSTSIGKeys map[string]string
+	// DNSSecondaries are host:port addresses to NOTIFY, by zone name.
+	DNSSecondaries map[string][]string
+	// DNSNameservers are the NS names of every served zone.
+	DNSNameservers []string
 }
 
 // DefaultOptions are the options of a binary started with no flags.
@@ -67,6 +80,11 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	enabled := fs.String("providers", strings.Join(o.Providers, ","), "Comma-separated backends to enable; records whose Secret selects another get a clear condition.")
 	fs.BoolVar(&o.EnableRecordController, "enable-record-controller", o.EnableRecordController, "Run the DNSRecord controller (publishes records into zones).")
 	fs.BoolVar(&o.EnableDNSPolicyController, "enable-policy-controller", o.EnableDNSPolicyController, "Run the DNSPolicy controller (turns Gateway listeners into DNSRecords).")
+	fs.StringVar(&o.DNSServerAddress, "dns-server-address", o.DNSServerAddress, "host:port the embedded authoritative DNS server listens on (UDP and TCP), e.g. 127.0.0.1:1053; empty: no DNS server.")
+	fs.StringVar(&o.DNSGeoIPDatabase, "dns-geoip-database", o.DNSGeoIPDatabase, "MaxMind-format (country or city) database the DNS server locates clients with; empty: every client gets the default geo.")
+	tsigKeys := fs.String("dns-tsig-keys", "", "Comma-separated name:base64secret HMAC-SHA256 keys; a peer signing with one may transfer zones (AXFR).")
+	secondaries := fs.String("dns-secondaries", "", "Comma-separated zone=host:port secondaries sent a NOTIFY when their zone changes.")
+	nameservers := fs.String("dns-nameservers", "", "Comma-separated NS names of every served zone (the first is the SOA's primary); empty: ns1.<zone>.")
 
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
@@ -93,9 +111,37 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	o.Providers = nil
 	for _, p := range strings.Split(*enabled, ",") {
 		if p = strings.TrimSpace(p); p != "" {
+			if !slices.Contains(BackendNames(), p) {
+				return o, fmt.Errorf("--providers: unknown provider %q (known: %s)", p, strings.Join(BackendNames(), ", "))
+			}
 			o.Providers = append(o.Providers, p)
 		}
 	}
+	var err error
+	if o.DNSTSIGKeys, err = parsePairs("--dns-tsig-keys", *tsigKeys, ":"); err != nil {
+		return o, err
+	}
+	for name, secret := range o.DNSTSIGKeys {
+		if _, err := base64.StdEncoding.DecodeString(secret); err != nil {
+			return o, fmt.Errorf("--dns-tsig-keys: the secret of key %q is not base64", name)
+		}
+	}
+	// A zone may have several secondaries, so this list is not a map of unique keys.
+	for _, item := range splitList(*secondaries) {
+		zone, addr, ok := strings.Cut(item, "=")
+		if !ok || zone == "" {
+			return o, fmt.Errorf("--dns-secondaries: %q is not of the form zone=host:port", item)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return o, fmt.Errorf("--dns-secondaries: %q is not host:port", addr)
+		}
+		if o.DNSSecondaries == nil {
+			o.DNSSecondaries = map[string][]string{}
+		}
+		zone = strings.ToLower(strings.TrimSuffix(zone, "."))
+		o.DNSSecondaries[zone] = append(o.DNSSecondaries[zone], addr)
+	}
+	o.DNSNameservers = splitList(*nameservers)
 	if _, err := o.zapLevel(); err != nil {
 		return o, err
 	}
@@ -103,6 +149,36 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 		return o, fmt.Errorf("--log-format must be json or console, not %q", o.LogFormat)
 	}
 	return o, nil
+}
+
+// splitList splits a comma-separated list, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+// parsePairs reads a comma-separated list of key<sep>value pairs into a map; a key given twice is an error.
+func parsePairs(flagName, s, sep string) (map[string]string, error) {
+	var out map[string]string
+	for _, item := range splitList(s) {
+		k, v, ok := strings.Cut(item, sep)
+		if !ok || k == "" || v == "" {
+			return nil, fmt.Errorf("%s: %q is not of the form key%svalue", flagName, item, sep)
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		if _, dup := out[k]; dup {
+			return nil, fmt.Errorf("%s: %q is given twice", flagName, k)
+		}
+		out[k] = v
+	}
+	return out, nil
 }
 
 // EnvName is the environment variable of a flag.

@@ -1,0 +1,294 @@
+package dnsserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
+	"github.com/dnspolicy/dnspolicy-controller/providers/coredns"
+)
+
+// kuadrantAPI is the spec.endpoints of the authoritative record Kuadrant's dns-operator keeps for
+// api.k.example.com, in its JSON, once two clusters contributed: EU (with the default geo) and US,
+// each record set with its ownership TXT (quoted value, same set identifier and routing properties).
+const kuadrantAPI = `[
+  {"dnsName":"api.k.example.com","recordTTL":300,"recordType":"CNAME","targets":["klb.api.k.example.com"]},
+  {"dnsName":"klb.api.k.example.com","providerSpecific":[{"name":"geo-code","value":"GEO-EU"}],"recordTTL":300,"recordType":"CNAME","setIdentifier":"GEO-EU","targets":["geo-eu.klb.api.k.example.com"]},
+  {"dnsName":"klb.api.k.example.com","providerSpecific":[{"name":"geo-code","value":"*"}],"recordTTL":300,"recordType":"CNAME","setIdentifier":"default","targets":["geo-eu.klb.api.k.example.com"]},
+  {"dnsName":"klb.api.k.example.com","providerSpecific":[{"name":"geo-code","value":"US"}],"recordTTL":300,"recordType":"CNAME","setIdentifier":"US","targets":["us.klb.api.k.example.com"]},
+  {"dnsName":"geo-eu.klb.api.k.example.com","providerSpecific":[{"name":"weight","value":"120"}],"recordTTL":60,"recordType":"CNAME","setIdentifier":"2w7ryu-1h4y2q.klb.api.k.example.com","targets":["2w7ryu-1h4y2q.klb.api.k.example.com"]},
+  {"dnsName":"us.klb.api.k.example.com","providerSpecific":[{"name":"weight","value":"120"}],"recordTTL":60,"recordType":"CNAME","setIdentifier":"9xk2pa-1h4y2q.klb.api.k.example.com","targets":["9xk2pa-1h4y2q.klb.api.k.example.com"]},
+  {"dnsName":"2w7ryu-1h4y2q.klb.api.k.example.com","recordTTL":60,"recordType":"A","targets":["172.18.200.1"]},
+  {"dnsName":"9xk2pa-1h4y2q.klb.api.k.example.com","recordTTL":60,"recordType":"A","targets":["172.18.100.1"]},
+  {"dnsName":"kuadrant-4bf1h7kq-cname-api.k.example.com","recordTTL":300,"recordType":"TXT","targets":["\"heritage=external-dns,external-dns/owner=eu1owner,external-dns/version=1\""]},
+  {"dnsName":"kuadrant-1jvq7n2c-cname-api.k.example.com","recordTTL":300,"recordType":"TXT","targets":["\"heritage=external-dns,external-dns/owner=us1owner,external-dns/version=1\""]},
+  {"dnsName":"kuadrant-4bf1h7kq-cname-klb.api.k.example.com","providerSpecific":[{"name":"geo-code","value":"GEO-EU"}],"recordTTL":300,"recordType":"TXT","setIdentifier":"GEO-EU","targets":["\"heritage=external-dns,external-dns/owner=eu1owner,external-dns/version=1\""]},
+  {"dnsName":"kuadrant-4bf1h7kq-cname-klb.api.k.example.com","providerSpecific":[{"name":"geo-code","value":"*"}],"recordTTL":300,"recordType":"TXT","setIdentifier":"default","targets":["\"heritage=external-dns,external-dns/owner=eu1owner,external-dns/version=1\""]},
+  {"dnsName":"kuadrant-1jvq7n2c-cname-klb.api.k.example.com","providerSpecific":[{"name":"geo-code","value":"US"}],"recordTTL":300,"recordType":"TXT","setIdentifier":"US","targets":["\"heritage=external-dns,external-dns/owner=us1owner,external-dns/version=1\""]},
+  {"dnsName":"kuadrant-4bf1h7kq-a-2w7ryu-1h4y2q.klb.api.k.example.com","recordTTL":60,"recordType":"TXT","targets":["\"heritage=external-dns,external-dns/owner=eu1owner,external-dns/version=1\""]},
+  {"dnsName":"kuadrant-1jvq7n2c-a-9xk2pa-1h4y2q.klb.api.k.example.com","recordTTL":60,"recordType":"TXT","targets":["\"heritage=external-dns,external-dns/owner=us1owner,external-dns/version=1\""]}
+]`
+
+// writeAuthoritative creates an authoritative record as Kuadrant's dns-operator names and labels it.
+func writeAuthoritative(t *testing.T, ns, zone, rootHost string, eps []*v1alpha1.Endpoint) *v1alpha1.DNSRecord {
+	t.Helper()
+	r := &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns,
+			Name:      "authoritative-record-" + hash.Base36(rootHost, 8),
+			Labels: map[string]string{
+				"kuadrant.io/authoritative-record":      "true",
+				"kuadrant.io/authoritative-record-hash": hash.Base36(rootHost, 8),
+				"kuadrant.io/coredns-zone-name":         zone,
+			},
+		},
+		Spec: v1alpha1.DNSRecordSpec{RootHost: rootHost, Endpoints: eps},
+	}
+	if err := env.Client.Create(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), r) })
+	return r
+}
+
+// Records written as Kuadrant's dns-operator writes them, in two namespaces, with no controller of
+// ours publishing, are served as one zone: geo by client subnet with the default geo, the ownership
+// TXT without its quotes, and the simple host of the other namespace.
+func TestKuadrantShapedRecordsAreServed(t *testing.T) {
+	var api []*v1alpha1.Endpoint
+	if err := json.Unmarshal([]byte(kuadrantAPI), &api); err != nil {
+		t.Fatal(err)
+	}
+	writeAuthoritative(t, newNamespace(t), "k.example.com", "api.k.example.com", api)
+	writeAuthoritative(t, newNamespace(t), "k.example.com", "simple.k.example.com", []*v1alpha1.Endpoint{
+		v1alpha1.NewEndpoint("simple.k.example.com", "A", 60, "172.18.200.9"),
+	})
+	m := startManager(t, nil)
+
+	eu := "NOERROR klb.api.k.example.com geo-eu.klb.api.k.example.com 2w7ryu-1h4y2q.klb.api.k.example.com 172.18.200.1"
+	us := "NOERROR klb.api.k.example.com us.klb.api.k.example.com 9xk2pa-1h4y2q.klb.api.k.example.com 172.18.100.1"
+	eventually(t, 10*time.Second, m.addr, "simple.k.example.com", dns.TypeA, netip.Addr{}, "NOERROR 172.18.200.9")
+	for _, tc := range []struct {
+		from netip.Addr
+		want string
+	}{
+		{clientIE, eu}, {clientDE, eu}, {clientUS, us},
+		// No Asian set: the default geo.
+		{clientJP, eu},
+	} {
+		r, err := query(m.addr, "api.k.example.com", dns.TypeA, tc.from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := answer(r); got != tc.want || !r.Authoritative {
+			t.Errorf("api.k.example.com from %s: %q (aa=%v), want %q", tc.from, got, r.Authoritative, tc.want)
+		}
+	}
+	r, err := query(m.addr, "kuadrant-4bf1h7kq-cname-api.k.example.com", dns.TypeTXT, netip.Addr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := answer(r); got != "NOERROR heritage=external-dns,external-dns/owner=eu1owner,external-dns/version=1" {
+		t.Errorf("ownership TXT: %q", got)
+	}
+	if r, err := query(m.addr, "www.example.org", dns.TypeA, netip.Addr{}); err != nil || r.Rcode != dns.RcodeRefused {
+		t.Errorf("a name of no zone: %v %v, want REFUSED", r, err)
+	}
+}
+
+// A change to an authoritative record is served within one second, with a larger serial; a deleted
+// zone is no longer served; and after a restart the server serves the zone again from the API
+// server, with nothing rewritten.
+func TestChangesRestartAndRemoval(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	rec := writeAuthoritative(t, ns, "c.example.com", "www.c.example.com", []*v1alpha1.Endpoint{
+		v1alpha1.NewEndpoint("www.c.example.com", "A", 60, "192.0.2.1"),
+	})
+	m := startManager(t, nil)
+	eventually(t, 10*time.Second, m.addr, "www.c.example.com", dns.TypeA, netip.Addr{}, "NOERROR 192.0.2.1")
+	before := serial(t, m.addr, "c.example.com")
+
+	var took []time.Duration
+	for i, target := range []string{"192.0.2.2", "192.0.2.3", "192.0.2.4"} {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Spec.Endpoints[0].Targets = v1alpha1.Targets{target}
+		if err := env.Client.Update(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		took = append(took, eventually(t, time.Second, m.addr, "www.c.example.com", dns.TypeA, netip.Addr{}, "NOERROR "+target))
+		t.Logf("change %d served after %s", i+1, took[i])
+	}
+	if after := serial(t, m.addr, "c.example.com"); after <= before {
+		t.Errorf("serial %d after changes, was %d: want it larger", after, before)
+	}
+
+	m.stop()
+	restarted := startManager(t, nil)
+	eventually(t, 10*time.Second, restarted.addr, "www.c.example.com", dns.TypeA, netip.Addr{}, "NOERROR 192.0.2.4")
+
+	if err := env.Client.Delete(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Second, restarted.addr, "www.c.example.com", dns.TypeA, netip.Addr{}, "REFUSED")
+}
+
+// Replicas fed the same records serve the same serial: it derives from when the records changed in
+// the API server, not from when each replica saw them.
+func TestReplicasAgreeOnSerial(t *testing.T) {
+	writeAuthoritative(t, newNamespace(t), "r.example.com", "r.example.com", []*v1alpha1.Endpoint{
+		v1alpha1.NewEndpoint("r.example.com", "A", 60, "192.0.2.1"),
+	})
+	one := startManager(t, nil)
+	eventually(t, 10*time.Second, one.addr, "r.example.com", dns.TypeA, netip.Addr{}, "NOERROR 192.0.2.1")
+	// A second later, so a serial taken from the clock would differ.
+	time.Sleep(1100 * time.Millisecond)
+	two := startManager(t, nil)
+	eventually(t, 10*time.Second, two.addr, "r.example.com", dns.TypeA, netip.Addr{}, "NOERROR 192.0.2.1")
+	if a, b := serial(t, one.addr, "r.example.com"), serial(t, two.addr, "r.example.com"); a != b {
+		t.Errorf("replicas serve serials %d and %d", a, b)
+	}
+}
+
+// The whole path with the record controller: a DNSRecord whose provider Secret is of type
+// kuadrant.io/coredns is published into an authoritative record, which the record controller leaves
+// alone but for its status, and which the server answers; deleting the DNSRecord takes its names out.
+func TestCoreDNSRecordIsServed(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createSecret(t, ns, "e.example.com")
+	m := startManager(t, coreDNSFactory(t))
+
+	owner := "owner-e1"
+	txt := func(name, recordType string) *v1alpha1.Endpoint {
+		return v1alpha1.NewEndpoint(fmt.Sprintf("kuadrant-%s-%s-%s", hash.Base36(owner, 8), recordType, name), "TXT", 300,
+			`"heritage=external-dns,external-dns/owner=`+owner+`,external-dns/version=1"`)
+	}
+	rec := &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+		Spec: v1alpha1.DNSRecordSpec{
+			RootHost: "app.e.example.com", OwnerID: owner, ProviderRef: &v1alpha1.ProviderRef{Name: "coredns"},
+			Endpoints: []*v1alpha1.Endpoint{
+				v1alpha1.NewEndpoint("app.e.example.com", "CNAME", 300, "klb.app.e.example.com"),
+				v1alpha1.NewEndpoint("klb.app.e.example.com", "CNAME", 300, "ie.klb.app.e.example.com").
+					WithSetIdentifier("IE").WithProviderSpecific("geo-code", "IE"),
+				v1alpha1.NewEndpoint("klb.app.e.example.com", "CNAME", 300, "us.klb.app.e.example.com").
+					WithSetIdentifier("default").WithProviderSpecific("geo-code", "*"),
+				v1alpha1.NewEndpoint("ie.klb.app.e.example.com", "A", 60, "192.0.2.10"),
+				v1alpha1.NewEndpoint("us.klb.app.e.example.com", "A", 60, "192.0.2.20"),
+			},
+		},
+	}
+	if err := env.Client.Create(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, m.addr, "app.e.example.com", dns.TypeA, clientIE,
+		"NOERROR klb.app.e.example.com ie.klb.app.e.example.com 192.0.2.10")
+	eventually(t, time.Second, m.addr, "app.e.example.com", dns.TypeA, clientUS,
+		"NOERROR klb.app.e.example.com us.klb.app.e.example.com 192.0.2.20")
+	r, err := query(m.addr, txt("app.e.example.com", "cname").DNSName, dns.TypeTXT, netip.Addr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := answer(r); !strings.HasPrefix(got, "NOERROR heritage=external-dns,") || !strings.Contains(got, "external-dns/owner="+owner+",") {
+		t.Errorf("ownership TXT of the root host: %q", got)
+	}
+
+	auth := &v1alpha1.DNSRecord{}
+	key := client.ObjectKey{Namespace: ns, Name: coredns.RecordName("app.e.example.com")}
+	waitFor(t, 10*time.Second, func() string {
+		if err := env.Client.Get(ctx, key, auth); err != nil {
+			return err.Error()
+		}
+		c := meta.FindStatusCondition(auth.Status.Conditions, v1alpha1.ConditionTypeReady)
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != dnsrecord.ReasonAuthoritative {
+			return fmt.Sprintf("authoritative record Ready = %+v", c)
+		}
+		return ""
+	})
+	if len(auth.Finalizers) != 0 || auth.Labels[v1alpha1.CoreDNSZoneNameLabel] != "e.example.com" {
+		t.Errorf("authoritative record: finalizers %v labels %v", auth.Finalizers, auth.Labels)
+	}
+	if !slices.ContainsFunc(auth.Spec.Endpoints, func(ep *v1alpha1.Endpoint) bool { return ep.DNSName == txt("app.e.example.com", "cname").DNSName }) {
+		t.Errorf("authoritative record lacks the ownership TXT of its root host: %v", auth.Spec.Endpoints)
+	}
+
+	if err := env.Client.Delete(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, m.addr, "app.e.example.com", dns.TypeA, clientIE, "REFUSED")
+	waitFor(t, 10*time.Second, func() string {
+		if err := env.Client.Get(ctx, key, auth); err == nil {
+			return "the authoritative record of a root host without contributors still exists"
+		}
+		return ""
+	})
+}
+
+// createSecret creates the kuadrant.io/coredns provider Secret "coredns" for the zones.
+func createSecret(t *testing.T, ns, zones string) {
+	t.Helper()
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "coredns"},
+		Type:       v1alpha1.SecretTypeCoreDNS,
+		StringData: map[string]string{v1alpha1.CoreDNSZonesKey: zones},
+	}
+	if err := env.Client.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, timeout time.Duration, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		if last = cond(); last == "" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("not within %s: %s", timeout, last)
+}
+
+// The DNS server's flags, each also an environment variable.
+func TestDNSServerFlags(t *testing.T) {
+	env := map[string]string{"DNSPOLICY_DNS_SECONDARIES": "e.example.com=127.0.0.1:5301,E.example.com.=127.0.0.1:5302"}
+	o, err := app.Parse([]string{
+		"--dns-server-address=127.0.0.1:1053", "--dns-geoip-database=/geo.mmdb",
+		"--dns-tsig-keys=xfr:c2VjcmV0,other:b3RoZXI=", "--dns-nameservers=ns1.example.com,ns2.example.com",
+		"--enable-record-controller=false", "--enable-policy-controller=false",
+	}, func(name string) (string, bool) { v, ok := env[name]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.DNSServerAddress != "127.0.0.1:1053" || o.DNSGeoIPDatabase != "/geo.mmdb" ||
+		fmt.Sprint(o.DNSTSIGKeys) != "map[other:b3RoZXI= xfr:c2VjcmV0]" ||
+		fmt.Sprint(o.DNSSecondaries) != "map[e.example.com:[127.0.0.1:5301 127.0.0.1:5302]]" ||
+		fmt.Sprint(o.DNSNameservers) != "[ns1.example.com ns2.example.com]" {
+		t.Errorf("parsed %+v", o)
+	}
+	for _, bad := range []string{"--dns-tsig-keys=xfr", "--dns-tsig-keys=xfr:not-base64!", "--dns-tsig-keys=a:YQ==,a:Yg==",
+		"--dns-secondaries=127.0.0.1:53", "--dns-secondaries=z=nohostport"} {
+		if _, err := app.Parse([]string{bad}, func(string) (string, bool) { return "", false }); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}

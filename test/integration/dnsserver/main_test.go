@@ -1,0 +1,267 @@
+// Package dnsserver_test runs the embedded DNS server inside a manager on a real control plane, fed
+// by authoritative DNSRecords that the tests write directly (as Kuadrant's dns-operator writes them)
+// or that the record controller writes through the coredns backend, and asks it with a real client.
+package dnsserver_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/maxmind/mmdbwriter"
+	"github.com/maxmind/mmdbwriter/mmdbtype"
+	"github.com/miekg/dns"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
+	"github.com/dnspolicy/dnspolicy-controller/providers"
+	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
+)
+
+var (
+	env   *testenv.Env
+	geoDB string
+)
+
+func TestMain(m *testing.M) {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	dir, err := os.MkdirTemp("", "dnsserver-geo-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if geoDB, err = writeGeoDB(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	e, err := testenv.Start(testenv.Options{WithoutGatewayAPI: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	env = e
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+	}
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Client addresses by location in the test database.
+var (
+	clientIE = netip.MustParseAddr("81.17.23.20")
+	clientUS = netip.MustParseAddr("8.8.4.4")
+	clientDE = netip.MustParseAddr("5.9.10.11")
+	clientJP = netip.MustParseAddr("133.1.2.3")
+)
+
+// writeGeoDB builds a small MaxMind-format country database with mmdbwriter.
+func writeGeoDB(dir string) (string, error) {
+	w, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "GeoLite2-Country", RecordSize: 24})
+	if err != nil {
+		return "", err
+	}
+	for _, n := range []struct{ cidr, country, continent string }{
+		{"81.17.0.0/16", "IE", "EU"},
+		{"8.8.0.0/16", "US", "NA"},
+		{"5.9.0.0/16", "DE", "EU"},
+		{"133.0.0.0/8", "JP", "AS"},
+	} {
+		_, network, err := net.ParseCIDR(n.cidr)
+		if err != nil {
+			return "", err
+		}
+		if err := w.Insert(network, mmdbtype.Map{
+			"country":   mmdbtype.Map{"iso_code": mmdbtype.String(n.country)},
+			"continent": mmdbtype.Map{"code": mmdbtype.String(n.continent)},
+		}); err != nil {
+			return "", err
+		}
+	}
+	path := filepath.Join(dir, "geo.mmdb")
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	if _, err := w.WriteTo(f); err != nil {
+		_ = f.Close()
+		return "", err
+	}
+	return path, f.Close()
+}
+
+// freePort returns a loopback port free for both UDP and TCP at the time of the call.
+func freePort(t testing.TB) string {
+	t.Helper()
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		u, err := net.ListenPacket("udp", addr)
+		_ = l.Close()
+		if err == nil {
+			_ = u.Close()
+			return addr
+		}
+	}
+	t.Fatal("no loopback port free for both UDP and TCP")
+	return ""
+}
+
+// manager is one running controller process.
+type manager struct {
+	addr   string
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startManager runs the binary's wiring with the DNS server on a free loopback port, and the record
+// controller only when factory is given. It stops when the test ends, or earlier through stop.
+func startManager(t *testing.T, factory *providers.Factory) *manager {
+	t.Helper()
+	o := app.DefaultOptions()
+	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
+	o.EnableDNSPolicyController = false
+	o.EnableRecordController = factory != nil
+	o.DNSServerAddress = freePort(t)
+	o.DNSGeoIPDatabase = geoDB
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS = -1
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 testenv.Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		// Tests run several managers in one process, one after the other.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recordOpts := dnsrecord.DefaultOptions()
+	recordOpts.ValidationRetry = 100 * time.Millisecond
+	recordOpts.MinBackoff = 200 * time.Millisecond
+	if factory == nil {
+		factory = providers.NewFactory()
+	}
+	if err := app.AddControllers(mgr, o, factory, recordOpts); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &manager{addr: o.DNSServerAddress, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}()
+	t.Cleanup(m.stop)
+	return m
+}
+
+func (m *manager) stop() {
+	m.cancel()
+	<-m.done
+}
+
+// coreDNSFactory enables the backends of the binary that these tests use.
+func coreDNSFactory(t *testing.T) *providers.Factory {
+	t.Helper()
+	f, err := app.NewFactory([]string{"coredns"}, inmemory.NewStore())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "dnsserver-"}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	return ns.Name
+}
+
+// query asks the server for name over UDP, from a client at addr (EDNS Client Subnet) when valid.
+func query(addr, name string, qtype uint16, from netip.Addr) (*dns.Msg, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	m.SetEdns0(1232, false)
+	if from.IsValid() {
+		m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_SUBNET{
+			Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: net.IP(from.AsSlice()),
+		})
+	}
+	c := &dns.Client{Timeout: time.Second}
+	r, _, err := c.Exchange(m, addr)
+	return r, err
+}
+
+// answer describes a response compactly: rcode, then the CNAME targets and addresses in order.
+func answer(r *dns.Msg) string {
+	parts := []string{dns.RcodeToString[r.Rcode]}
+	for _, rr := range r.Answer {
+		switch rr := rr.(type) {
+		case *dns.CNAME:
+			parts = append(parts, strings.TrimSuffix(rr.Target, "."))
+		case *dns.A:
+			parts = append(parts, rr.A.String())
+		case *dns.TXT:
+			parts = append(parts, strings.Join(rr.Txt, ""))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// eventually polls until the server answers want, or fails after timeout with the last answer.
+func eventually(t *testing.T, timeout time.Duration, addr, name string, qtype uint16, from netip.Addr, want string) time.Duration {
+	t.Helper()
+	start := time.Now()
+	last := ""
+	for time.Since(start) < timeout {
+		r, err := query(addr, name, qtype, from)
+		if err == nil {
+			if last = answer(r); last == want {
+				return time.Since(start)
+			}
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("%s %s from %s: not %q within %s; last %q", name, dns.TypeToString[qtype], from, want, timeout, last)
+	return 0
+}
+
+func serial(t *testing.T, addr, zone string) uint32 {
+	t.Helper()
+	r, err := query(addr, zone, dns.TypeSOA, netip.Addr{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(r.Answer, func(rr dns.RR) bool { return rr.Header().Rrtype == dns.TypeSOA })
+	if i < 0 {
+		t.Fatalf("no SOA for %s: %s", zone, r)
+	}
+	return r.Answer[i].(*dns.SOA).Serial
+}
