@@ -1,0 +1,57 @@
+package app
+
+import (
+	"reflect"
+	"testing"
+)
+
+func env(vars map[string]string) func(string) (string, bool) {
+	return func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	}
+}
+
+// Every flag can be set by its environment variable; the command line wins.
+func TestParseFlagsAndEnvironment(t *testing.T) {
+	o, err := Parse([]string{"--log-level=debug", "--watch-namespaces=a, b"}, env(map[string]string{
+		"DNSPOLICY_LOG_LEVEL":            "error",
+		"DNSPOLICY_METRICS_BIND_ADDRESS": "127.0.0.1:9090",
+		"DNSPOLICY_LEADER_ELECT":         "true",
+		"DNSPOLICY_LOG_FORMAT":           "console",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.LogLevel != "debug" {
+		t.Errorf("command line must win over the environment: log level %q", o.LogLevel)
+	}
+	if o.MetricsBindAddress != "127.0.0.1:9090" || !o.LeaderElect || o.LogFormat != "console" {
+		t.Errorf("environment not applied: %+v", o)
+	}
+	if !reflect.DeepEqual(o.WatchNamespaces, []string{"a", "b"}) {
+		t.Errorf("watch namespaces %v", o.WatchNamespaces)
+	}
+	if EnvName("health-probe-bind-address") != "DNSPOLICY_HEALTH_PROBE_BIND_ADDRESS" {
+		t.Errorf("EnvName = %s", EnvName("health-probe-bind-address"))
+	}
+}
+
+func TestParseRejectsBadValues(t *testing.T) {
+	for name, args := range map[string][]string{
+		"log format":      {"--log-format=xml"},
+		"log level":       {"--log-level=loud"},
+		"unknown flag":    {"--no-such-flag"},
+		"stray argument":  {"extra"},
+		"unknown backend": {"--providers=inmemory,carrier-pigeon"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := Parse(args, env(nil)); err == nil {
+				t.Errorf("Parse(%v) accepted", args)
+			}
+		})
+	}
+	if _, err := Parse(nil, env(map[string]string{"DNSPOLICY_LEADER_ELECT": "maybe"})); err == nil {
+		t.Error("a bad environment value was accepted")
+	}
+}
