@@ -3,12 +3,17 @@
 // and etcd on loopback, built by hack/envtest-bins.sh and cached), installs our CRDs and the Gateway
 // API CRDs, writes a kubeconfig to a printed path and runs the controller against it. Ctrl-C stops
 // the controller and every process it started.
+//
+// On a local control plane it also runs the embedded DNS server (127.0.0.1:1053 unless
+// DNSPOLICY_DNS_SERVER_ADDRESS says otherwise) with a demo geo database, seeds a demo (demo.go) and
+// prints the dig commands that show geo answers once they are served. A real cluster is not seeded.
 package main
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -91,6 +96,22 @@ func run() error {
 		return err
 	}
 	fmt.Printf("Local control plane at %s.\nKubeconfig: %s\n  kubectl --kubeconfig %s get crd\n", user.Config().Host, path, path)
+	// With no cluster there is no cloud either: serve the demo from the embedded DNS server.
+	if _, set := os.LookupEnv(app.EnvName("dns-server-address")); !set && opts.DNSServerAddress == "" {
+		opts.DNSServerAddress = "127.0.0.1:1053"
+	}
+	if opts.DNSGeoIPDatabase == "" {
+		opts.DNSGeoIPDatabase = filepath.Join(controlplane.CacheDir(), "local", "demo-geo.mmdb")
+		if err := writeDemoGeoDB(opts.DNSGeoIPDatabase); err != nil {
+			return fmt.Errorf("writing the demo geo database: %w", err)
+		}
+	}
+	if err := seedDemo(ctx, user.Config()); err != nil {
+		return fmt.Errorf("seeding the demo: %w", err)
+	}
+	if server, err := netip.ParseAddrPort(opts.DNSServerAddress); err == nil {
+		go awaitDemo(ctx, server)
+	}
 	fmt.Println("Press Ctrl-C to stop the controller and the control plane.")
 
 	err = app.Run(ctx, user.Config(), opts)

@@ -1,0 +1,215 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/maxmind/mmdbwriter"
+	"github.com/maxmind/mmdbwriter/mmdbtype"
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	gatewayapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis"
+	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+)
+
+// The demo a local control plane is seeded with: two Gateways standing for two clusters, one in
+// Ireland (the default geo) and one in the US, publishing one hostname through the embedded server.
+const (
+	demoNamespace = "dnspolicy-demo"
+	demoZone      = "demo.example.com"
+	demoHost      = "api.demo.example.com"
+)
+
+// demoNetworks are the client networks of the demo geo database: the three documentation ranges of
+// RFC 5737, which no real client has, so the database cannot be mistaken for real geo data.
+var demoNetworks = []struct{ cidr, client, country, continent string }{
+	{"192.0.2.0/24", "192.0.2.1", "IE", "EU"},
+	{"198.51.100.0/24", "198.51.100.1", "US", "NA"},
+	{"203.0.113.0/24", "203.0.113.1", "DE", "EU"},
+}
+
+// demoGateways are the two Gateways, their addresses (private, unrouted) and their place in the tree.
+var demoGateways = []struct {
+	name, address, geo string
+	defaultGeo         bool
+}{
+	{"eu-gateway", "172.31.1.10", "IE", true},
+	{"us-gateway", "172.31.2.10", "US", false},
+}
+
+// writeDemoGeoDB writes the demo MaxMind-format country database to path.
+func writeDemoGeoDB(path string) error {
+	// Reserved networks are left out of a database by default; the documentation ranges are reserved.
+	w, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "GeoLite2-Country", IncludeReservedNetworks: true, RecordSize: 24})
+	if err != nil {
+		return err
+	}
+	for _, n := range demoNetworks {
+		_, network, err := net.ParseCIDR(n.cidr)
+		if err != nil {
+			return err
+		}
+		if err := w.Insert(network, mmdbtype.Map{
+			"country":   mmdbtype.Map{"iso_code": mmdbtype.String(n.country)},
+			"continent": mmdbtype.Map{"code": mmdbtype.String(n.continent)},
+		}); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := w.WriteTo(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// seedDemo creates the demo namespace, the default provider Secret of type kuadrant.io/coredns, the
+// Gateways with the status an implementation would write (no Gateway implementation runs here), and
+// a loadbalanced DNSPolicy per Gateway. Objects that exist are left as they are.
+func seedDemo(ctx context.Context, cfg *rest.Config) error {
+	c, err := client.New(cfg, client.Options{Scheme: apis.Scheme()})
+	if err != nil {
+		return err
+	}
+	create := func(obj client.Object) error {
+		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating %T %s: %w", obj, obj.GetName(), err)
+		}
+		return nil
+	}
+	if err := create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}}); err != nil {
+		return err
+	}
+	if err := create(&corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: "embedded-dns",
+			Labels: map[string]string{v1alpha1.DefaultProviderLabel: "true"}},
+		Type:       v1alpha1.SecretTypeCoreDNS,
+		StringData: map[string]string{v1alpha1.CoreDNSZonesKey: demoZone},
+	}); err != nil {
+		return err
+	}
+	for _, g := range demoGateways {
+		gw := &gatewayapiv1.Gateway{
+			ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: g.name},
+			Spec: gatewayapiv1.GatewaySpec{
+				GatewayClassName: "demo",
+				Listeners: []gatewayapiv1.Listener{{
+					Name: "api", Hostname: ptr.To(gatewayapiv1.Hostname(demoHost)), Port: 80, Protocol: gatewayapiv1.HTTPProtocolType,
+				}},
+			},
+		}
+		if err := create(gw); err != nil {
+			return err
+		}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
+			return err
+		}
+		gw.Status.Addresses = []gatewayapiv1.GatewayStatusAddress{{Type: ptr.To(gatewayapiv1.IPAddressType), Value: g.address}}
+		gw.Status.Listeners = []gatewayapiv1.ListenerStatus{{
+			Name: "api", AttachedRoutes: 1, SupportedKinds: []gatewayapiv1.RouteGroupKind{},
+			Conditions: []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed", LastTransitionTime: metav1.Now()}},
+		}}
+		if err := c.Status().Update(ctx, gw); err != nil {
+			return fmt.Errorf("writing the status of Gateway %s: %w", g.name, err)
+		}
+		p := &dnsv1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: g.name}}
+		p.Spec.TargetRef.Group = gatewayapiv1.GroupName
+		p.Spec.TargetRef.Kind = "Gateway"
+		p.Spec.TargetRef.Name = gatewayapiv1.ObjectName(g.name)
+		p.Spec.LoadBalancing = &dnsv1.LoadBalancingSpec{Weight: 120, Geo: g.geo, DefaultGeo: g.defaultGeo}
+		if err := create(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// demoQueries are the dig commands printed, with the address each should answer.
+func demoQueries(server netip.AddrPort) []struct{ command, subnet, want string } {
+	base := fmt.Sprintf("dig @%s -p %d %s", server.Addr(), server.Port(), demoHost)
+	return []struct{ command, subnet, want string }{
+		{base + " +subnet=" + demoNetworks[0].client + "/24", demoNetworks[0].client, demoGateways[0].address},
+		{base + " +subnet=" + demoNetworks[1].client + "/24", demoNetworks[1].client, demoGateways[1].address},
+		{base + " +subnet=" + demoNetworks[2].client + "/24", demoNetworks[2].client, demoGateways[0].address},
+		{base, "", demoGateways[0].address},
+	}
+}
+
+// awaitDemo waits until the server answers every demo query as it should, then prints the dig
+// commands that show it. It gives up quietly when ctx ends.
+func awaitDemo(ctx context.Context, server netip.AddrPort) {
+	queries := demoQueries(server)
+	for {
+		ok := true
+		for _, q := range queries {
+			if got, _ := demoAnswer(server, q.subnet); !slices.Contains(got, q.want) || len(got) != 1 {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nThe embedded DNS server answers %s (namespace %s, zone %s).\n", demoHost, demoNamespace, demoZone)
+	fmt.Fprintf(&b, "Demo geo database: %s is IE, %s is US, %s is DE (documentation ranges, not real data).\n",
+		demoNetworks[0].cidr, demoNetworks[1].cidr, demoNetworks[2].cidr)
+	for i, q := range queries {
+		where := []string{"a client in Ireland (IE): the EU gateway", "a client in the US: the US gateway",
+			"a client in Germany, which no gateway claims: the default geo, the EU gateway",
+			"no subnet, loopback is in no country: the default geo, the EU gateway"}[i]
+		fmt.Fprintf(&b, "  %s   # %s, %s\n", q.command, where, q.want)
+	}
+	fmt.Print(b.String())
+}
+
+// demoAnswer asks the server for the demo host's addresses, from subnet when given.
+func demoAnswer(server netip.AddrPort, subnet string) ([]string, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(demoHost), dns.TypeA)
+	m.SetEdns0(1232, false)
+	if subnet != "" {
+		m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_SUBNET{
+			Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: net.ParseIP(subnet),
+		})
+	}
+	r, _, err := (&dns.Client{Timeout: time.Second}).Exchange(m, server.String())
+	if err != nil {
+		return nil, err
+	}
+	var addrs []string
+	for _, rr := range r.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			addrs = append(addrs, a.A.String())
+		}
+	}
+	return addrs, nil
+}
