@@ -1,0 +1,470 @@
+// Package route53 is an HTTP emulator of the Amazon Route 53 API subset the aws-sdk-go-v2 route53
+// client uses to publish records: ListHostedZones and ListResourceRecordSets (paginated),
+// ChangeResourceRecordSets and GetChange, in Route 53's XML.
+//
+// It is as strict as Route 53: a change batch is validated whole and applied all or nothing, and it
+// fails with InvalidChangeBatch for deleting a missing set or one whose values differ, creating a set
+// that exists, a CNAME beside other types or at the apex, a weighted set without SetIdentifier, an
+// unknown geolocation, more than 1,000 ResourceRecord elements or 32,000 characters of values (UPSERT
+// counting twice), and a set changed twice in one batch (a DELETE followed by a CREATE excepted). It
+// throttles with a token bucket (HTTP 400 Throttling), reports changes PENDING before INSYNC, counts
+// calls per operation, and injects faults on demand: 5xx, hung requests, throttling and dropped
+// connections. It listens on loopback only.
+package route53
+
+import (
+	"encoding/xml"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Operation names, as counted by Calls.
+const (
+	OpListHostedZones          = "ListHostedZones"
+	OpListResourceRecordSets   = "ListResourceRecordSets"
+	OpChangeResourceRecordSets = "ChangeResourceRecordSets"
+	OpGetChange                = "GetChange"
+)
+
+// Route 53's documented limits per ChangeResourceRecordSets request.
+const (
+	MaxRecordsPerChange    = 1000
+	MaxValueCharsPerChange = 32000
+)
+
+// Options configure an emulator. Zero values take Route 53's defaults.
+type Options struct {
+	// Zones are created at start, each with an SOA and NS set at the apex.
+	Zones []string
+	// RequestsPerSecond and Burst size the token bucket of all requests (default 10 and 50);
+	// a negative RequestsPerSecond disables throttling.
+	RequestsPerSecond float64
+	Burst             int
+	// ZonesPageSize and RecordsPageSize cap a page when the request asks for more or names no
+	// maximum (Route 53: 100 and 300).
+	ZonesPageSize   int
+	RecordsPageSize int
+	// InsyncAfter is how long a change stays PENDING (default 100ms).
+	InsyncAfter time.Duration
+}
+
+// Faults are injected at random rates, each in [0,1], decided per request before anything else.
+type Faults struct {
+	// ServerErrorRate answers HTTP 500 InternalFailure without applying the request.
+	ServerErrorRate float64
+	// TimeoutRate holds the request without an answer for Hang (default 2s) or until the client
+	// gives up, and does not apply it.
+	TimeoutRate float64
+	Hang        time.Duration
+	// ThrottleRate answers Throttling regardless of the token bucket.
+	ThrottleRate float64
+	// DropRate applies the request and then closes the connection without an answer: the client
+	// cannot tell whether a change landed.
+	DropRate float64
+	// Seed makes the fault sequence repeatable for a given request order.
+	Seed uint64
+}
+
+// Server is one emulated Route 53 account. It is safe for concurrent use.
+type Server struct {
+	opts Options
+
+	mu        sync.Mutex
+	zones     map[string]*zone // by ID
+	order     []string         // zone IDs in creation order
+	changes   map[string]time.Time
+	nextID    int
+	calls     map[string]int
+	faults    Faults
+	rng       *rand.Rand
+	burst     int // throttle the next burst requests
+	tokens    float64
+	lastToken time.Time
+	now       func() time.Time
+}
+
+type zone struct {
+	id, name string // name lower case with a trailing dot
+	sets     []*recordSet
+}
+
+// recordSet is one stored set; names are lower case, with a trailing dot and "*" as \052.
+type recordSet struct {
+	Name, Type, SetIdentifier string
+	Weight                    *int64
+	Geo                       *geoLocationXML
+	TTL                       int64
+	Values                    []string
+}
+
+// New returns an emulator holding the zones of opts.
+func New(opts Options) *Server {
+	if opts.RequestsPerSecond == 0 {
+		opts.RequestsPerSecond = 10
+	}
+	if opts.Burst == 0 {
+		opts.Burst = 50
+	}
+	if opts.ZonesPageSize == 0 {
+		opts.ZonesPageSize = 100
+	}
+	if opts.RecordsPageSize == 0 {
+		opts.RecordsPageSize = 300
+	}
+	if opts.InsyncAfter == 0 {
+		opts.InsyncAfter = 100 * time.Millisecond
+	}
+	s := &Server{
+		opts:    opts,
+		zones:   map[string]*zone{},
+		changes: map[string]time.Time{},
+		calls:   map[string]int{},
+		rng:     rand.New(rand.NewPCG(0, 0)),
+		tokens:  float64(opts.Burst),
+		now:     time.Now,
+	}
+	s.lastToken = s.now()
+	for _, name := range opts.Zones {
+		s.AddZone(name)
+	}
+	return s
+}
+
+// AddZone creates a hosted zone with its apex SOA and NS sets and returns its ID (without the
+// /hostedzone/ prefix).
+func (s *Server) AddZone(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nextID++
+	id := fmt.Sprintf("Z%011dEMU", s.nextID)
+	fqdn := canonicalName(name)
+	s.zones[id] = &zone{id: id, name: fqdn, sets: []*recordSet{
+		{Name: fqdn, Type: "SOA", TTL: 900, Values: []string{"ns-1.emulator.invalid. hostmaster.emulator.invalid. 1 7200 900 1209600 86400"}},
+		{Name: fqdn, Type: "NS", TTL: 172800, Values: []string{"ns-1.emulator.invalid.", "ns-2.emulator.invalid."}},
+	}}
+	s.order = append(s.order, id)
+	return id
+}
+
+// SetFaults replaces the injected faults.
+func (s *Server) SetFaults(f Faults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.Hang == 0 {
+		f.Hang = 2 * time.Second
+	}
+	s.faults = f
+	s.rng = rand.New(rand.NewPCG(f.Seed, f.Seed^0x9e3779b97f4a7c15))
+}
+
+// ThrottleNext answers the next n requests with Throttling: a burst of throttling.
+func (s *Server) ThrottleNext(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.burst = n
+}
+
+// Calls returns the requests received per operation, throttled and failed ones included.
+func (s *Server) Calls() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.calls))
+	for k, v := range s.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// Listen serves the API on addr, which must be a loopback address ("127.0.0.1:0" picks a port),
+// until the returned server is closed. It returns the base URL for the SDK's BaseEndpoint.
+func (s *Server) Listen(addr string) (*http.Server, string, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, "", err
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return nil, "", fmt.Errorf("listen address %s: the emulator listens on a loopback IP address only", addr)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return srv, "http://" + l.Addr().String(), nil
+}
+
+var (
+	zonesPath   = regexp.MustCompile(`^/2013-04-01/hostedzone/?$`)
+	rrsetPath   = regexp.MustCompile(`^/2013-04-01/hostedzone/([^/]+)/rrset/?$`)
+	changePath  = regexp.MustCompile(`^/2013-04-01/change/([^/]+)$`)
+	errNotFound = apiError{status: http.StatusNotFound, code: "UnknownOperationException", message: "unknown operation"}
+)
+
+type apiError struct {
+	status        int
+	code, message string
+	messages      []string
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	op, zoneID, changeID := route(r)
+	s.mu.Lock()
+	if op != "" {
+		s.calls[op]++
+	}
+	fault := s.pickFault()
+	throttled := fault == "throttle" || !s.takeToken()
+	hang := s.faults.Hang
+	s.mu.Unlock()
+
+	switch {
+	case op == "":
+		writeError(w, errNotFound)
+		return
+	case fault == "timeout":
+		select {
+		case <-r.Context().Done():
+		case <-time.After(hang):
+		}
+		writeError(w, apiError{status: http.StatusGatewayTimeout, code: "RequestTimeout", message: "request timed out"})
+		return
+	case fault == "error":
+		writeError(w, apiError{status: http.StatusInternalServerError, code: "InternalFailure", message: "internal failure"})
+		return
+	case throttled:
+		writeError(w, apiError{status: http.StatusBadRequest, code: "Throttling", message: "Rate exceeded"})
+		return
+	}
+
+	var body any
+	var apiErr *apiError
+	switch op {
+	case OpListHostedZones:
+		body, apiErr = s.listZones(r)
+	case OpListResourceRecordSets:
+		body, apiErr = s.listRecordSets(r, zoneID)
+	case OpChangeResourceRecordSets:
+		body, apiErr = s.change(r, zoneID)
+	case OpGetChange:
+		body, apiErr = s.getChange(changeID)
+	}
+	if fault == "drop" {
+		dropConnection(w)
+		return
+	}
+	if apiErr != nil {
+		writeError(w, *apiErr)
+		return
+	}
+	w.Header().Set("Content-Type", "text/xml")
+	w.Header().Set("X-Amzn-Requestid", newRequestID())
+	_, _ = w.Write([]byte(xml.Header))
+	_ = xml.NewEncoder(w).Encode(body)
+}
+
+func route(r *http.Request) (op, zoneID, changeID string) {
+	p := r.URL.Path
+	switch {
+	case r.Method == http.MethodGet && zonesPath.MatchString(p):
+		return OpListHostedZones, "", ""
+	case rrsetPath.MatchString(p):
+		zoneID = rrsetPath.FindStringSubmatch(p)[1]
+		switch r.Method {
+		case http.MethodGet:
+			return OpListResourceRecordSets, zoneID, ""
+		case http.MethodPost:
+			return OpChangeResourceRecordSets, zoneID, ""
+		}
+	case r.Method == http.MethodGet && changePath.MatchString(p):
+		return OpGetChange, "", changePath.FindStringSubmatch(p)[1]
+	}
+	return "", "", ""
+}
+
+// pickFault draws at most one fault for a request. s.mu is held.
+func (s *Server) pickFault() string {
+	if s.burst > 0 {
+		s.burst--
+		return "throttle"
+	}
+	f := s.faults
+	x := s.rng.Float64()
+	for _, c := range []struct {
+		rate float64
+		name string
+	}{{f.ServerErrorRate, "error"}, {f.TimeoutRate, "timeout"}, {f.ThrottleRate, "throttle"}, {f.DropRate, "drop"}} {
+		if x < c.rate {
+			return c.name
+		}
+		x -= c.rate
+	}
+	return ""
+}
+
+// takeToken refills the bucket for the time passed and takes one token. s.mu is held.
+func (s *Server) takeToken() bool {
+	if s.opts.RequestsPerSecond < 0 {
+		return true
+	}
+	now := s.now()
+	s.tokens = min(float64(s.opts.Burst), s.tokens+now.Sub(s.lastToken).Seconds()*s.opts.RequestsPerSecond)
+	s.lastToken = now
+	if s.tokens < 1 {
+		return false
+	}
+	s.tokens--
+	return true
+}
+
+func dropConnection(w http.ResponseWriter) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		panic(http.ErrAbortHandler)
+	}
+	conn, _, err := hj.Hijack()
+	if err == nil {
+		_ = conn.Close()
+	}
+}
+
+func writeError(w http.ResponseWriter, e apiError) {
+	kind := "Sender"
+	if e.status >= 500 {
+		kind = "Receiver"
+	}
+	w.Header().Set("Content-Type", "text/xml")
+	id := newRequestID()
+	w.Header().Set("X-Amzn-Requestid", id)
+	w.WriteHeader(e.status)
+	_, _ = w.Write([]byte(xml.Header))
+	_ = xml.NewEncoder(w).Encode(errorResponse{Xmlns: xmlns, Type: kind, Code: e.code, Message: e.message,
+		Messages: e.messages, RequestID: id})
+}
+
+// newRequestID returns a fresh ID per response, as Route 53 does, so tests can check that no
+// request ID leaks into status text.
+func newRequestID() string {
+	return fmt.Sprintf("%08x-%04x-%04x-%04x-%012x", rand.Uint32(), rand.Uint32()&0xffff, rand.Uint32()&0xffff,
+		rand.Uint32()&0xffff, rand.Uint64()&0xffffffffffff)
+}
+
+func maxItems(r *http.Request, limit int) int {
+	n, err := strconv.Atoi(r.URL.Query().Get("maxitems"))
+	if err != nil || n <= 0 || n > limit {
+		return limit
+	}
+	return n
+}
+
+func (s *Server) listZones(r *http.Request) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	marker := r.URL.Query().Get("marker")
+	start := 0
+	if marker != "" {
+		start = -1
+		for i, id := range s.order {
+			if id == marker {
+				start = i
+			}
+		}
+		if start < 0 {
+			return nil, &apiError{status: http.StatusBadRequest, code: "InvalidInput", message: "invalid marker"}
+		}
+	}
+	n := maxItems(r, s.opts.ZonesPageSize)
+	resp := listHostedZonesResponse{Xmlns: xmlns, Marker: marker, MaxItems: n}
+	end := min(start+n, len(s.order))
+	for _, id := range s.order[start:end] {
+		z := s.zones[id]
+		resp.HostedZones = append(resp.HostedZones, hostedZoneXML{ID: "/hostedzone/" + id, Name: z.name,
+			CallerReference: id, ResourceRecordSetCount: len(z.sets)})
+	}
+	if end < len(s.order) {
+		resp.IsTruncated, resp.NextMarker = true, s.order[end]
+	}
+	return resp, nil
+}
+
+func (s *Server) listRecordSets(r *http.Request, zoneID string) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z, ok := s.zones[zoneID]
+	if !ok {
+		return nil, noSuchZone(zoneID)
+	}
+	q := r.URL.Query()
+	sortSets(z.sets)
+	start := 0
+	if name := q.Get("name"); name != "" {
+		from := &recordSet{Name: canonicalName(name), Type: q.Get("type"), SetIdentifier: q.Get("identifier")}
+		start = sort.Search(len(z.sets), func(i int) bool { return !lessSet(z.sets[i], from) })
+	}
+	n := maxItems(r, s.opts.RecordsPageSize)
+	end := min(start+n, len(z.sets))
+	resp := listRecordSetsResponse{Xmlns: xmlns, MaxItems: n}
+	for _, rs := range z.sets[start:end] {
+		resp.RecordSets = append(resp.RecordSets, rs.toXML())
+	}
+	if end < len(z.sets) {
+		next := z.sets[end]
+		resp.IsTruncated = true
+		resp.NextRecordName, resp.NextRecordType, resp.NextRecordIdentifier = next.Name, next.Type, next.SetIdentifier
+	}
+	return resp, nil
+}
+
+func (s *Server) getChange(id string) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.changes[id]
+	if !ok {
+		return nil, &apiError{status: http.StatusNotFound, code: "NoSuchChange", message: "A change with the specified change ID does not exist."}
+	}
+	return getChangeResponse{Xmlns: xmlns, ChangeInfo: s.changeInfo(id, at)}, nil
+}
+
+func (s *Server) changeInfo(id string, at time.Time) changeInfoXML {
+	status := "PENDING"
+	if s.now().Sub(at) >= s.opts.InsyncAfter {
+		status = "INSYNC"
+	}
+	return changeInfoXML{ID: "/change/" + id, Status: status, SubmittedAt: at.UTC().Format(time.RFC3339)}
+}
+
+func (s *Server) change(r *http.Request, zoneID string) (any, *apiError) {
+	var req changeRequest
+	if err := xml.NewDecoder(r.Body).Decode(&req); err != nil {
+		return nil, &apiError{status: http.StatusBadRequest, code: "InvalidInput", message: "malformed request body"}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z, ok := s.zones[zoneID]
+	if !ok {
+		return nil, noSuchZone(zoneID)
+	}
+	next, problems := applyBatch(z, req.Changes)
+	if len(problems) > 0 {
+		return nil, &apiError{status: http.StatusBadRequest, code: "InvalidChangeBatch",
+			message: "[" + strings.Join(problems, ", ") + "]", messages: problems}
+	}
+	z.sets = next
+	s.nextID++
+	id := fmt.Sprintf("C%011dEMU", s.nextID)
+	s.changes[id] = s.now()
+	return changeResponse{Xmlns: xmlns, ChangeInfo: s.changeInfo(id, s.changes[id])}, nil
+}
+
+func noSuchZone(id string) *apiError {
+	return &apiError{status: http.StatusNotFound, code: "NoSuchHostedZone", message: "No hosted zone found with ID: " + id}
+}
