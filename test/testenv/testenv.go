@@ -3,7 +3,18 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -47,3 +58,67 @@ func Start(opts Options) (*Env, error) {
 
 // Stop stops the control plane.
 func (e *Env) Stop() error { return e.env.Stop() }
+
+// StartAll starts n control planes, for a TestMain that simulates n clusters. On error the ones
+// already started are stopped.
+func StartAll(n int, opts Options) ([]*Env, error) {
+	var envs []*Env
+	for range n {
+		e, err := Start(opts)
+		if err != nil {
+			StopAll(envs)
+			return nil, err
+		}
+		envs = append(envs, e)
+	}
+	return envs, nil
+}
+
+// StopAll stops control planes, reporting failures on stderr (a TestMain has no t).
+func StopAll(envs []*Env) {
+	for _, e := range envs {
+		if err := e.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+		}
+	}
+}
+
+// StartManager starts a manager on env that watches one fresh namespace (named from prefix), with
+// the controllers add puts in it, as the binary runs them; it is stopped when the test ends. It
+// returns the namespace. Several managers may run in one process.
+func StartManager(t testing.TB, env *Env, prefix string, add func(ctrl.Manager) error) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS = -1 // as the binary runs (app.NewManager)
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                 Scheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns.Name: {}}},
+		// Several managers in one process register controllers of the same name.
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := add(mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := mgr.Start(ctx); err != nil {
+			t.Errorf("manager for %s: %v", ns.Name, err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return ns.Name
+}

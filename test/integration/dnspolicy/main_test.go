@@ -19,16 +19,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	gatewayapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
@@ -45,26 +41,14 @@ var envs []*testenv.Env
 
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	for range 2 {
-		e, err := testenv.Start(testenv.Options{})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			stopAll()
-			os.Exit(1)
-		}
-		envs = append(envs, e)
+	var err error
+	if envs, err = testenv.StartAll(2, testenv.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	code := m.Run()
-	stopAll()
+	testenv.StopAll(envs)
 	os.Exit(code)
-}
-
-func stopAll() {
-	for _, e := range envs {
-		if err := e.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
-		}
-	}
 }
 
 // recordOptions re-check often, so a test sees the zone settle in little time.
@@ -87,42 +71,13 @@ type cluster struct {
 // startCluster starts a manager on env watching a fresh namespace and publishing into store.
 func startCluster(t testing.TB, name string, env *testenv.Env, store *inmemory.Store) *cluster {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "p-"}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		t.Fatal(err)
-	}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS = -1 // as the binary runs (app.NewManager)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 testenv.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns.Name: {}}},
-		// Several managers in one process register controllers of the same name.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	factory := providers.NewFactory()
 	factory.Register(v1alpha1.SecretTypeInMemory, inmemory.NewConstructor(store))
 	opts := app.Options{EnableRecordController: true, EnableDNSPolicyController: true}
-	if err := app.AddControllers(mgr, opts, factory, recordOptions()); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("%s manager: %v", name, err)
-		}
-	}()
-	t.Cleanup(func() {
-		cancel()
-		<-done
+	ns := testenv.StartManager(t, env, name+"-", func(mgr ctrl.Manager) error {
+		return app.AddControllers(mgr, opts, factory, recordOptions())
 	})
-	return &cluster{env: env, c: env.Client, ns: ns.Name}
+	return &cluster{env: env, c: env.Client, ns: ns}
 }
 
 // secret creates the inmemory provider Secret "provider" holding zones, labelled as the namespace's

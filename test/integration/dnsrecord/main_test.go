@@ -16,15 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
@@ -40,26 +35,14 @@ var envs []*testenv.Env
 func TestMain(m *testing.M) {
 	// Errors only: passes are many and fast here.
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	for i := 0; i < 3; i++ {
-		e, err := testenv.Start(testenv.Options{})
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			stopAll()
-			os.Exit(1)
-		}
-		envs = append(envs, e)
+	var err error
+	if envs, err = testenv.StartAll(3, testenv.Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
 	}
 	code := m.Run()
-	stopAll()
+	testenv.StopAll(envs)
 	os.Exit(code)
-}
-
-func stopAll() {
-	for _, e := range envs {
-		if err := e.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, "stopping envtest:", err)
-		}
-	}
 }
 
 // fastOptions re-check often, so tests observe many passes in little time.
@@ -74,61 +57,26 @@ func fastOptions() dnsrecord.Options {
 
 // cluster is one control plane running one manager, watching one namespace.
 type cluster struct {
-	name   string
-	c      client.Client
-	ns     string
-	cancel context.CancelFunc
-	done   chan struct{}
+	name string
+	c    client.Client
+	ns   string
 }
 
 // startClusters starts n managers on the first n control planes, each watching a fresh namespace and
 // publishing into store. factory, when not nil, replaces the default factory.
 func startClusters(t testing.TB, n int, store *inmemory.Store, opts dnsrecord.Options, factory *providers.Factory) []*cluster {
 	t.Helper()
-	var out []*cluster
-	for i := 0; i < n; i++ {
-		e := envs[i]
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: fmt.Sprintf("c%d-", i)}}
-		if err := e.Client.Create(context.Background(), ns); err != nil {
-			t.Fatal(err)
-		}
-		cfg := rest.CopyConfig(e.Config)
-		cfg.QPS = -1 // as the binary runs (app.NewManager)
-		mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-			Scheme:                 testenv.Scheme(),
-			Metrics:                metricsserver.Options{BindAddress: "0"},
-			HealthProbeBindAddress: "0",
-			Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns.Name: {}}},
-			// Several managers in one process register controllers of the same name.
-			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		f := factory
-		if f == nil {
-			f = providers.NewFactory()
-			f.Register(v1alpha1.SecretTypeInMemory, inmemory.NewConstructor(store))
-		}
-		if err := app.AddControllers(mgr, app.Options{EnableRecordController: true}, f, opts); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		cl := &cluster{name: fmt.Sprintf("cluster-%d", i), c: e.Client, ns: ns.Name, cancel: cancel, done: make(chan struct{})}
-		go func() {
-			defer close(cl.done)
-			if err := mgr.Start(ctx); err != nil {
-				t.Errorf("%s manager: %v", cl.name, err)
-			}
-		}()
-		out = append(out, cl)
+	if factory == nil {
+		factory = providers.NewFactory()
+		factory.Register(v1alpha1.SecretTypeInMemory, inmemory.NewConstructor(store))
 	}
-	t.Cleanup(func() {
-		for _, cl := range out {
-			cl.cancel()
-			<-cl.done
-		}
-	})
+	var out []*cluster
+	for i, e := range envs[:n] {
+		ns := testenv.StartManager(t, e, fmt.Sprintf("c%d-", i), func(mgr ctrl.Manager) error {
+			return app.AddControllers(mgr, app.Options{EnableRecordController: true}, factory, opts)
+		})
+		out = append(out, &cluster{name: fmt.Sprintf("cluster-%d", i), c: e.Client, ns: ns})
+	}
 	return out
 }
 
