@@ -74,6 +74,12 @@ test-integration: envtest ## Run the envtest integration tests (real kube-apiser
 bench: envtest ## Run the benchmarks (planning, 64 records to Ready); figures go in docs/benchmarks.md.
 	go test -run '^$$' -bench . -benchtime 5x ./pkg/plan/ ./test/integration/dnsrecord/
 
+COREDNS_VERSION ?= v1.15.0
+
+.PHONY: bench-dns
+bench-dns: envtest dns-tools ## Benchmark the embedded DNS server against CoreDNS and BIND with dnsperf; figures go in docs/benchmarks.md.
+	go run ./test/bench/dns -coredns "$$(hack/tool.sh coredns github.com/coredns/coredns $(COREDNS_VERSION))" $(ARGS)
+
 .PHONY: envtest
 envtest: ## Build kube-apiserver, etcd and kubectl into the cache (once, ~6 min).
 	@hack/envtest-bins.sh >/dev/null

@@ -1,0 +1,533 @@
+// Command dns is `make bench-dns`: it measures the embedded DNS server with dnsperf on loopback, in
+// one run, and prints a table.
+//
+//	(a) static records: the same zone and the same queries against our server, CoreDNS (file plugin)
+//	    and BIND, with each server's QPS as a ratio of CoreDNS's;
+//	(b) a loadbalanced host resolved through its geo and weighted steps for an EDNS Client Subnet
+//	    address (dnsperf sends one EDNS option on every query, so one client location per run);
+//	(c) the median time from a DNSRecord update in the API server to the new answer being served.
+//
+// Server and load generator share the machine's cores; only ratios from one run on an idle machine
+// mean anything.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/maxmind/mmdbwriter"
+	"github.com/maxmind/mmdbwriter/mmdbtype"
+	"github.com/miekg/dns"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	dnsservercontroller "github.com/dnspolicy/dnspolicy-controller/controllers/dnsserver"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
+	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
+)
+
+const (
+	zoneName = "bench.example.com"
+	hosts    = 1000
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-dns:", err)
+		os.Exit(1)
+	}
+}
+
+type result struct {
+	what, server string
+	qps, latency float64 // queries per second, average latency in ms
+	note         string
+}
+
+func run() error {
+	duration := flag.Duration("duration", 10*time.Second, "dnsperf run length per server")
+	clients := flag.Int("clients", 8, "dnsperf clients (-c)")
+	coredns := flag.String("coredns", "", "CoreDNS v1.15.0 binary")
+	updates := flag.Int("updates", 21, "DNSRecord updates timed for (c)")
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+
+	for _, tool := range []string{"dnsperf", "named"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s not found: run `bash hack/dns-tools.sh`", tool)
+		}
+	}
+	if *coredns == "" {
+		return errors.New("-coredns is required (make bench-dns builds it into the cache)")
+	}
+	dir, err := os.MkdirTemp("", "bench-dns-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	perf := func(addr netip.AddrPort, queries string, extra ...string) (float64, float64, error) {
+		return dnsperf(addr, queries, *clients, *duration, extra...)
+	}
+
+	static := staticZone()
+	queries := filepath.Join(dir, "static.txt")
+	if err := writeQueries(queries, static); err != nil {
+		return err
+	}
+	zoneFile := filepath.Join(dir, "db."+zoneName)
+	if err := writeZoneFile(zoneFile, static); err != nil {
+		return err
+	}
+
+	var results []result
+	// (a) ours
+	qps, lat, err := withOurServer(dnsserver.Options{}, static, func(addr netip.AddrPort) (float64, float64, error) {
+		return perf(addr, queries)
+	})
+	if err != nil {
+		return fmt.Errorf("our server: %w", err)
+	}
+	results = append(results, result{what: "(a) static", server: "dnspolicy embedded", qps: qps, latency: lat})
+	// (a) CoreDNS
+	qps, lat, err = withProcess(dir, corednsCommand(dir, *coredns, zoneFile), func(addr netip.AddrPort) (float64, float64, error) {
+		return perf(addr, queries)
+	})
+	if err != nil {
+		return fmt.Errorf("coredns: %w", err)
+	}
+	results = append(results, result{what: "(a) static", server: "CoreDNS v1.15.0 (file)", qps: qps, latency: lat})
+	// (a) BIND
+	qps, lat, err = withProcess(dir, namedCommand(dir, zoneFile), func(addr netip.AddrPort) (float64, float64, error) {
+		return perf(addr, queries)
+	})
+	if err != nil {
+		return fmt.Errorf("named: %w", err)
+	}
+	results = append(results, result{what: "(a) static", server: "BIND " + namedVersion(), qps: qps, latency: lat})
+
+	// (b) loadbalanced with ECS
+	geoDB := filepath.Join(dir, "geo.mmdb")
+	if err := writeGeoDB(geoDB); err != nil {
+		return err
+	}
+	lbQueries := filepath.Join(dir, "lb.txt")
+	if err := os.WriteFile(lbQueries, []byte("api."+zoneName+" A\n"), 0o600); err != nil {
+		return err
+	}
+	// ECS option: family 1 (IPv4), source prefix 24, scope 0, 192.0.2.0 (IE in the bench database).
+	ecs := "8:00011800c00002"
+	qps, lat, err = withOurServer(dnsserver.Options{GeoIPDatabase: geoDB}, loadbalancedZone(), func(addr netip.AddrPort) (float64, float64, error) {
+		if err := checkLoadbalanced(addr); err != nil {
+			return 0, 0, err
+		}
+		return perf(addr, lbQueries, "-E", ecs)
+	})
+	if err != nil {
+		return fmt.Errorf("loadbalanced: %w", err)
+	}
+	results = append(results, result{what: "(b) loadbalanced + ECS", server: "dnspolicy embedded", qps: qps, latency: lat,
+		note: "CNAME -> geo (IE of IE/US/default) -> weighted (2 targets) -> A, one answer of 4 records"})
+
+	// (c) update to served
+	median, samples, err := updateLatency(*updates)
+	if err != nil {
+		return fmt.Errorf("update latency: %w", err)
+	}
+
+	core := results[1].qps
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "mix\tserver\tQPS\tavg latency ms\tvs CoreDNS\tnote\n")
+	for _, r := range results {
+		ratio := "-"
+		if strings.HasPrefix(r.what, "(a)") {
+			ratio = fmt.Sprintf("%.2fx", r.qps/core)
+		}
+		fmt.Fprintf(w, "%s\t%s\t%.0f\t%.3f\t%s\t%s\n", r.what, r.server, r.qps, r.latency, ratio, r.note)
+	}
+	fmt.Fprintf(w, "(c) DNSRecord update -> served\tdnspolicy embedded\t-\tmedian %.1f\t-\t%d updates, min %.1f ms, max %.1f ms\n",
+		ms(median), len(samples), ms(slices.Min(samples)), ms(slices.Max(samples)))
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	fmt.Printf("\ndnsperf -c %d -l %s on loopback, %d static A records, %d CPUs, load average %s\n",
+		*clients, *duration, hosts, runtime.NumCPU(), loadAverage())
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// staticZone is hosts A records and a CNAME per ten hosts.
+func staticZone() []*v1alpha1.Endpoint {
+	var eps []*v1alpha1.Endpoint
+	for i := range hosts {
+		eps = append(eps, v1alpha1.NewEndpoint(fmt.Sprintf("h%d.%s", i, zoneName), "A", 300,
+			fmt.Sprintf("10.0.%d.%d", i/250, i%250+1)))
+	}
+	for i := 0; i < hosts; i += 10 {
+		eps = append(eps, v1alpha1.NewEndpoint(fmt.Sprintf("c%d.%s", i, zoneName), "CNAME", 300, fmt.Sprintf("h%d.%s", i, zoneName)))
+	}
+	return eps
+}
+
+// loadbalancedZone is a Kuadrant loadbalanced tree for api.<zone>: IE, US and a default geo, two
+// weighted gateways behind each geo.
+func loadbalancedZone() []*v1alpha1.Endpoint {
+	h := "api." + zoneName
+	eps := []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(h, "CNAME", 300, "klb."+h)}
+	for _, g := range []struct{ id, code, target string }{{"IE", "IE", "ie"}, {"US", "US", "us"}, {"default", "*", "ie"}} {
+		eps = append(eps, v1alpha1.NewEndpoint("klb."+h, "CNAME", 300, g.target+".klb."+h).
+			WithSetIdentifier(g.id).WithProviderSpecific(v1alpha1.ProviderSpecificGeoCode, g.code))
+	}
+	for _, geo := range []string{"ie", "us"} {
+		for i, w := range []string{"120", "60"} {
+			leaf := fmt.Sprintf("%s%d.klb.%s", geo, i, h)
+			eps = append(eps,
+				v1alpha1.NewEndpoint(geo+".klb."+h, "CNAME", 60, leaf).WithSetIdentifier(leaf).WithProviderSpecific(v1alpha1.ProviderSpecificWeight, w),
+				v1alpha1.NewEndpoint(leaf, "A", 60, fmt.Sprintf("172.31.%d.%d", len(geo), i+1)))
+		}
+	}
+	return eps
+}
+
+func writeQueries(path string, eps []*v1alpha1.Endpoint) error {
+	var b strings.Builder
+	// A fixed shuffle, so every server gets the same queries in the same order.
+	r := rand.New(rand.NewPCG(1, 2))
+	order := r.Perm(len(eps))
+	for _, i := range order {
+		fmt.Fprintf(&b, "%s A\n", eps[i].DNSName)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+func writeZoneFile(path string, eps []*v1alpha1.Endpoint) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "$ORIGIN %s.\n$TTL 300\n", zoneName)
+	fmt.Fprintf(&b, "@ IN SOA ns1.%s. hostmaster.%s. 1 3600 600 86400 60\n@ IN NS ns1.%s.\n", zoneName, zoneName, zoneName)
+	for _, ep := range eps {
+		target := ep.Targets[0]
+		if ep.RecordType == "CNAME" {
+			target += "."
+		}
+		fmt.Fprintf(&b, "%s. %d IN %s %s\n", ep.DNSName, ep.RecordTTL, ep.RecordType, target)
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o600)
+}
+
+func writeGeoDB(path string) error {
+	w, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "GeoLite2-Country", IncludeReservedNetworks: true, RecordSize: 24})
+	if err != nil {
+		return err
+	}
+	for _, n := range []struct{ cidr, country, continent string }{
+		{"192.0.2.0/24", "IE", "EU"}, {"198.51.100.0/24", "US", "NA"},
+	} {
+		_, network, _ := net.ParseCIDR(n.cidr)
+		if err := w.Insert(network, mmdbtype.Map{
+			"country":   mmdbtype.Map{"iso_code": mmdbtype.String(n.country)},
+			"continent": mmdbtype.Map{"code": mmdbtype.String(n.continent)},
+		}); err != nil {
+			return err
+		}
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := w.WriteTo(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// withOurServer serves the zone from an embedded server on a loopback port while measure runs.
+func withOurServer(opts dnsserver.Options, eps []*v1alpha1.Endpoint, measure func(netip.AddrPort) (float64, float64, error)) (float64, float64, error) {
+	opts.Addr = "127.0.0.1:0"
+	s, err := dnsserver.New(opts)
+	if err != nil {
+		return 0, 0, err
+	}
+	if _, err := s.SetZone(zoneName, dnsserver.ZoneData{Endpoints: eps}); err != nil {
+		return 0, 0, err
+	}
+	if err := s.Start(); err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Shutdown(ctx)
+	}()
+	return measure(s.Addr())
+}
+
+// server is a command line of a server listening on the port it is given.
+type server func(port int) (*exec.Cmd, error)
+
+func corednsCommand(dir, bin, zoneFile string) server {
+	return func(port int) (*exec.Cmd, error) {
+		corefile := filepath.Join(dir, "Corefile")
+		conf := fmt.Sprintf("%s:%d {\n  bind 127.0.0.1\n  file %s\n}\n", zoneName, port, zoneFile)
+		if err := os.WriteFile(corefile, []byte(conf), 0o600); err != nil {
+			return nil, err
+		}
+		return exec.Command(bin, "-conf", corefile, "-quiet"), nil
+	}
+}
+
+func namedCommand(dir, zoneFile string) server {
+	return func(port int) (*exec.Cmd, error) {
+		conf := filepath.Join(dir, "named.conf")
+		text := fmt.Sprintf(`options {
+  directory "%s";
+  listen-on port %d { 127.0.0.1; };
+  listen-on-v6 { none; };
+  recursion no;
+  pid-file none;
+};
+controls { };
+zone "%s" { type primary; file "%s"; };
+`, dir, port, zoneName, zoneFile)
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			return nil, err
+		}
+		return exec.Command("named", "-c", conf, "-g"), nil
+	}
+}
+
+func namedVersion() string {
+	out, err := exec.Command("named", "-v").Output()
+	if err != nil {
+		return ""
+	}
+	if f := strings.Fields(string(out)); len(f) > 1 {
+		return strings.SplitN(f[1], "-", 2)[0]
+	}
+	return ""
+}
+
+// withProcess starts a server process on a free loopback port, waits until it answers, measures, and
+// stops it.
+func withProcess(dir string, start server, measure func(netip.AddrPort) (float64, float64, error)) (float64, float64, error) {
+	addr, err := freePort()
+	if err != nil {
+		return 0, 0, err
+	}
+	cmd, err := start(int(addr.Port()))
+	if err != nil {
+		return 0, 0, err
+	}
+	log, err := os.Create(filepath.Join(dir, filepath.Base(cmd.Path)+".log"))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer log.Close()
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	}()
+	if err := waitAnswers(addr, "h1."+zoneName); err != nil {
+		return 0, 0, fmt.Errorf("%w (log: %s)", err, log.Name())
+	}
+	return measure(addr)
+}
+
+func waitAnswers(addr netip.AddrPort, name string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		m := new(dns.Msg)
+		m.SetQuestion(dns.Fqdn(name), dns.TypeA)
+		if r, _, err := (&dns.Client{Timeout: 500 * time.Millisecond}).Exchange(m, addr.String()); err == nil && len(r.Answer) > 0 {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("no answer for %s from %s within 30s", name, addr)
+}
+
+// checkLoadbalanced makes sure the ECS client of the benchmark gets the IE branch, so (b) measures
+// the geo and weighted steps and not a refusal.
+func checkLoadbalanced(addr netip.AddrPort) error {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn("api."+zoneName), dns.TypeA)
+	m.SetEdns0(1232, false)
+	m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: net.ParseIP("192.0.2.0")})
+	r, _, err := (&dns.Client{Timeout: time.Second}).Exchange(m, addr.String())
+	if err != nil {
+		return err
+	}
+	if len(r.Answer) != 4 || !strings.HasPrefix(r.Answer[1].(*dns.CNAME).Target, "ie.klb.") {
+		return fmt.Errorf("unexpected loadbalanced answer: %v", r.Answer)
+	}
+	return nil
+}
+
+func freePort() (netip.AddrPort, error) {
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return netip.AddrPort{}, err
+		}
+		addr := l.Addr().String()
+		u, err := net.ListenPacket("udp", addr)
+		_ = l.Close()
+		if err == nil {
+			_ = u.Close()
+			return netip.ParseAddrPort(addr)
+		}
+	}
+	return netip.AddrPort{}, errors.New("no loopback port free for both UDP and TCP")
+}
+
+var (
+	qpsLine     = regexp.MustCompile(`Queries per second:\s+([0-9.]+)`)
+	latencyLine = regexp.MustCompile(`Average Latency \(s\):\s+([0-9.]+)`)
+	lostLine    = regexp.MustCompile(`Queries lost:\s+([0-9]+)`)
+)
+
+// dnsperf runs dnsperf against addr and returns QPS and average latency in milliseconds.
+func dnsperf(addr netip.AddrPort, queries string, clients int, d time.Duration, extra ...string) (float64, float64, error) {
+	args := append([]string{"-s", addr.Addr().String(), "-p", strconv.Itoa(int(addr.Port())), "-d", queries,
+		"-c", strconv.Itoa(clients), "-l", strconv.Itoa(int(d.Seconds())), "-q", "200"}, extra...)
+	out, err := exec.Command("dnsperf", args...).CombinedOutput()
+	if err != nil {
+		return 0, 0, fmt.Errorf("dnsperf: %v\n%s", err, out)
+	}
+	q, l := qpsLine.FindSubmatch(out), latencyLine.FindSubmatch(out)
+	if q == nil || l == nil {
+		return 0, 0, fmt.Errorf("dnsperf output not understood:\n%s", out)
+	}
+	if m := lostLine.FindSubmatch(out); m != nil && string(m[1]) != "0" {
+		fmt.Fprintf(os.Stderr, "bench-dns: %s queries lost against %s\n", m[1], addr)
+	}
+	qps, _ := strconv.ParseFloat(string(q[1]), 64)
+	lat, _ := strconv.ParseFloat(string(l[1]), 64)
+	return qps, lat * 1000, nil
+}
+
+// updateLatency runs the DNS server component on a real control plane and times, n times, the way
+// from a DNSRecord update (the API server's answer to it) to the new address being served.
+func updateLatency(n int) (time.Duration, []time.Duration, error) {
+	env, err := testenv.Start(testenv.Options{WithoutGatewayAPI: true})
+	if err != nil {
+		return 0, nil, err
+	}
+	defer func() { _ = env.Stop() }()
+	cfg := rest.CopyConfig(env.Config)
+	cfg.QPS = -1
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: testenv.Scheme(), Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		return 0, nil, err
+	}
+	srv, err := dnsserver.New(dnsserver.Options{Addr: "127.0.0.1:0"})
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := (&dnsservercontroller.Reconciler{Client: mgr.GetClient(), Server: srv}).SetupWithManager(mgr); err != nil {
+		return 0, nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	defer func() {
+		cancel()
+		<-done
+	}()
+
+	c := env.Client
+	bg := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-dns"}}
+	if err := c.Create(bg, ns); err != nil {
+		return 0, nil, err
+	}
+	host := "www." + zoneName
+	rec := &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "authoritative-record-" + hash.Base36(host, 8), Labels: map[string]string{
+			v1alpha1.AuthoritativeRecordLabel: "true", v1alpha1.AuthoritativeRecordHashLabel: hash.Base36(host, 8), v1alpha1.CoreDNSZoneNameLabel: zoneName,
+		}},
+		Spec: v1alpha1.DNSRecordSpec{RootHost: host, Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(host, "A", 60, "192.0.2.0")}},
+	}
+	if err := c.Create(bg, rec); err != nil {
+		return 0, nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !srv.Addr().IsValid() || !served(srv.Addr(), host, "192.0.2.0") {
+		if time.Now().After(deadline) {
+			return 0, nil, errors.New("the first record was not served within 30s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	var samples []time.Duration
+	for i := 1; i <= n; i++ {
+		want := fmt.Sprintf("192.0.2.%d", i)
+		if err := c.Get(bg, client.ObjectKeyFromObject(rec), rec); err != nil {
+			return 0, nil, err
+		}
+		rec.Spec.Endpoints[0].Targets = v1alpha1.Targets{want}
+		if err := c.Update(bg, rec); err != nil {
+			return 0, nil, err
+		}
+		start := time.Now()
+		for !served(srv.Addr(), host, want) {
+			if time.Since(start) > 10*time.Second {
+				return 0, nil, fmt.Errorf("update %d not served within 10s", i)
+			}
+			time.Sleep(time.Millisecond)
+		}
+		samples = append(samples, time.Since(start))
+	}
+	sorted := slices.Clone(samples)
+	slices.Sort(sorted)
+	return sorted[len(sorted)/2], samples, nil
+}
+
+func served(addr netip.AddrPort, name, want string) bool {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), dns.TypeA)
+	r, _, err := (&dns.Client{Timeout: 200 * time.Millisecond}).Exchange(m, addr.String())
+	if err != nil {
+		return false
+	}
+	for _, rr := range r.Answer {
+		if a, ok := rr.(*dns.A); ok && a.A.String() == want {
+			return true
+		}
+	}
+	return false
+}
+
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	return strings.Join(strings.Fields(string(b))[:3], " ")
+}
