@@ -1,0 +1,670 @@
+// Package clouddns is an HTTP emulator of the Google Cloud DNS v1 API subset the
+// google.golang.org/api/dns/v1 client uses to publish records: managedZones.list and
+// resourceRecordSets.list (paginated), changes.create and changes.get, in the API's JSON.
+//
+// It is as strict as Cloud DNS: a Change holds at most 1,000 additions and 1,000 deletions and is
+// applied all or nothing, deletions first. A deletion must match the existing record set exactly
+// (TTL, rrdatas, routing policy), else HTTP 412 conditionNotMet; deleting a missing set is 404
+// notFound; adding a set that exists is 409 alreadyExists. Records sharing a name and type are one
+// record set: plain rrdatas, or a routing policy of WRR items (weight >= 0) or geo items (a Google
+// Cloud region, each once). A CNAME cannot sit beside other types or at the apex. It rate-limits all
+// requests with a token bucket (HTTP 429 rateLimitExceeded), reports a change "pending" until it is
+// read back, counts calls per operation, and injects faults on demand: 5xx, hung requests and dropped
+// connections, before or after a change applies. It listens on loopback only.
+package clouddns
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	dns "google.golang.org/api/dns/v1"
+)
+
+// Operation names, as counted by Calls.
+const (
+	OpListManagedZones = "managedZones.list"
+	OpListRRSets       = "resourceRecordSets.list"
+	OpCreateChange     = "changes.create"
+	OpGetChange        = "changes.get"
+)
+
+// Cloud DNS's documented limits per Change.
+const (
+	MaxAdditionsPerChange = 1000
+	MaxDeletionsPerChange = 1000
+)
+
+// Options configure an emulator. Zero values take the defaults.
+type Options struct {
+	// Project is the only project the emulator serves; others get 404.
+	Project string
+	// Zones are created at start (DNS names), each with an SOA and NS set at the apex.
+	Zones []string
+	// RequestsPerSecond and Burst size the token bucket of all requests (default 20 and 50); a
+	// negative RequestsPerSecond disables the limit.
+	RequestsPerSecond float64
+	Burst             int
+	// PageSize caps a page when the request asks for more or names no maximum (default 100).
+	PageSize int
+}
+
+// Faults are injected into a share of requests, chosen at random.
+type Faults struct {
+	// Rate is the share of requests that fail, from 0 to 1.
+	Rate float64
+	// Kinds are the faults to choose from: FaultServerError, FaultTimeout, FaultDrop.
+	Kinds []string
+	// Hang is how long a FaultTimeout request hangs before failing (default 2s); the client's own
+	// deadline usually ends it first.
+	Hang time.Duration
+}
+
+// Fault kinds.
+const (
+	FaultServerError = "5xx"
+	FaultTimeout     = "timeout"
+	FaultDrop        = "drop"
+)
+
+// Server is one emulated project.
+type Server struct {
+	mu       sync.Mutex
+	opts     Options
+	zones    map[string]*zone // by managed zone name
+	faults   Faults
+	calls    map[string]int
+	tokens   float64
+	lastFill time.Time
+	nextID   int
+}
+
+type zone struct {
+	name    string // managed zone name (its ID in paths)
+	dnsName string // with a trailing dot
+	id      uint64
+	sets    map[setKey]*dns.ResourceRecordSet
+	changes map[string]*dns.Change
+}
+
+type setKey struct{ name, typ string }
+
+// New returns an emulator with the zones of opts.
+func New(opts Options) *Server {
+	if opts.RequestsPerSecond == 0 {
+		opts.RequestsPerSecond = 20
+	}
+	if opts.Burst == 0 {
+		opts.Burst = 50
+	}
+	if opts.PageSize == 0 {
+		opts.PageSize = 100
+	}
+	s := &Server{opts: opts, zones: map[string]*zone{}, calls: map[string]int{},
+		tokens: float64(opts.Burst), lastFill: time.Now()}
+	for _, z := range opts.Zones {
+		s.AddZone(z)
+	}
+	return s
+}
+
+// ZoneName is the managed zone name Cloud DNS users pick for a domain; the emulator derives it, so
+// it differs from the DNS name and code that confuses the two fails.
+func ZoneName(dnsName string) string {
+	return "zone-" + strings.ReplaceAll(strings.Trim(strings.ToLower(dnsName), "."), ".", "-")
+}
+
+// AddZone creates a zone with its apex SOA and NS and returns its managed zone name.
+func (s *Server) AddZone(dnsName string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fqdn := strings.ToLower(strings.TrimSuffix(dnsName, ".")) + "."
+	name := ZoneName(fqdn)
+	if _, ok := s.zones[name]; ok {
+		return name
+	}
+	s.nextID++
+	z := &zone{name: name, dnsName: fqdn, id: uint64(1000 + s.nextID), sets: map[setKey]*dns.ResourceRecordSet{},
+		changes: map[string]*dns.Change{}}
+	z.sets[setKey{fqdn, "SOA"}] = &dns.ResourceRecordSet{Name: fqdn, Type: "SOA", Ttl: 21600,
+		Rrdatas: []string{"ns-cloud-a1.googledomains.com. cloud-dns-hostmaster.google.com. 1 21600 3600 259200 300"}}
+	z.sets[setKey{fqdn, "NS"}] = &dns.ResourceRecordSet{Name: fqdn, Type: "NS", Ttl: 21600,
+		Rrdatas: []string{"ns-cloud-a1.googledomains.com.", "ns-cloud-a2.googledomains.com."}}
+	s.zones[name] = z
+	return name
+}
+
+// SetFaults replaces the fault injection settings.
+func (s *Server) SetFaults(f Faults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = f
+}
+
+// Calls returns the requests received per operation, failed ones included.
+func (s *Server) Calls() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.calls))
+	for k, v := range s.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// RecordSets returns copies of a zone's record sets sorted by name and type, without counting a call.
+func (s *Server) RecordSets(zoneName string) []*dns.ResourceRecordSet {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z, ok := s.zones[zoneName]
+	if !ok {
+		return nil
+	}
+	return z.sorted()
+}
+
+// Listen serves on addr, which must be a loopback address ("127.0.0.1:0" picks a port), and returns
+// the server and the root URL to give option.WithEndpoint.
+func (s *Server) Listen(addr string) (*http.Server, string, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, "", err
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return nil, "", fmt.Errorf("listen address %q is not a loopback IP", addr)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, "", err
+	}
+	srv := &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return srv, "http://" + l.Addr().String() + "/", nil
+}
+
+var pathRE = regexp.MustCompile(`^/dns/v1/projects/([^/]+)/managedZones(?:/([^/]+)/(rrsets|changes)(?:/([^/]+))?)?$`)
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m := pathRE.FindStringSubmatch(r.URL.Path)
+	if m == nil {
+		writeError(w, apiErr(http.StatusNotFound, "notFound", "unknown path"))
+		return
+	}
+	project, zoneName, collection, changeID := m[1], m[2], m[3], m[4]
+	var op string
+	switch {
+	case collection == "" && r.Method == http.MethodGet:
+		op = OpListManagedZones
+	case collection == "rrsets" && changeID == "" && r.Method == http.MethodGet:
+		op = OpListRRSets
+	case collection == "changes" && changeID == "" && r.Method == http.MethodPost:
+		op = OpCreateChange
+	case collection == "changes" && changeID != "" && r.Method == http.MethodGet:
+		op = OpGetChange
+	default:
+		writeError(w, apiErr(http.StatusMethodNotAllowed, "methodNotAllowed", "unsupported operation"))
+		return
+	}
+
+	s.mu.Lock()
+	s.calls[op]++
+	fault := s.pickFault()
+	limited := !s.takeToken()
+	hang := s.faults.Hang
+	s.mu.Unlock()
+
+	if limited {
+		writeError(w, apiErr(http.StatusTooManyRequests, "rateLimitExceeded", "Rate limit exceeded."))
+		return
+	}
+	// A fault strikes before or after the work, so a client cannot tell whether a change applied.
+	after := rand.IntN(2) == 0
+	if fault != "" && !(after && op == OpCreateChange) {
+		injectFault(w, r, fault, hang)
+		return
+	}
+	if project != s.opts.Project {
+		writeError(w, apiErr(http.StatusNotFound, "notFound", fmt.Sprintf("The project %q does not exist.", project)))
+		return
+	}
+
+	var body any
+	var e *apiError
+	switch op {
+	case OpListManagedZones:
+		body, e = s.listZones(r)
+	case OpListRRSets:
+		body, e = s.listRRSets(r, zoneName)
+	case OpCreateChange:
+		body, e = s.createChange(r, zoneName)
+	case OpGetChange:
+		body, e = s.getChange(zoneName, changeID)
+	}
+	if fault != "" {
+		injectFault(w, r, fault, hang)
+		return
+	}
+	if e != nil {
+		writeError(w, e)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	_ = json.NewEncoder(w).Encode(body)
+}
+
+func (s *Server) pickFault() string {
+	if s.faults.Rate <= 0 || len(s.faults.Kinds) == 0 || rand.Float64() >= s.faults.Rate {
+		return ""
+	}
+	return s.faults.Kinds[rand.IntN(len(s.faults.Kinds))]
+}
+
+func (s *Server) takeToken() bool {
+	if s.opts.RequestsPerSecond < 0 {
+		return true
+	}
+	now := time.Now()
+	s.tokens = min(float64(s.opts.Burst), s.tokens+now.Sub(s.lastFill).Seconds()*s.opts.RequestsPerSecond)
+	s.lastFill = now
+	if s.tokens < 1 {
+		return false
+	}
+	s.tokens--
+	return true
+}
+
+func injectFault(w http.ResponseWriter, r *http.Request, fault string, hang time.Duration) {
+	switch fault {
+	case FaultTimeout:
+		if hang == 0 {
+			hang = 2 * time.Second
+		}
+		select {
+		case <-r.Context().Done():
+		case <-time.After(hang):
+		}
+		writeError(w, apiErr(http.StatusGatewayTimeout, "backendError", "Deadline exceeded."))
+	case FaultDrop:
+		if hj, ok := w.(http.Hijacker); ok {
+			if conn, _, err := hj.Hijack(); err == nil {
+				_ = conn.Close()
+				return
+			}
+		}
+		writeError(w, apiErr(http.StatusBadGateway, "backendError", "Connection reset."))
+	default:
+		writeError(w, apiErr(http.StatusServiceUnavailable, "backendError", "Backend Error"))
+	}
+}
+
+type apiError struct {
+	code    int
+	reason  string
+	message string
+}
+
+func apiErr(code int, reason, message string) *apiError {
+	return &apiError{code: code, reason: reason, message: message}
+}
+
+// writeError writes Google's JSON error shape.
+func writeError(w http.ResponseWriter, e *apiError) {
+	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
+	w.WriteHeader(e.code)
+	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
+		"code": e.code, "message": e.message,
+		"errors": []map[string]string{{"domain": "global", "reason": e.reason, "message": e.message}},
+	}})
+}
+
+// page returns the start and end of one page of n items from the request's pageToken and maxResults.
+func (s *Server) page(r *http.Request, n int) (int, int, string, *apiError) {
+	size := s.opts.PageSize
+	if v := r.URL.Query().Get("maxResults"); v != "" {
+		m, err := strconv.Atoi(v)
+		if err != nil || m <= 0 {
+			return 0, 0, "", apiErr(http.StatusBadRequest, "invalid", "Invalid value for 'maxResults'")
+		}
+		size = min(size, m)
+	}
+	start := 0
+	if t := r.URL.Query().Get("pageToken"); t != "" {
+		v, err := strconv.Atoi(t)
+		if err != nil || v < 0 || v > n {
+			return 0, 0, "", apiErr(http.StatusBadRequest, "invalid", "Invalid value for 'pageToken'")
+		}
+		start = v
+	}
+	end := min(n, start+size)
+	next := ""
+	if end < n {
+		next = strconv.Itoa(end)
+	}
+	return start, end, next, nil
+}
+
+func (s *Server) listZones(r *http.Request) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	names := make([]string, 0, len(s.zones))
+	for n := range s.zones {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	start, end, next, e := s.page(r, len(names))
+	if e != nil {
+		return nil, e
+	}
+	resp := &dns.ManagedZonesListResponse{Kind: "dns#managedZonesListResponse", NextPageToken: next, ManagedZones: []*dns.ManagedZone{}}
+	for _, n := range names[start:end] {
+		z := s.zones[n]
+		resp.ManagedZones = append(resp.ManagedZones, &dns.ManagedZone{Kind: "dns#managedZone", Name: z.name,
+			DnsName: z.dnsName, Id: z.id, Visibility: "public"})
+	}
+	return resp, nil
+}
+
+func (s *Server) zone(name string) (*zone, *apiError) {
+	z, ok := s.zones[name]
+	if !ok {
+		return nil, apiErr(http.StatusNotFound, "notFound", fmt.Sprintf("The 'parameters.managedZone' resource named '%s' does not exist.", name))
+	}
+	return z, nil
+}
+
+func (z *zone) sorted() []*dns.ResourceRecordSet {
+	out := make([]*dns.ResourceRecordSet, 0, len(z.sets))
+	for _, rs := range z.sets {
+		out = append(out, clone(rs))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Name != out[j].Name {
+			return out[i].Name < out[j].Name
+		}
+		return out[i].Type < out[j].Type
+	})
+	return out
+}
+
+func (s *Server) listRRSets(r *http.Request, zoneName string) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z, e := s.zone(zoneName)
+	if e != nil {
+		return nil, e
+	}
+	sets := z.sorted()
+	q := r.URL.Query()
+	if name := strings.ToLower(q.Get("name")); name != "" {
+		sets = slices.DeleteFunc(sets, func(rs *dns.ResourceRecordSet) bool {
+			return rs.Name != name || (q.Get("type") != "" && rs.Type != q.Get("type"))
+		})
+	}
+	start, end, next, e := s.page(r, len(sets))
+	if e != nil {
+		return nil, e
+	}
+	return &dns.ResourceRecordSetsListResponse{Kind: "dns#resourceRecordSetsListResponse", NextPageToken: next,
+		Rrsets: sets[start:end]}, nil
+}
+
+func (s *Server) getChange(zoneName, id string) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z, e := s.zone(zoneName)
+	if e != nil {
+		return nil, e
+	}
+	c, ok := z.changes[id]
+	if !ok {
+		return nil, apiErr(http.StatusNotFound, "notFound", fmt.Sprintf("The 'parameters.changeId' resource named '%s' does not exist.", id))
+	}
+	// A change is "pending" when created and "done" from the first read on.
+	out := *c
+	c.Status = "done"
+	return &out, nil
+}
+
+func (s *Server) createChange(r *http.Request, zoneName string) (any, *apiError) {
+	var c dns.Change
+	if err := json.NewDecoder(r.Body).Decode(&c); err != nil {
+		return nil, apiErr(http.StatusBadRequest, "parseError", "Parse Error")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z, e := s.zone(zoneName)
+	if e != nil {
+		return nil, e
+	}
+	if e := z.apply(&c); e != nil {
+		return nil, e
+	}
+	s.nextID++
+	c.Id = strconv.Itoa(s.nextID)
+	c.Kind = "dns#change"
+	c.Status = "pending"
+	c.StartTime = time.Now().UTC().Format(time.RFC3339)
+	z.changes[c.Id] = &c
+	return &c, nil
+}
+
+// apply validates a change whole, then applies it: deletions first, then additions.
+func (z *zone) apply(c *dns.Change) *apiError {
+	if len(c.Additions) == 0 && len(c.Deletions) == 0 {
+		return apiErr(http.StatusBadRequest, "required", "The 'entity.change' resource must have at least one addition or deletion.")
+	}
+	if len(c.Additions) > MaxAdditionsPerChange {
+		return apiErr(http.StatusBadRequest, "invalid", fmt.Sprintf("The change has %d additions, more than the limit of %d.", len(c.Additions), MaxAdditionsPerChange))
+	}
+	if len(c.Deletions) > MaxDeletionsPerChange {
+		return apiErr(http.StatusBadRequest, "invalid", fmt.Sprintf("The change has %d deletions, more than the limit of %d.", len(c.Deletions), MaxDeletionsPerChange))
+	}
+	next := make(map[setKey]*dns.ResourceRecordSet, len(z.sets))
+	for k, v := range z.sets {
+		next[k] = v
+	}
+	for i, d := range c.Deletions {
+		field := fmt.Sprintf("entity.change.deletions[%d]", i)
+		if d == nil {
+			return apiErr(http.StatusBadRequest, "required", "Required field '"+field+"' not specified")
+		}
+		k := setKey{strings.ToLower(d.Name), d.Type}
+		cur, ok := next[k]
+		if !ok {
+			return apiErr(http.StatusNotFound, "notFound", fmt.Sprintf("The resource '%s' named '%s (%s)' does not exist.", field, d.Name, d.Type))
+		}
+		if !sameSet(cur, d) {
+			return apiErr(http.StatusPreconditionFailed, "conditionNotMet", fmt.Sprintf("Precondition not met for '%s'", field))
+		}
+		delete(next, k)
+	}
+	for i, a := range c.Additions {
+		field := fmt.Sprintf("entity.change.additions[%d]", i)
+		if e := z.validate(field, a); e != nil {
+			return e
+		}
+		k := setKey{strings.ToLower(a.Name), a.Type}
+		if _, ok := next[k]; ok {
+			return apiErr(http.StatusConflict, "alreadyExists", fmt.Sprintf("The resource '%s' named '%s (%s)' already exists", field, a.Name, a.Type))
+		}
+		stored := clone(a)
+		stored.Name = strings.ToLower(a.Name)
+		stored.Kind = "dns#resourceRecordSet"
+		next[k] = stored
+	}
+	types := map[string][]string{}
+	for k := range next {
+		types[k.name] = append(types[k.name], k.typ)
+	}
+	for name, ts := range types {
+		if len(ts) > 1 && slices.Contains(ts, "CNAME") {
+			return apiErr(http.StatusBadRequest, "cnameResourceRecordSetConflict",
+				fmt.Sprintf("The resource record set 'entity.change' named '%s' is a CNAME and conflicts with another record set at that name.", name))
+		}
+	}
+	z.sets = next
+	return nil
+}
+
+var supportedTypes = []string{"A", "AAAA", "CAA", "CNAME", "MX", "NS", "PTR", "SRV", "TXT"}
+
+func (z *zone) validate(field string, a *dns.ResourceRecordSet) *apiError {
+	invalid := func(format string, args ...any) *apiError {
+		return apiErr(http.StatusBadRequest, "invalid", fmt.Sprintf("Invalid value for '%s': ", field)+fmt.Sprintf(format, args...))
+	}
+	if a == nil {
+		return apiErr(http.StatusBadRequest, "required", "Required field '"+field+"' not specified")
+	}
+	name := strings.ToLower(a.Name)
+	if !strings.HasSuffix(name, ".") || (name != z.dnsName && !strings.HasSuffix(name, "."+z.dnsName)) {
+		return invalid("name %q is not a fully qualified name in zone %s", a.Name, z.dnsName)
+	}
+	if !slices.Contains(supportedTypes, a.Type) {
+		return invalid("record type %q is not supported", a.Type)
+	}
+	if a.Ttl < 0 || a.Ttl > 604800 {
+		return invalid("ttl %d is out of range", a.Ttl)
+	}
+	if a.Type == "CNAME" && name == z.dnsName {
+		return apiErr(http.StatusBadRequest, "cnameResourceRecordSetConflict", "A CNAME cannot be created at the zone apex.")
+	}
+	rp := a.RoutingPolicy
+	if rp == nil {
+		if len(a.Rrdatas) == 0 {
+			return invalid("a record set needs rrdatas or a routing policy")
+		}
+		return validateRRDatas(invalid, a.Type, a.Rrdatas)
+	}
+	if len(a.Rrdatas) > 0 {
+		return invalid("a record set cannot have both rrdatas and a routing policy")
+	}
+	if a.Type == "NS" {
+		return invalid("routing policies are not supported for NS record sets")
+	}
+	switch {
+	case rp.Wrr != nil && rp.Geo == nil && rp.PrimaryBackup == nil:
+		if len(rp.Wrr.Items) == 0 {
+			return invalid("a WRR routing policy needs at least one item")
+		}
+		for i, item := range rp.Wrr.Items {
+			if item == nil || item.Weight < 0 {
+				return invalid("WRR item %d needs a weight >= 0", i)
+			}
+			if e := validateRRDatas(invalid, a.Type, item.Rrdatas); e != nil {
+				return e
+			}
+		}
+	case rp.Geo != nil && rp.Wrr == nil && rp.PrimaryBackup == nil:
+		if len(rp.Geo.Items) == 0 {
+			return invalid("a geo routing policy needs at least one item")
+		}
+		seen := map[string]bool{}
+		for i, item := range rp.Geo.Items {
+			if item == nil || !slices.Contains(Regions, item.Location) {
+				return invalid("geo item %d: location must be a Google Cloud region", i)
+			}
+			if seen[item.Location] {
+				return invalid("geo item %d: location %s is used twice", i, item.Location)
+			}
+			seen[item.Location] = true
+			if e := validateRRDatas(invalid, a.Type, item.Rrdatas); e != nil {
+				return e
+			}
+		}
+	default:
+		return invalid("a routing policy needs exactly one of wrr and geo")
+	}
+	return nil
+}
+
+func validateRRDatas(invalid func(string, ...any) *apiError, typ string, rrdatas []string) *apiError {
+	if len(rrdatas) == 0 {
+		return invalid("rrdatas are required")
+	}
+	seen := map[string]bool{}
+	for _, d := range rrdatas {
+		if d == "" || seen[d] {
+			return invalid("rrdata %q is empty or repeated", d)
+		}
+		seen[d] = true
+		switch typ {
+		case "A":
+			if ip := net.ParseIP(d); ip == nil || ip.To4() == nil {
+				return invalid("rrdata %q is not an IPv4 address", d)
+			}
+		case "AAAA":
+			if ip := net.ParseIP(d); ip == nil || ip.To4() != nil {
+				return invalid("rrdata %q is not an IPv6 address", d)
+			}
+		case "CNAME", "NS", "PTR":
+			if !strings.HasSuffix(d, ".") {
+				return invalid("rrdata %q is not a fully qualified name", d)
+			}
+		}
+	}
+	if typ == "CNAME" && len(rrdatas) > 1 {
+		return invalid("a CNAME holds one rrdata")
+	}
+	return nil
+}
+
+// sameSet reports whether a deletion matches the stored set exactly, as Cloud DNS requires.
+func sameSet(stored, d *dns.ResourceRecordSet) bool {
+	return canonical(stored) == canonical(d)
+}
+
+func canonical(rs *dns.ResourceRecordSet) string {
+	c := clone(rs)
+	c.Name = strings.ToLower(c.Name)
+	c.Kind = ""
+	if rp := c.RoutingPolicy; rp != nil {
+		rp.Kind = ""
+		if rp.Wrr != nil {
+			rp.Wrr.Kind = ""
+			for _, it := range rp.Wrr.Items {
+				it.Kind = ""
+			}
+		}
+		if rp.Geo != nil {
+			rp.Geo.Kind = ""
+			for _, it := range rp.Geo.Items {
+				it.Kind = ""
+			}
+		}
+	}
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+func clone(rs *dns.ResourceRecordSet) *dns.ResourceRecordSet {
+	b, _ := json.Marshal(rs)
+	var out dns.ResourceRecordSet
+	_ = json.Unmarshal(b, &out)
+	return &out
+}
+
+// Regions are the Google Cloud regions a geo routing item may name.
+var Regions = []string{
+	"africa-south1",
+	"asia-east1", "asia-east2", "asia-northeast1", "asia-northeast2", "asia-northeast3",
+	"asia-south1", "asia-south2", "asia-southeast1", "asia-southeast2",
+	"australia-southeast1", "australia-southeast2",
+	"europe-central2", "europe-north1", "europe-north2", "europe-southwest1", "europe-west1",
+	"europe-west2", "europe-west3", "europe-west4", "europe-west6", "europe-west8", "europe-west9",
+	"europe-west10", "europe-west12",
+	"me-central1", "me-central2", "me-west1",
+	"northamerica-northeast1", "northamerica-northeast2", "northamerica-south1",
+	"southamerica-east1", "southamerica-west1",
+	"us-central1", "us-east1", "us-east4", "us-east5", "us-south1", "us-west1", "us-west2",
+	"us-west3", "us-west4",
+}
