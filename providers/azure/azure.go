@@ -1,0 +1,392 @@
+// Package azure is the kuadrant.io/azure backend: Azure DNS record sets for plain records, and a
+// Traffic Manager profile per weighted or geo name, aliased from the name's record set.
+//
+// Mapping, per name and type:
+//   - a plain A, AAAA, CNAME or TXT set is one Azure DNS record set;
+//   - weighted or geo A, AAAA or CNAME sets become one Traffic Manager profile (routing method
+//     Weighted or Geographic) with one external endpoint per set: the endpoint's name is the set
+//     identifier, its target the set's one target, its weight the set's weight (weight 0 is a
+//     disabled endpoint of weight 1: Traffic Manager's weights are 1-1000) or its geo mapping the
+//     set's geo code (`*` is WORLD). The record set of that name and type aliases the profile
+//     (targetResource) and keeps the TTL;
+//   - TXT sets with set identifiers (ownership records of routed sets) are one TXT record set holding
+//     the distinct values, with the sets themselves in the record set's metadata, so they read back
+//     as written.
+//
+// Azure DNS has no multi-record transaction. Apply re-reads the zone, checks the batch against it
+// with providers.ApplyChanges (so a stale or contradictory batch is refused before any write), and
+// then writes each changed record set with an ETag precondition (If-Match, or If-None-Match for a
+// new set): a concurrent writer makes the write fail with 412, reported as StaleView, and no update
+// is lost. A profile is never edited in place: a changed profile is written under a fresh name and
+// swapped in by the ETag-guarded record-set write, then the old one is deleted. Providers built by
+// one constructor hold a lock per zone, so readers in this process never see half a batch; readers
+// in other processes can, for the few writes a batch takes.
+package azure
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/dns/armdns"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/trafficmanager/armtrafficmanager"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/providers"
+)
+
+// ProviderName is the value of the kuadrant.io/dns-provider-name label for this backend.
+const ProviderName = "azure"
+
+// MaxChangesPerBatch keeps one batch's record-set writes well inside Azure DNS's 200 writes per
+// minute per zone.
+const MaxChangesPerBatch = 100
+
+// Retry policy of the SDK clients: throttling (429, honouring Retry-After up to maxRetryDelay) and
+// 5xx are retried a few times with backoff; a longer Retry-After returns at once as Transient, and
+// the engine's own backoff takes over.
+const (
+	maxRetries    = 3
+	retryDelay    = 200 * time.Millisecond
+	maxRetryDelay = 5 * time.Second
+)
+
+// Option configures a constructor.
+type Option func(*config)
+
+type config struct {
+	clientOptions arm.ClientOptions
+	credential    azcore.TokenCredential
+}
+
+// WithClientOptions sets the SDK clients' options, for example a transport to an emulator. An
+// ENDPOINT_URL in the Secret still replaces the endpoint.
+func WithClientOptions(o arm.ClientOptions) Option {
+	return func(c *config) { c.clientOptions = o }
+}
+
+// WithCredential replaces the client-secret credential built from the Secret (tests use a fake).
+func WithCredential(cred azcore.TokenCredential) Option {
+	return func(c *config) { c.credential = cred }
+}
+
+// zoneLocks serialise the writers and readers of one zone within this process.
+type zoneLocks struct {
+	mu    sync.Mutex
+	zones map[string]*sync.RWMutex
+}
+
+func (l *zoneLocks) get(zoneID string) *sync.RWMutex {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m, ok := l.zones[zoneID]
+	if !ok {
+		m = &sync.RWMutex{}
+		l.zones[zoneID] = m
+	}
+	return m
+}
+
+// NewConstructor returns the constructor of kuadrant.io/azure Secrets. Providers it builds share
+// one lock per zone.
+func NewConstructor(options ...Option) providers.Constructor {
+	var cfg config
+	for _, o := range options {
+		o(&cfg)
+	}
+	locks := &zoneLocks{zones: map[string]*sync.RWMutex{}}
+	return func(_ context.Context, secret *corev1.Secret, _ providers.Env) (providers.Provider, error) {
+		opts, err := ParseOptions(secret)
+		if err != nil {
+			return nil, err
+		}
+		return newProvider(opts, cfg, locks, fmt.Sprintf("%s/%s", secret.Namespace, secret.Name))
+	}
+}
+
+// Provider is one Secret's view of a subscription's resource group.
+type Provider struct {
+	resourceGroup string
+	secretRef     string
+	recordSets    *armdns.RecordSetsClient
+	zones         *armdns.ZonesClient
+	profiles      *armtrafficmanager.ProfilesClient
+	locks         *zoneLocks
+}
+
+var _ providers.Provider = (*Provider)(nil)
+
+func newProvider(opts Options, cfg config, locks *zoneLocks, secretRef string) (*Provider, error) {
+	clientOptions := cfg.clientOptions
+	if clientOptions.Retry.MaxRetries == 0 && clientOptions.Retry.RetryDelay == 0 {
+		clientOptions.Retry = policy.RetryOptions{MaxRetries: maxRetries, RetryDelay: retryDelay, MaxRetryDelay: maxRetryDelay}
+	}
+	if opts.EndpointURL != "" {
+		clientOptions.Cloud = cloud.Configuration{
+			ActiveDirectoryAuthorityHost: cloud.AzurePublic.ActiveDirectoryAuthorityHost,
+			Services: map[cloud.ServiceName]cloud.ServiceConfiguration{
+				cloud.ResourceManager: {Endpoint: opts.EndpointURL, Audience: cloud.AzurePublic.Services[cloud.ResourceManager].Audience},
+			},
+		}
+		clientOptions.InsecureAllowCredentialWithHTTP = strings.HasPrefix(opts.EndpointURL, "http://")
+	}
+	cred := cfg.credential
+	if cred == nil {
+		var err error
+		cred, err = azidentity.NewClientSecretCredential(opts.TenantID, opts.ClientID, opts.ClientSecret, nil)
+		if err != nil {
+			return nil, providers.Errorf(providers.Permanent, "provider secret %s: key %s: the tenantId or aadClientId is not valid",
+				secretRef, v1alpha1.AzureJSONKey)
+		}
+	}
+	dnsFactory, err := armdns.NewClientFactory(opts.SubscriptionID, cred, &clientOptions)
+	if err != nil {
+		return nil, providers.Errorf(providers.Permanent, "provider secret %s: cannot build the Azure DNS client", secretRef)
+	}
+	tmFactory, err := armtrafficmanager.NewClientFactory(opts.SubscriptionID, cred, &clientOptions)
+	if err != nil {
+		return nil, providers.Errorf(providers.Permanent, "provider secret %s: cannot build the Traffic Manager client", secretRef)
+	}
+	return &Provider{
+		resourceGroup: opts.ResourceGroup,
+		secretRef:     secretRef,
+		recordSets:    dnsFactory.NewRecordSetsClient(),
+		zones:         dnsFactory.NewZonesClient(),
+		profiles:      tmFactory.NewProfilesClient(),
+		locks:         locks,
+	}, nil
+}
+
+// Name implements providers.Provider.
+func (p *Provider) Name() string { return ProviderName }
+
+// Capabilities implements providers.Provider.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{ApexRecords: true, RoutingPolicies: true, MaxChangesPerBatch: MaxChangesPerBatch}
+}
+
+// Zones implements providers.Provider: the DNS zones of the Secret's resource group.
+func (p *Provider) Zones(ctx context.Context) ([]providers.Zone, error) {
+	var zones []providers.Zone
+	pager := p.zones.NewListByResourceGroupPager(p.resourceGroup, nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, classify("list zones of resource group", p.resourceGroup, err)
+		}
+		for _, z := range page.Value {
+			if z == nil || z.ID == nil || z.Name == nil {
+				continue
+			}
+			zones = append(zones, providers.Zone{ID: *z.ID, DNSName: normalizeName(*z.Name)})
+		}
+	}
+	return zones, nil
+}
+
+// Records implements providers.Provider.
+func (p *Provider) Records(ctx context.Context, zone providers.Zone) ([]*v1alpha1.Endpoint, error) {
+	lock := p.locks.get(zone.ID)
+	lock.RLock()
+	defer lock.RUnlock()
+	st, err := p.read(ctx, zone)
+	if err != nil {
+		return nil, err
+	}
+	return st.endpoints(), nil
+}
+
+// Apply implements providers.Provider.
+func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *providers.Changes) error {
+	if changes.Empty() {
+		return nil
+	}
+	if changes.Len() > MaxChangesPerBatch {
+		return providers.Errorf(providers.Permanent, "batch of %d changes exceeds the limit of %d per batch", changes.Len(), MaxChangesPerBatch)
+	}
+	lock := p.locks.get(zone.ID)
+	lock.Lock()
+	defer lock.Unlock()
+
+	st, err := p.read(ctx, zone)
+	if err != nil {
+		return err
+	}
+	for _, ep := range append(append([]*v1alpha1.Endpoint{}, changes.Create...), changes.UpdateNew...) {
+		if ep != nil && ep.RecordType == v1alpha1.RecordTypeCNAME && normalizeName(ep.DNSName) == normalizeName(zone.DNSName) {
+			return providers.Errorf(providers.Permanent, "cannot put a CNAME at the apex of zone %s", zone.DNSName)
+		}
+	}
+	next, err := providers.ApplyChanges(zone.DNSName, st.endpoints(), changes)
+	if err != nil {
+		return err
+	}
+	before, after := groupEndpoints(st.endpoints()), groupEndpoints(next)
+
+	// Encode every changed group before writing anything, so a batch the backend cannot express
+	// changes nothing.
+	type write struct {
+		key groupKey
+		rs  encoded
+	}
+	var writes []write
+	var deletes []groupKey
+	for key, eps := range after {
+		if sameGroup(before[key], eps) {
+			continue
+		}
+		rs, err := encodeGroup(key, eps)
+		if err != nil {
+			return err
+		}
+		writes = append(writes, write{key, rs})
+	}
+	for key := range before {
+		if _, ok := after[key]; !ok {
+			deletes = append(deletes, key)
+		}
+	}
+	// Deletions first: a batch that turns an A into a CNAME must remove the A before Azure takes
+	// the CNAME.
+	for _, key := range deletes {
+		if err := p.deleteGroup(ctx, zone, st, key); err != nil {
+			return err
+		}
+	}
+	for _, w := range writes {
+		if err := p.writeGroup(ctx, zone, st, w.key, w.rs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *Provider) deleteGroup(ctx context.Context, zone providers.Zone, st *state, key groupKey) error {
+	current := st.sets[key]
+	rg, zoneName, err := zoneRef(zone)
+	if err != nil {
+		return err
+	}
+	_, err = p.recordSets.Delete(ctx, rg, zoneName, st.relativeName(key.name), armdns.RecordType(key.recordType),
+		&armdns.RecordSetsClientDeleteOptions{IfMatch: current.Etag})
+	if err != nil {
+		return classify("delete record set", key.String(), err)
+	}
+	if profile := aliasedProfile(current); profile != "" {
+		p.deleteProfile(ctx, profile)
+	}
+	return nil
+}
+
+func (p *Provider) writeGroup(ctx context.Context, zone providers.Zone, st *state, key groupKey, rs encoded) error {
+	rg, zoneName, err := zoneRef(zone)
+	if err != nil {
+		return err
+	}
+	var newProfile string
+	if rs.profile != nil {
+		newProfile = profileName(zone, key)
+		rs.profile.Properties.DNSConfig.RelativeName = &newProfile
+		resp, err := p.profiles.CreateOrUpdate(ctx, p.resourceGroup, newProfile, *rs.profile, nil)
+		if err != nil {
+			return classify("write Traffic Manager profile of", key.String(), err)
+		}
+		rs.set.Properties.TargetResource = &armdns.SubResource{ID: resp.ID}
+	}
+	opts := &armdns.RecordSetsClientCreateOrUpdateOptions{}
+	current, exists := st.sets[key]
+	if exists {
+		opts.IfMatch = current.Etag
+	} else {
+		opts.IfNoneMatch = ptr("*")
+	}
+	_, err = p.recordSets.CreateOrUpdate(ctx, rg, zoneName, st.relativeName(key.name), armdns.RecordType(key.recordType), rs.set, opts)
+	if err != nil {
+		if newProfile != "" {
+			p.deleteProfile(ctx, newProfile)
+		}
+		return classify("write record set", key.String(), err)
+	}
+	if old := aliasedProfile(current); old != "" {
+		p.deleteProfile(ctx, old)
+	}
+	return nil
+}
+
+// deleteProfile removes a profile no record set points at any more. A failure leaves an unused
+// profile behind, which routes nothing; it does not fail the batch, whose record sets are written.
+func (p *Provider) deleteProfile(ctx context.Context, name string) {
+	_, _ = p.profiles.Delete(ctx, p.resourceGroup, name, nil)
+}
+
+// profileName is unique per write: profiles are replaced, never edited, so a writer that loses the
+// ETag race never changed what the zone serves.
+func profileName(zone providers.Zone, key groupKey) string {
+	return fmt.Sprintf("dnspolicy-%s-%s", shortHash(zone.DNSName+"|"+key.name+"|"+key.recordType, 12),
+		strconv.FormatUint(rand.Uint64(), 36))
+}
+
+func aliasedProfile(rs *armdns.RecordSet) string {
+	if rs == nil || rs.Properties == nil || rs.Properties.TargetResource == nil || rs.Properties.TargetResource.ID == nil {
+		return ""
+	}
+	id, err := arm.ParseResourceID(*rs.Properties.TargetResource.ID)
+	if err != nil {
+		return ""
+	}
+	return id.Name
+}
+
+func zoneRef(zone providers.Zone) (resourceGroup, name string, err error) {
+	id, err := arm.ParseResourceID(zone.ID)
+	if err != nil || id.ResourceGroupName == "" {
+		return "", "", providers.Errorf(providers.Permanent, "zone ID %q is not an Azure DNS zone ID", zone.ID)
+	}
+	return id.ResourceGroupName, id.Name, nil
+}
+
+// classify turns an SDK error into a providers.Error whose message holds the operation, the HTTP
+// status and Azure's error code: never the request ID, the response body or a credential.
+func classify(op, what string, err error) error {
+	var authErr *azidentity.AuthenticationFailedError
+	if errors.As(err, &authErr) {
+		return providers.Errorf(providers.Permanent, "azure: %s %s: authentication failed: check tenantId, aadClientId and aadClientSecret", op, what)
+	}
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		for _, ctxErr := range []error{context.Canceled, context.DeadlineExceeded} {
+			if errors.Is(err, ctxErr) {
+				return providers.Errorf(providers.Transient, "azure: %s %s: %v", op, what, ctxErr)
+			}
+		}
+		return providers.Errorf(providers.Transient, "azure: %s %s: the request failed", op, what)
+	}
+	msg := fmt.Sprintf("azure: %s %s: HTTP %d %s", op, what, re.StatusCode, re.ErrorCode)
+	switch {
+	case re.StatusCode == 412 || re.StatusCode == 409:
+		return providers.Errorf(providers.StaleView, "%s (the zone changed since it was read)", msg)
+	case re.StatusCode == 401 || re.StatusCode == 403:
+		return providers.Errorf(providers.Permanent, "%s (the credentials are not allowed to do this)", msg)
+	case re.StatusCode == 408 || re.StatusCode == 429 || re.StatusCode >= 500:
+		return providers.Errorf(providers.Transient, "%s", msg)
+	default:
+		return providers.Errorf(providers.Permanent, "%s", msg)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func normalizeName(name string) string {
+	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
+}

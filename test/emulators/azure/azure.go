@@ -1,0 +1,492 @@
+// Package azure emulates Azure DNS and Traffic Manager behind the SDK's own fake servers
+// (armdns/fake, armtrafficmanager/fake). The fakes dispatch in process without HTTP, so the cloud's
+// rules live in the Store behind their function fields:
+//
+//   - record sets carry ETags; If-Match and If-None-Match preconditions fail with 412;
+//   - more than 200 record-set writes per minute to one zone fail with 429 and a Retry-After header;
+//   - a record set holds at most 20 records, and either records or an alias (targetResource);
+//   - a CNAME record set cannot share its name with another type, nor sit at the zone apex;
+//   - an alias must point at an existing Traffic Manager profile;
+//   - profiles route by Weighted (weights 1-1000) or Geographic (each region mapped to at most one
+//     endpoint, Traffic Manager region codes), hold at most 200 endpoints, and have a relative DNS
+//     name unique across the store.
+//
+// Every operation is counted, and faults (HTTP 500 before anything is applied) can be injected at a
+// rate. The clock is injectable, so a test can cross the rate limit's minute without waiting it.
+package azure
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/dns/armdns"
+	dnsfake "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/dns/armdns/fake"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/trafficmanager/armtrafficmanager"
+	tmfake "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/trafficmanager/armtrafficmanager/fake"
+)
+
+// Azure's documented limits that the store enforces.
+const (
+	// WritesPerMinute is how many record-set writes (create, update, delete) one zone takes per minute.
+	WritesPerMinute = 200
+	// RecordsPerSet is the most records one record set holds.
+	RecordsPerSet = 20
+	// EndpointsPerProfile is the most endpoints one Traffic Manager profile holds.
+	EndpointsPerProfile = 200
+	// pageSize is how many items one list page returns.
+	pageSize = 100
+)
+
+// Store is the state of one subscription: DNS zones and Traffic Manager profiles per resource
+// group. It is safe for concurrent use.
+type Store struct {
+	mu           sync.Mutex
+	subscription string
+	now          func() time.Time
+	zones        map[string]*zone    // by resource group + "/" + zone name
+	profiles     map[string]*profile // by resource group + "/" + profile name
+	calls        map[string]int
+	faultRate    float64
+	rand         *rand.Rand
+	etags        int
+}
+
+type zone struct {
+	name   string
+	sets   map[setKey]*armdns.RecordSet
+	writes []time.Time
+}
+
+type setKey struct {
+	name       string // relative name, lower case; "@" is the apex
+	recordType armdns.RecordType
+}
+
+type profile struct {
+	resourceGroup string
+	value         armtrafficmanager.Profile
+}
+
+// NewStore returns an empty store of one subscription, on the real clock and without faults.
+func NewStore(subscription string) *Store {
+	return &Store{
+		subscription: subscription,
+		now:          time.Now,
+		zones:        map[string]*zone{},
+		profiles:     map[string]*profile{},
+		calls:        map[string]int{},
+		rand:         rand.New(rand.NewPCG(1, 2)),
+	}
+}
+
+// SetClock replaces the clock the rate limit reads.
+func (s *Store) SetClock(now func() time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.now = now
+}
+
+// SetFaults makes that fraction of operations fail with HTTP 500 before anything is applied; seed
+// makes the sequence repeatable.
+func (s *Store) SetFaults(rate float64, seed uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faultRate = rate
+	s.rand = rand.New(rand.NewPCG(seed, seed+1))
+}
+
+// AddZone creates a zone (with its SOA and NS record sets at the apex) in a resource group.
+func (s *Store) AddZone(resourceGroup, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	name = strings.ToLower(strings.TrimSuffix(name, "."))
+	z := &zone{name: name, sets: map[setKey]*armdns.RecordSet{}}
+	s.zones[resourceGroup+"/"+name] = z
+	s.putSet(resourceGroup, z, setKey{"@", armdns.RecordTypeSOA}, armdns.RecordSet{Properties: &armdns.RecordSetProperties{
+		TTL: to.Ptr[int64](3600), SoaRecord: &armdns.SoaRecord{Host: to.Ptr("ns1-01.azure-dns.com."), Email: to.Ptr("azuredns-hostmaster.microsoft.com")},
+	}})
+	s.putSet(resourceGroup, z, setKey{"@", armdns.RecordTypeNS}, armdns.RecordSet{Properties: &armdns.RecordSetProperties{
+		TTL: to.Ptr[int64](172800), NsRecords: []*armdns.NsRecord{{Nsdname: to.Ptr("ns1-01.azure-dns.com.")}},
+	}})
+}
+
+// Calls returns how often each operation was called, keyed "<server>.<operation>", for example
+// "RecordSets.CreateOrUpdate"; failed calls count.
+func (s *Store) Calls() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.calls))
+	for k, v := range s.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// Profiles returns the names of the Traffic Manager profiles of a resource group.
+func (s *Store) Profiles(resourceGroup string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for _, p := range s.profiles {
+		if p.resourceGroup == resourceGroup {
+			names = append(names, *p.value.Name)
+		}
+	}
+	return names
+}
+
+// Transport returns the transport to put into the SDK clients' options: it dispatches DNS and
+// Traffic Manager requests to the fake servers backed by this store, and adds Retry-After to a 429.
+func (s *Store) Transport() policy.Transporter {
+	dns := dnsfake.NewServerFactoryTransport(&dnsfake.ServerFactory{
+		RecordSetsServer: s.recordSetsServer(),
+		ZonesServer:      s.zonesServer(),
+	})
+	tm := tmfake.NewServerFactoryTransport(&tmfake.ServerFactory{ProfilesServer: s.profilesServer()})
+	return transport{store: s, dns: dns, tm: tm}
+}
+
+type transport struct {
+	store   *Store
+	dns, tm policy.Transporter
+}
+
+func (t transport) Do(req *http.Request) (*http.Response, error) {
+	next := t.dns
+	if strings.Contains(strings.ToLower(req.URL.Path), "/microsoft.network/trafficmanagerprofiles") {
+		next = t.tm
+	}
+	resp, err := next.Do(req)
+	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
+		resp.Header.Set("Retry-After", strconv.Itoa(t.store.retryAfter(req.URL.Path)))
+	}
+	return resp, err
+}
+
+// retryAfter is the number of seconds until the zone named in path takes another write.
+func (s *Store) retryAfter(path string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	parts := strings.Split(strings.ToLower(path), "/")
+	var rg, name string
+	for i := 0; i+1 < len(parts); i++ {
+		switch parts[i] {
+		case "resourcegroups":
+			rg = parts[i+1]
+		case "dnszones":
+			name = parts[i+1]
+		}
+	}
+	for key, z := range s.zones {
+		if strings.EqualFold(key, rg+"/"+name) && len(z.writes) > 0 {
+			wait := z.writes[0].Add(time.Minute).Sub(s.now())
+			return max(1, int((wait+time.Second-1)/time.Second))
+		}
+	}
+	return 1
+}
+
+// begin counts an operation and reports whether a fault is injected into it. Callers hold s.mu.
+func (s *Store) begin(op string) bool {
+	s.calls[op]++
+	return s.faultRate > 0 && s.rand.Float64() < s.faultRate
+}
+
+func (s *Store) zone(resourceGroup, name string) *zone {
+	for key, z := range s.zones {
+		if strings.EqualFold(key, resourceGroup+"/"+strings.TrimSuffix(name, ".")) {
+			return z
+		}
+	}
+	return nil
+}
+
+func (s *Store) zoneValue(resourceGroup string, z *zone) *armdns.Zone {
+	return &armdns.Zone{
+		ID:       to.Ptr("/subscriptions/" + s.subscription + "/resourceGroups/" + resourceGroup + "/providers/Microsoft.Network/dnszones/" + z.name),
+		Name:     to.Ptr(z.name),
+		Type:     to.Ptr("Microsoft.Network/dnszones"),
+		Location: to.Ptr("global"),
+		Properties: &armdns.ZoneProperties{
+			NumberOfRecordSets: to.Ptr(int64(len(z.sets))),
+			ZoneType:           to.Ptr(armdns.ZoneTypePublic),
+		},
+	}
+}
+
+func (s *Store) zonesServer() dnsfake.ZonesServer {
+	return dnsfake.ZonesServer{
+		NewListByResourceGroupPager: func(resourceGroup string, _ *armdns.ZonesClientListByResourceGroupOptions) (resp azfake.PagerResponder[armdns.ZonesClientListByResourceGroupResponse]) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.begin("Zones.ListByResourceGroup") {
+				resp.AddResponseError(http.StatusInternalServerError, "InternalServerError")
+				return resp
+			}
+			var page armdns.ZonesClientListByResourceGroupResponse
+			for key, z := range s.zones {
+				if strings.EqualFold(strings.SplitN(key, "/", 2)[0], resourceGroup) {
+					page.Value = append(page.Value, s.zoneValue(resourceGroup, z))
+				}
+			}
+			resp.AddPage(http.StatusOK, page, nil)
+			return resp
+		},
+	}
+}
+
+// limited reports whether the zone has used its writes of the last minute, and otherwise records
+// one. Callers hold s.mu.
+func (s *Store) limited(z *zone) bool {
+	now := s.now()
+	for len(z.writes) > 0 && !z.writes[0].After(now.Add(-time.Minute)) {
+		z.writes = z.writes[1:]
+	}
+	if len(z.writes) >= WritesPerMinute {
+		return true
+	}
+	z.writes = append(z.writes, now)
+	return false
+}
+
+func (s *Store) recordSetsServer() dnsfake.RecordSetsServer {
+	return dnsfake.RecordSetsServer{
+		Get: func(_ context.Context, resourceGroup, zoneName, name string, recordType armdns.RecordType, _ *armdns.RecordSetsClientGetOptions) (resp azfake.Responder[armdns.RecordSetsClientGetResponse], errResp azfake.ErrorResponder) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.begin("RecordSets.Get") {
+				errResp.SetResponseError(http.StatusInternalServerError, "InternalServerError")
+				return
+			}
+			z := s.zone(resourceGroup, zoneName)
+			if z == nil {
+				errResp.SetResponseError(http.StatusNotFound, "ParentResourceNotFound")
+				return
+			}
+			set, ok := z.sets[setKey{strings.ToLower(name), recordType}]
+			if !ok {
+				errResp.SetResponseError(http.StatusNotFound, "NotFound")
+				return
+			}
+			resp.SetResponse(http.StatusOK, armdns.RecordSetsClientGetResponse{RecordSet: *copySet(set)}, nil)
+			return
+		},
+		NewListAllByDNSZonePager: func(resourceGroup, zoneName string, _ *armdns.RecordSetsClientListAllByDNSZoneOptions) (resp azfake.PagerResponder[armdns.RecordSetsClientListAllByDNSZoneResponse]) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.begin("RecordSets.ListAllByDNSZone") {
+				resp.AddResponseError(http.StatusInternalServerError, "InternalServerError")
+				return resp
+			}
+			z := s.zone(resourceGroup, zoneName)
+			if z == nil {
+				resp.AddResponseError(http.StatusNotFound, "ParentResourceNotFound")
+				return resp
+			}
+			var page armdns.RecordSetsClientListAllByDNSZoneResponse
+			for _, set := range z.sets {
+				page.Value = append(page.Value, copySet(set))
+				if len(page.Value) == pageSize {
+					resp.AddPage(http.StatusOK, page, nil)
+					page = armdns.RecordSetsClientListAllByDNSZoneResponse{}
+				}
+			}
+			resp.AddPage(http.StatusOK, page, nil)
+			return resp
+		},
+		CreateOrUpdate: func(_ context.Context, resourceGroup, zoneName, name string, recordType armdns.RecordType, set armdns.RecordSet, opts *armdns.RecordSetsClientCreateOrUpdateOptions) (resp azfake.Responder[armdns.RecordSetsClientCreateOrUpdateResponse], errResp azfake.ErrorResponder) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.begin("RecordSets.CreateOrUpdate") {
+				errResp.SetResponseError(http.StatusInternalServerError, "InternalServerError")
+				return
+			}
+			z := s.zone(resourceGroup, zoneName)
+			if z == nil {
+				errResp.SetResponseError(http.StatusNotFound, "ParentResourceNotFound")
+				return
+			}
+			key := setKey{strings.ToLower(name), recordType}
+			current, exists := z.sets[key]
+			if opts != nil && opts.IfNoneMatch != nil && *opts.IfNoneMatch == "*" && exists ||
+				opts != nil && opts.IfMatch != nil && (!exists || *opts.IfMatch != *current.Etag) {
+				errResp.SetResponseError(http.StatusPreconditionFailed, "PreconditionFailed")
+				return
+			}
+			if status, code := s.validateSet(resourceGroup, z, key, &set); status != 0 {
+				errResp.SetResponseError(status, code)
+				return
+			}
+			if s.limited(z) {
+				errResp.SetResponseError(http.StatusTooManyRequests, "TooManyRequests")
+				return
+			}
+			status := http.StatusOK
+			if !exists {
+				status = http.StatusCreated
+			}
+			resp.SetResponse(status, armdns.RecordSetsClientCreateOrUpdateResponse{RecordSet: *s.putSet(resourceGroup, z, key, set)}, nil)
+			return
+		},
+		Delete: func(_ context.Context, resourceGroup, zoneName, name string, recordType armdns.RecordType, opts *armdns.RecordSetsClientDeleteOptions) (resp azfake.Responder[armdns.RecordSetsClientDeleteResponse], errResp azfake.ErrorResponder) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if s.begin("RecordSets.Delete") {
+				errResp.SetResponseError(http.StatusInternalServerError, "InternalServerError")
+				return
+			}
+			z := s.zone(resourceGroup, zoneName)
+			if z == nil {
+				errResp.SetResponseError(http.StatusNotFound, "ParentResourceNotFound")
+				return
+			}
+			key := setKey{strings.ToLower(name), recordType}
+			current, exists := z.sets[key]
+			if opts != nil && opts.IfMatch != nil && (!exists || *opts.IfMatch != *current.Etag) {
+				errResp.SetResponseError(http.StatusPreconditionFailed, "PreconditionFailed")
+				return
+			}
+			if key.name == "@" && (recordType == armdns.RecordTypeSOA || recordType == armdns.RecordTypeNS) {
+				errResp.SetResponseError(http.StatusBadRequest, "BadRequest")
+				return
+			}
+			if s.limited(z) {
+				errResp.SetResponseError(http.StatusTooManyRequests, "TooManyRequests")
+				return
+			}
+			delete(z.sets, key)
+			status := http.StatusOK
+			if !exists {
+				status = http.StatusNoContent
+			}
+			resp.SetResponse(status, armdns.RecordSetsClientDeleteResponse{}, nil)
+			return
+		},
+	}
+}
+
+// validateSet applies Azure DNS's rules to a record set about to be written. It returns 0 when the
+// set is valid. Callers hold s.mu.
+func (s *Store) validateSet(resourceGroup string, z *zone, key setKey, set *armdns.RecordSet) (int, string) {
+	p := set.Properties
+	if p == nil || p.TTL == nil || *p.TTL < 0 || *p.TTL > 2147483647 {
+		return http.StatusBadRequest, "BadRequest"
+	}
+	records := len(p.ARecords) + len(p.AaaaRecords) + len(p.TxtRecords) + len(p.NsRecords)
+	if p.CnameRecord != nil {
+		records++
+	}
+	if records > RecordsPerSet {
+		return http.StatusBadRequest, "BadRequest"
+	}
+	// Only records of the set's own type may be given.
+	other := map[armdns.RecordType]int{
+		armdns.RecordTypeA: len(p.ARecords), armdns.RecordTypeAAAA: len(p.AaaaRecords), armdns.RecordTypeTXT: len(p.TxtRecords),
+		armdns.RecordTypeNS: len(p.NsRecords),
+	}
+	if p.CnameRecord != nil {
+		other[armdns.RecordTypeCNAME] = 1
+	}
+	for t, n := range other {
+		if t != key.recordType && n > 0 {
+			return http.StatusBadRequest, "BadRequest"
+		}
+	}
+	if p.TargetResource != nil {
+		if records > 0 || p.TargetResource.ID == nil || !s.profileExists(*p.TargetResource.ID) {
+			return http.StatusBadRequest, "BadRequest"
+		}
+		if key.recordType != armdns.RecordTypeA && key.recordType != armdns.RecordTypeAAAA && key.recordType != armdns.RecordTypeCNAME {
+			return http.StatusBadRequest, "BadRequest"
+		}
+	}
+	for _, txt := range p.TxtRecords {
+		for _, v := range txt.Value {
+			if v == nil || len(*v) > 255 {
+				return http.StatusBadRequest, "BadRequest"
+			}
+		}
+	}
+	if key.recordType == armdns.RecordTypeCNAME && key.name == "@" {
+		return http.StatusBadRequest, "BadRequest"
+	}
+	for k := range z.sets {
+		if k.name == key.name && k.recordType != key.recordType &&
+			(k.recordType == armdns.RecordTypeCNAME || key.recordType == armdns.RecordTypeCNAME) {
+			return http.StatusConflict, "Conflict"
+		}
+	}
+	return 0, ""
+}
+
+// putSet stores a record set with a fresh ETag and returns a copy. Callers hold s.mu.
+func (s *Store) putSet(resourceGroup string, z *zone, key setKey, set armdns.RecordSet) *armdns.RecordSet {
+	s.etags++
+	fqdn := z.name + "."
+	if key.name != "@" {
+		fqdn = key.name + "." + fqdn
+	}
+	stored := copySet(&set)
+	stored.Etag = to.Ptr(strconv.Itoa(s.etags))
+	stored.Name = to.Ptr(key.name)
+	stored.Type = to.Ptr("Microsoft.Network/dnszones/" + string(key.recordType))
+	stored.ID = to.Ptr("/subscriptions/" + s.subscription + "/resourceGroups/" + resourceGroup + "/providers/Microsoft.Network/dnszones/" +
+		z.name + "/" + string(key.recordType) + "/" + key.name)
+	if stored.Properties == nil {
+		stored.Properties = &armdns.RecordSetProperties{}
+	}
+	stored.Properties.Fqdn = to.Ptr(fqdn)
+	stored.Properties.ProvisioningState = to.Ptr("Succeeded")
+	z.sets[key] = stored
+	return copySet(stored)
+}
+
+// copySet returns a deep copy, so no caller shares memory with the store.
+func copySet(set *armdns.RecordSet) *armdns.RecordSet {
+	out := *set
+	if set.Properties == nil {
+		return &out
+	}
+	p := *set.Properties
+	p.ARecords = copyEach(p.ARecords)
+	p.AaaaRecords = copyEach(p.AaaaRecords)
+	p.NsRecords = copyEach(p.NsRecords)
+	p.TxtRecords = nil
+	for _, r := range set.Properties.TxtRecords {
+		p.TxtRecords = append(p.TxtRecords, &armdns.TxtRecord{Value: copyEach(r.Value)})
+	}
+	if p.CnameRecord != nil {
+		p.CnameRecord = to.Ptr(*p.CnameRecord)
+	}
+	if p.TargetResource != nil {
+		p.TargetResource = to.Ptr(*p.TargetResource)
+	}
+	if p.Metadata != nil {
+		p.Metadata = make(map[string]*string, len(set.Properties.Metadata))
+		for k, v := range set.Properties.Metadata {
+			p.Metadata[k] = to.Ptr(*v)
+		}
+	}
+	out.Properties = &p
+	return &out
+}
+
+func copyEach[T any](in []*T) []*T {
+	if in == nil {
+		return nil
+	}
+	out := make([]*T, len(in))
+	for i, v := range in {
+		c := *v
+		out[i] = &c
+	}
+	return out
+}
