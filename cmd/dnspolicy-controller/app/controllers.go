@@ -15,6 +15,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
+	"github.com/dnspolicy/dnspolicy-controller/providers/azure"
 	"github.com/dnspolicy/dnspolicy-controller/providers/coredns"
 	"github.com/dnspolicy/dnspolicy-controller/providers/endpoint"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
@@ -34,6 +35,7 @@ func backends(store *inmemory.Store) map[string]struct {
 		inmemory.ProviderName: {v1alpha1.SecretTypeInMemory, inmemory.NewConstructor(store)},
 		endpoint.ProviderName: {v1alpha1.SecretTypeEndpoint, endpoint.New},
 		coredns.ProviderName:  {v1alpha1.SecretTypeCoreDNS, coredns.New},
+		azure.ProviderName:    {v1alpha1.SecretTypeAzure, azure.NewConstructor()},
 	}
 }
 
