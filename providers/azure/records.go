@@ -461,4 +461,3 @@ func deref[T any](p *T) T {
 	}
 	return *p
 }
-
