@@ -19,6 +19,7 @@ import (
 	"net"
 	"net/http"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,6 +55,9 @@ type Options struct {
 	RecordsPageSize int
 	// InsyncAfter is how long a change stays PENDING (default 100ms).
 	InsyncAfter time.Duration
+	// AccessKeys, when set, are the only access key IDs accepted (others get HTTP 403
+	// InvalidClientTokenId); signatures are not verified.
+	AccessKeys []string
 }
 
 // Faults are injected at random rates, each in [0,1], decided per request before anything else.
@@ -231,6 +235,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case op == "":
 		writeError(w, errNotFound)
 		return
+	case !s.knownKey(r):
+		writeError(w, apiError{status: http.StatusForbidden, code: "InvalidClientTokenId",
+			message: "The security token included in the request is invalid."})
+		return
 	case fault == "timeout":
 		select {
 		case <-r.Context().Done():
@@ -270,6 +278,16 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Amzn-Requestid", newRequestID())
 	_, _ = w.Write([]byte(xml.Header))
 	_ = xml.NewEncoder(w).Encode(body)
+}
+
+// knownKey checks the access key ID of the SigV4 Authorization header against Options.AccessKeys.
+func (s *Server) knownKey(r *http.Request) bool {
+	if len(s.opts.AccessKeys) == 0 {
+		return true
+	}
+	_, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential=")
+	key, _, _ := strings.Cut(cred, "/")
+	return ok && slices.Contains(s.opts.AccessKeys, key)
 }
 
 func route(r *http.Request) (op, zoneID, changeID string) {

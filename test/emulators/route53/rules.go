@@ -274,8 +274,10 @@ func canonicalName(name string) string {
 }
 
 func fromXML(x recordSetXML) *recordSet {
-	rs := &recordSet{Name: canonicalName(x.Name), Type: x.Type, SetIdentifier: x.SetIdentifier, Weight: x.Weight,
-		Values: slices.Clone(x.Values)}
+	rs := &recordSet{Name: canonicalName(x.Name), Type: x.Type, SetIdentifier: x.SetIdentifier, Weight: x.Weight}
+	for _, r := range x.Records {
+		rs.Values = append(rs.Values, r.Value)
+	}
 	if x.TTL != nil {
 		rs.TTL = *x.TTL
 	}
@@ -288,7 +290,10 @@ func fromXML(x recordSetXML) *recordSet {
 
 func (rs *recordSet) toXML() recordSetXML {
 	ttl := rs.TTL
-	x := recordSetXML{Name: rs.Name, Type: rs.Type, SetIdentifier: rs.SetIdentifier, TTL: &ttl, Values: slices.Clone(rs.Values)}
+	x := recordSetXML{Name: rs.Name, Type: rs.Type, SetIdentifier: rs.SetIdentifier, TTL: &ttl}
+	for _, v := range rs.Values {
+		x.Records = append(x.Records, resourceRecord{Value: v})
+	}
 	if rs.Weight != nil {
 		w := *rs.Weight
 		x.Weight = &w

@@ -31,13 +31,17 @@ type geoLocationXML struct {
 }
 
 type recordSetXML struct {
-	Name          string          `xml:"Name"`
-	Type          string          `xml:"Type"`
-	SetIdentifier string          `xml:"SetIdentifier,omitempty"`
-	Weight        *int64          `xml:"Weight,omitempty"`
-	GeoLocation   *geoLocationXML `xml:"GeoLocation,omitempty"`
-	TTL           *int64          `xml:"TTL,omitempty"`
-	Values        []string        `xml:"ResourceRecords>ResourceRecord>Value"`
+	Name          string           `xml:"Name"`
+	Type          string           `xml:"Type"`
+	SetIdentifier string           `xml:"SetIdentifier,omitempty"`
+	Weight        *int64           `xml:"Weight,omitempty"`
+	GeoLocation   *geoLocationXML  `xml:"GeoLocation,omitempty"`
+	TTL           *int64           `xml:"TTL,omitempty"`
+	Records       []resourceRecord `xml:"ResourceRecords>ResourceRecord"`
+}
+
+type resourceRecord struct {
+	Value string `xml:"Value"`
 }
 
 type listRecordSetsResponse struct {
