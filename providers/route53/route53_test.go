@@ -385,7 +385,7 @@ func TestFaultsEveryBatchLandsExactlyOnce(t *testing.T) {
 	opts.InsyncPoll = 5 * time.Millisecond
 	p := NewWithOptions(opts)
 	emu.SetFaults(emulator.Faults{ServerErrorRate: 0.07, TimeoutRate: 0.06, ThrottleRate: 0.07, DropRate: 0.05,
-		Hang: time.Second, Seed: 7})
+		Hang: time.Second, Seed: 3})
 
 	var errs []error
 	apply := func(c *providers.Changes) {
@@ -407,7 +407,7 @@ func TestFaultsEveryBatchLandsExactlyOnce(t *testing.T) {
 		ep := v1alpha1.NewEndpoint(fmt.Sprintf("r%d.example.com", i), "A", 60, fmt.Sprintf("10.0.0.%d", i))
 		batch = append(batch, ep)
 		want[ep.Key()] = ep
-		if len(batch) == 20 {
+		if len(batch) == 10 {
 			apply(&providers.Changes{Create: batch})
 			batch = nil
 		}
@@ -449,15 +449,57 @@ func TestFaultsEveryBatchLandsExactlyOnce(t *testing.T) {
 		}
 	}
 	calls := emu.Calls()
-	if calls[emulator.OpChangeResourceRecordSets] <= 6 {
-		t.Errorf("%d change calls for 6 batches: no fault hit a change, the test proves nothing", calls[emulator.OpChangeResourceRecordSets])
+	injected := emu.Injected()
+	for _, kind := range []string{"error", "timeout", "throttle", "drop"} {
+		if injected[kind] == 0 {
+			t.Errorf("no %s fault was injected (%v): the test proves less than it says", kind, injected)
+		}
 	}
 	total := 0
 	for _, n := range calls {
 		total += n
 	}
-	if total > 400 {
-		t.Errorf("%d calls in all (%v) for 6 batches and their reads, want a bounded number", total, calls)
+	if total > 200 {
+		t.Errorf("%d calls in all (%v) for 11 batches and their reads, want a bounded number", total, calls)
 	}
-	t.Logf("calls %v, errors returned to the engine %d", calls, len(errs))
+	t.Logf("calls %v, faults %v, errors returned to the engine %d", calls, injected, len(errs))
+}
+
+// A change that landed but whose answer was lost is retried by the SDK; the retry is rejected
+// because the change is already there, and Apply recognises its own batch in the zone.
+func TestLostAnswerLandsOnce(t *testing.T) {
+	emu, url := start(t, emulator.Options{InsyncAfter: time.Millisecond})
+	zone := providers.Zone{ID: emu.AddZone("example.com"), DNSName: "example.com"}
+	p := fastProvider(t, url)
+	a := v1alpha1.NewEndpoint("a.example.com", "A", 60, "192.0.2.1")
+	b := v1alpha1.NewEndpoint("b.example.com", "A", 60, "192.0.2.2")
+	for _, c := range []*providers.Changes{
+		{Create: []*v1alpha1.Endpoint{a, b}},
+		{Delete: []*v1alpha1.Endpoint{a}},
+	} {
+		emu.DropNext(1)
+		if err := p.Apply(t.Context(), zone, c); err != nil {
+			t.Fatalf("Apply after a lost answer: %v", err)
+		}
+	}
+	got, err := p.Records(t.Context(), zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, ep := range got {
+		if ep.RecordType == "A" {
+			names = append(names, ep.DNSName)
+		}
+	}
+	if fmt.Sprint(names) != "[b.example.com]" {
+		t.Errorf("zone holds A sets %v, want [b.example.com]", names)
+	}
+	if n := emu.Calls()[emulator.OpChangeResourceRecordSets]; n != 4 {
+		t.Errorf("%d change calls for 2 batches whose first answers were lost, want 4", n)
+	}
+	// A rejection without a lost answer is not mistaken for a landed batch.
+	if err := p.Apply(t.Context(), zone, &providers.Changes{Delete: []*v1alpha1.Endpoint{a}}); providers.KindOf(err) != providers.StaleView {
+		t.Errorf("deleting a set that is gone = %v, want a stale view", err)
+	}
 }

@@ -90,6 +90,8 @@ type Server struct {
 	faults    Faults
 	rng       *rand.Rand
 	burst     int // throttle the next burst requests
+	drops     int // drop the answers of the next drops requests
+	injected  map[string]int
 	tokens    float64
 	lastToken time.Time
 	now       func() time.Time
@@ -127,13 +129,14 @@ func New(opts Options) *Server {
 		opts.InsyncAfter = 100 * time.Millisecond
 	}
 	s := &Server{
-		opts:    opts,
-		zones:   map[string]*zone{},
-		changes: map[string]time.Time{},
-		calls:   map[string]int{},
-		rng:     rand.New(rand.NewPCG(0, 0)),
-		tokens:  float64(opts.Burst),
-		now:     time.Now,
+		opts:     opts,
+		zones:    map[string]*zone{},
+		changes:  map[string]time.Time{},
+		calls:    map[string]int{},
+		injected: map[string]int{},
+		rng:      rand.New(rand.NewPCG(0, 0)),
+		tokens:   float64(opts.Burst),
+		now:      time.Now,
 	}
 	s.lastToken = s.now()
 	for _, name := range opts.Zones {
@@ -174,6 +177,25 @@ func (s *Server) ThrottleNext(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.burst = n
+}
+
+// DropNext applies the next n requests and closes their connections without an answer.
+func (s *Server) DropNext(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drops = n
+}
+
+// Injected returns how many faults of each kind ("error", "timeout", "throttle", "drop") were
+// injected, so a test can tell that its faults happened.
+func (s *Server) Injected() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.injected))
+	for k, v := range s.injected {
+		out[k] = v
+	}
+	return out
 }
 
 // Calls returns the requests received per operation, throttled and failed ones included.
@@ -227,6 +249,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.calls[op]++
 	}
 	fault := s.pickFault()
+	if fault != "" {
+		s.injected[fault]++
+	}
 	throttled := fault == "throttle" || !s.takeToken()
 	hang := s.faults.Hang
 	s.mu.Unlock()
@@ -314,6 +339,10 @@ func (s *Server) pickFault() string {
 	if s.burst > 0 {
 		s.burst--
 		return "throttle"
+	}
+	if s.drops > 0 {
+		s.drops--
+		return "drop"
 	}
 	f := s.faults
 	x := s.rng.Float64()
