@@ -1,0 +1,661 @@
+// Package clouddns is the kuadrant.io/gcp backend: Google Cloud DNS through google.golang.org/api/dns/v1.
+//
+// Cloud DNS holds one record set per name and type, so the endpoints that share a name and type
+// (weighted or geo sets, told apart by set identifier) are folded into one record set with a routing
+// policy: a WRR item per weighted endpoint, a geo item (a Google Cloud region) per geo endpoint. Cloud
+// DNS items carry no set identifier, so each folded set has a companion TXT record set
+// ("_dnspolicy-sets-...") listing its items' set identifiers in order; Records hides companions and
+// unfolds each item back into the endpoint AdjustEndpoints produced. Without a companion (a set
+// written by another tool) an item's identifier is its first target (WRR) or its region (geo), the
+// identifiers Kuadrant's builder uses.
+//
+// Apply turns one batch into one atomic Change: the affected record sets as last read are deleted and
+// their new folded versions added. Cloud DNS refuses a deletion that does not match the zone exactly
+// (412), which is how a stale view is detected. The client never retries; this package retries 429,
+// 5xx and transport failures a bounded number of times with backoff, and resolves a retried Change
+// whose first attempt may have applied by reading the zone back.
+package clouddns
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	dns "google.golang.org/api/dns/v1"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/option"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/geo"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
+	"github.com/dnspolicy/dnspolicy-controller/providers"
+)
+
+// ProviderName is the value of the kuadrant.io/dns-provider-name label for this backend.
+const ProviderName = "google"
+
+// MaxChangesPerBatch keeps a Change within Cloud DNS's 1,000 additions and 1,000 deletions: one
+// endpoint change rewrites at most one record set and its companion (two deletions, two additions).
+const MaxChangesPerBatch = 500
+
+// defaultTTL is what Kuadrant publishes when an endpoint has no TTL.
+const defaultTTL = 300
+
+// companionPrefix starts the name of the TXT record sets that hold set identifiers.
+const companionPrefix = "_dnspolicy-sets-"
+
+// region matches Google Cloud region names (europe-west1, us-central1, northamerica-south1, ...).
+var region = regexp.MustCompile(`^(africa|asia|australia|europe|me|northamerica|southamerica|us)-[a-z]+[0-9]+$`)
+
+// retry bounds the retries of one API call.
+type retry struct {
+	attempts    int
+	base, max   time.Duration
+	callTimeout time.Duration
+}
+
+var defaultRetry = retry{attempts: 5, base: 200 * time.Millisecond, max: 5 * time.Second, callTimeout: 30 * time.Second}
+
+// Provider is Cloud DNS in one project, with one Secret's credentials.
+type Provider struct {
+	svc     *dns.Service
+	project string
+	retry   retry
+
+	mu sync.Mutex
+	// views hold each zone's record sets as last read or written, by zone ID; Apply deletes from
+	// them, so a stale view fails with 412 instead of overwriting someone else's change.
+	views map[string]map[setKey]*dns.ResourceRecordSet
+}
+
+var _ providers.Provider = (*Provider)(nil)
+
+type setKey struct{ name, typ string }
+
+// New is the constructor of kuadrant.io/gcp Secrets.
+func New(ctx context.Context, secret *corev1.Secret, _ providers.Env) (providers.Provider, error) {
+	opts, err := ParseOptions(secret)
+	if err != nil {
+		return nil, err
+	}
+	return NewWithOptions(ctx, opts)
+}
+
+// NewWithOptions builds a provider from parsed options.
+func NewWithOptions(ctx context.Context, opts Options) (*Provider, error) {
+	var clientOpts []option.ClientOption
+	if opts.Endpoint != "" {
+		clientOpts = append(clientOpts, option.WithEndpoint(opts.Endpoint), option.WithoutAuthentication())
+	} else {
+		clientOpts = append(clientOpts, option.WithAuthCredentialsJSON(option.ServiceAccount, opts.CredentialsJSON))
+	}
+	svc, err := dns.NewService(ctx, clientOpts...)
+	if err != nil {
+		// The message may quote the key; say only what failed.
+		return nil, providers.Errorf(providers.Permanent, "Cloud DNS client for project %s could not be built from the service-account key", opts.Project)
+	}
+	return &Provider{svc: svc, project: opts.Project, retry: defaultRetry, views: map[string]map[setKey]*dns.ResourceRecordSet{}}, nil
+}
+
+// Name implements providers.Provider.
+func (p *Provider) Name() string { return ProviderName }
+
+// Capabilities implements providers.Provider.
+func (p *Provider) Capabilities() providers.Capabilities {
+	return providers.Capabilities{ApexRecords: true, RoutingPolicies: true, MaxChangesPerBatch: MaxChangesPerBatch}
+}
+
+// Zones implements providers.Provider.
+func (p *Provider) Zones(ctx context.Context) ([]providers.Zone, error) {
+	var zones []providers.Zone
+	token := ""
+	for {
+		var resp *dns.ManagedZonesListResponse
+		err := p.do(ctx, "list managed zones", func(cctx context.Context) error {
+			var err error
+			resp, err = p.svc.ManagedZones.List(p.project).PageToken(token).Context(cctx).Do()
+			return err
+		})
+		if err != nil {
+			return nil, classify(err, false)
+		}
+		for _, z := range resp.ManagedZones {
+			// Peering zones hold no records of their own.
+			if z.PeeringConfig != nil {
+				continue
+			}
+			zones = append(zones, providers.Zone{ID: z.Name, DNSName: normalizeName(z.DnsName)})
+		}
+		if token = resp.NextPageToken; token == "" {
+			break
+		}
+	}
+	sort.Slice(zones, func(i, j int) bool { return zones[i].DNSName < zones[j].DNSName })
+	return zones, nil
+}
+
+// Records implements providers.Provider.
+func (p *Provider) Records(ctx context.Context, zone providers.Zone) ([]*v1alpha1.Endpoint, error) {
+	view, err := p.read(ctx, zone)
+	if err != nil {
+		return nil, err
+	}
+	eps := unfold(view)
+	v1alpha1.SortEndpoints(eps)
+	return eps, nil
+}
+
+// read lists a zone's record sets and keeps them as the zone's view.
+func (p *Provider) read(ctx context.Context, zone providers.Zone) (map[setKey]*dns.ResourceRecordSet, error) {
+	view := map[setKey]*dns.ResourceRecordSet{}
+	token := ""
+	for {
+		var resp *dns.ResourceRecordSetsListResponse
+		err := p.do(ctx, "list record sets of zone "+zone.DNSName, func(cctx context.Context) error {
+			var err error
+			resp, err = p.svc.ResourceRecordSets.List(p.project, zone.ID).PageToken(token).Context(cctx).Do()
+			return err
+		})
+		if err != nil {
+			return nil, classify(err, false)
+		}
+		for _, rs := range resp.Rrsets {
+			view[keyOf(rs)] = rs
+		}
+		if token = resp.NextPageToken; token == "" {
+			break
+		}
+	}
+	p.mu.Lock()
+	p.views[zone.ID] = view
+	p.mu.Unlock()
+	return view, nil
+}
+
+func (p *Provider) view(ctx context.Context, zone providers.Zone) (map[setKey]*dns.ResourceRecordSet, error) {
+	p.mu.Lock()
+	view, ok := p.views[zone.ID]
+	p.mu.Unlock()
+	if ok {
+		return view, nil
+	}
+	return p.read(ctx, zone)
+}
+
+func (p *Provider) forget(zone providers.Zone) {
+	p.mu.Lock()
+	delete(p.views, zone.ID)
+	p.mu.Unlock()
+}
+
+// Apply implements providers.Provider.
+func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *providers.Changes) error {
+	if changes.Empty() {
+		return nil
+	}
+	if changes.Len() > MaxChangesPerBatch {
+		return providers.Errorf(providers.Permanent, "batch of %d changes exceeds the limit of %d per batch", changes.Len(), MaxChangesPerBatch)
+	}
+	view, err := p.view(ctx, zone)
+	if err != nil {
+		return err
+	}
+	// Validate the batch against the view the plan was made from, with the rules every backend
+	// shares: a stale plan is a StaleView before anything is sent.
+	next, err := providers.ApplyChanges(zone.DNSName, unfold(view), changes)
+	if err != nil {
+		return err
+	}
+	change, want, err := buildChange(zone, view, next, changes)
+	if err != nil {
+		return err
+	}
+	if len(change.Additions) == 0 && len(change.Deletions) == 0 {
+		return nil
+	}
+
+	var created *dns.Change
+	uncertain := false
+	err = p.do(ctx, "change zone "+zone.DNSName, func(cctx context.Context) error {
+		var err error
+		created, err = p.svc.Changes.Create(p.project, zone.ID, change).Context(cctx).Do()
+		if err != nil && retryable(err) {
+			// The change may have applied before the failure reached us.
+			uncertain = true
+		}
+		return err
+	})
+	if err != nil {
+		if uncertain && staleView(err) && p.landed(ctx, zone, want) {
+			return nil
+		}
+		p.forget(zone)
+		return classify(err, true)
+	}
+	p.remember(zone, view, change)
+	return p.awaitDone(ctx, zone, created)
+}
+
+// landed reads the zone back and reports whether the affected record sets hold what the change
+// wrote: a retried change that failed as stale had then already applied.
+func (p *Provider) landed(ctx context.Context, zone providers.Zone, want map[setKey]*dns.ResourceRecordSet) bool {
+	view, err := p.read(ctx, zone)
+	if err != nil {
+		return false
+	}
+	for k, rs := range want {
+		cur, ok := view[k]
+		if (rs == nil) != !ok || (rs != nil && canonical(rs) != canonical(cur)) {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *Provider) remember(zone providers.Zone, view map[setKey]*dns.ResourceRecordSet, change *dns.Change) {
+	next := make(map[setKey]*dns.ResourceRecordSet, len(view))
+	for k, v := range view {
+		next[k] = v
+	}
+	for _, d := range change.Deletions {
+		delete(next, keyOf(d))
+	}
+	for _, a := range change.Additions {
+		next[keyOf(a)] = a
+	}
+	p.mu.Lock()
+	p.views[zone.ID] = next
+	p.mu.Unlock()
+}
+
+// awaitDone polls a pending change a few times. The record sets are already replaced when
+// changes.create answers; "done" means Cloud DNS's name servers serve them.
+func (p *Provider) awaitDone(ctx context.Context, zone providers.Zone, c *dns.Change) error {
+	for i := 0; c != nil && c.Status == "pending" && i < 10; i++ {
+		select {
+		case <-ctx.Done():
+			return providers.NewError(providers.Transient, ctx.Err())
+		case <-time.After(time.Duration(i+1) * 50 * time.Millisecond):
+		}
+		id := c.Id
+		err := p.do(ctx, "read change of zone "+zone.DNSName, func(cctx context.Context) error {
+			var err error
+			c, err = p.svc.Changes.Get(p.project, zone.ID, id).Context(cctx).Do()
+			return err
+		})
+		if err != nil {
+			// The change applied; whether it is served yet is for the validation pass to see.
+			return nil
+		}
+	}
+	return nil
+}
+
+// buildChange folds the affected names and types of next into record sets and returns the Change
+// that replaces their current versions, and what each affected set should hold afterwards (nil: none).
+func buildChange(zone providers.Zone, view map[setKey]*dns.ResourceRecordSet, next []*v1alpha1.Endpoint, changes *providers.Changes) (*dns.Change, map[setKey]*dns.ResourceRecordSet, error) {
+	affected := map[setKey]bool{}
+	for _, list := range [][]*v1alpha1.Endpoint{changes.Create, changes.UpdateNew, changes.Delete} {
+		for _, ep := range list {
+			affected[setKey{normalizeName(ep.DNSName), ep.RecordType}] = true
+		}
+	}
+	byKey := map[setKey][]*v1alpha1.Endpoint{}
+	for _, ep := range next {
+		k := setKey{normalizeName(ep.DNSName), ep.RecordType}
+		if affected[k] {
+			byKey[k] = append(byKey[k], ep)
+		}
+	}
+	keys := make([]setKey, 0, len(affected))
+	for k := range affected {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		return keys[i].name < keys[j].name || (keys[i].name == keys[j].name && keys[i].typ < keys[j].typ)
+	})
+	change := &dns.Change{}
+	want := map[setKey]*dns.ResourceRecordSet{}
+	replace := func(k setKey, rs *dns.ResourceRecordSet) {
+		old := view[k]
+		want[k] = rs
+		if old != nil && rs != nil && canonical(old) == canonical(rs) {
+			return
+		}
+		if old != nil {
+			change.Deletions = append(change.Deletions, old)
+		}
+		if rs != nil {
+			change.Additions = append(change.Additions, rs)
+		}
+	}
+	for _, k := range keys {
+		set, companion, err := fold(zone, k, byKey[k])
+		if err != nil {
+			return nil, nil, err
+		}
+		replace(k, set)
+		replace(companionKey(zone, k), companion)
+	}
+	return change, want, nil
+}
+
+// fold turns the endpoints of one name and type into one record set and, for a routing policy, the
+// companion TXT set that names its items.
+func fold(zone providers.Zone, k setKey, eps []*v1alpha1.Endpoint) (*dns.ResourceRecordSet, *dns.ResourceRecordSet, error) {
+	if len(eps) == 0 {
+		return nil, nil, nil
+	}
+	sort.Slice(eps, func(i, j int) bool { return eps[i].SetIdentifier < eps[j].SetIdentifier })
+	set := &dns.ResourceRecordSet{Name: k.name + ".", Type: k.typ, Ttl: int64(eps[0].RecordTTL)}
+	_, weighted := eps[0].GetProviderSpecific(v1alpha1.ProviderSpecificWeight)
+	_, located := eps[0].GetProviderSpecific(v1alpha1.ProviderSpecificGeoCode)
+	if !weighted && !located {
+		if len(eps) > 1 || eps[0].SetIdentifier != "" {
+			return nil, nil, providers.Errorf(providers.Permanent, "%s %s: set identifiers need a weight or a geo-code in Cloud DNS", k.name, k.typ)
+		}
+		set.Rrdatas = rrdatas(k.typ, eps[0].Targets)
+		return set, nil, nil
+	}
+	policy := &dns.RRSetRoutingPolicy{}
+	if weighted {
+		policy.Wrr = &dns.RRSetRoutingPolicyWrrPolicy{}
+	} else {
+		policy.Geo = &dns.RRSetRoutingPolicyGeoPolicy{}
+	}
+	ids := make([]string, 0, len(eps))
+	for i, ep := range eps {
+		if int64(ep.RecordTTL) != set.Ttl {
+			return nil, nil, providers.Errorf(providers.Permanent, "%s %s: sets with TTLs %d and %d; Cloud DNS holds one TTL per name and type",
+				k.name, k.typ, set.Ttl, ep.RecordTTL)
+		}
+		weight, isWeighted := ep.GetProviderSpecific(v1alpha1.ProviderSpecificWeight)
+		location, isGeo := ep.GetProviderSpecific(v1alpha1.ProviderSpecificGeoCode)
+		switch {
+		case weighted && isWeighted && !isGeo:
+			w, err := strconv.ParseFloat(weight, 64)
+			if err != nil || w < 0 {
+				return nil, nil, providers.Errorf(providers.Permanent, "%s: %v", ep, geo.ErrWeight)
+			}
+			policy.Wrr.Items = append(policy.Wrr.Items, &dns.RRSetRoutingPolicyWrrPolicyWrrPolicyItem{Weight: w, Rrdatas: rrdatas(k.typ, ep.Targets)})
+		case located && isGeo && !isWeighted:
+			policy.Geo.Items = append(policy.Geo.Items, &dns.RRSetRoutingPolicyGeoPolicyGeoPolicyItem{Location: location, Rrdatas: rrdatas(k.typ, ep.Targets)})
+		default:
+			return nil, nil, providers.Errorf(providers.Permanent, "%s %s: Cloud DNS holds one routing policy per name and type, "+
+				"so its sets must all be weighted or all be geo", k.name, k.typ)
+		}
+		ids = append(ids, strconv.Quote(strconv.Itoa(i)+"="+ep.SetIdentifier))
+	}
+	set.RoutingPolicy = policy
+	companion := &dns.ResourceRecordSet{Name: companionKey(zone, k).name + ".", Type: v1alpha1.RecordTypeTXT, Ttl: defaultTTL, Rrdatas: ids}
+	return set, companion, nil
+}
+
+// unfold turns record sets back into endpoints, one per routing item, hiding SOA and companions.
+func unfold(view map[setKey]*dns.ResourceRecordSet) []*v1alpha1.Endpoint {
+	var eps []*v1alpha1.Endpoint
+	for k, rs := range view {
+		if k.typ == "SOA" || strings.HasPrefix(k.name, companionPrefix) {
+			continue
+		}
+		ttl := v1alpha1.TTL(rs.Ttl)
+		if rs.RoutingPolicy == nil {
+			eps = append(eps, v1alpha1.NewEndpoint(k.name, k.typ, ttl, targets(k.typ, rs.Rrdatas)...))
+			continue
+		}
+		ids := companionIDs(view, k)
+		id := func(i int, fallback string) string {
+			if v, ok := ids[i]; ok {
+				return v
+			}
+			return fallback
+		}
+		if wrr := rs.RoutingPolicy.Wrr; wrr != nil {
+			for i, item := range wrr.Items {
+				t := targets(k.typ, item.Rrdatas)
+				eps = append(eps, v1alpha1.NewEndpoint(k.name, k.typ, ttl, t...).
+					WithSetIdentifier(id(i, first(t))).
+					WithProviderSpecific(v1alpha1.ProviderSpecificWeight, strconv.FormatFloat(item.Weight, 'f', -1, 64)))
+			}
+		}
+		if g := rs.RoutingPolicy.Geo; g != nil {
+			for i, item := range g.Items {
+				eps = append(eps, v1alpha1.NewEndpoint(k.name, k.typ, ttl, targets(k.typ, item.Rrdatas)...).
+					WithSetIdentifier(id(i, item.Location)).
+					WithProviderSpecific(v1alpha1.ProviderSpecificGeoCode, item.Location))
+			}
+		}
+	}
+	return eps
+}
+
+// companionIDs reads the set identifiers of a folded set's items, by item index.
+func companionIDs(view map[setKey]*dns.ResourceRecordSet, k setKey) map[int]string {
+	ids := map[int]string{}
+	for ck, rs := range view {
+		if ck.typ != v1alpha1.RecordTypeTXT || !strings.HasPrefix(ck.name, companionPrefix+strings.ToLower(k.typ)+"-"+hash.Base36(k.name, 12)+".") {
+			continue
+		}
+		for _, d := range rs.Rrdatas {
+			s, err := strconv.Unquote(d)
+			if err != nil {
+				continue
+			}
+			i, id, ok := strings.Cut(s, "=")
+			n, err := strconv.Atoi(i)
+			if ok && err == nil {
+				ids[n] = id
+			}
+		}
+	}
+	return ids
+}
+
+func companionKey(zone providers.Zone, k setKey) setKey {
+	return setKey{companionPrefix + strings.ToLower(k.typ) + "-" + hash.Base36(k.name, 12) + "." + zone.DNSName, v1alpha1.RecordTypeTXT}
+}
+
+// AdjustEndpoints implements providers.Provider. Names are lower-cased and name targets lose their
+// trailing dot, as Cloud DNS returns them; TTL 0 becomes 300; weights become whole numbers; geo codes
+// must be Google Cloud regions. The "*" (default) geo set is dropped, as Kuadrant does: Cloud DNS
+// answers a client whose region has no item from the nearest region listed, and has no catch-all.
+func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.Endpoint, error) {
+	out := make([]*v1alpha1.Endpoint, 0, len(endpoints))
+	for _, in := range endpoints {
+		ep := in.DeepCopy()
+		ep.DNSName = normalizeName(ep.DNSName)
+		if ep.RecordTTL == 0 {
+			ep.RecordTTL = defaultTTL
+		}
+		if nameTyped(ep.RecordType) {
+			for i, t := range ep.Targets {
+				ep.Targets[i] = normalizeName(t)
+			}
+		}
+		weight, weighted := ep.GetProviderSpecific(v1alpha1.ProviderSpecificWeight)
+		code, located := ep.GetProviderSpecific(v1alpha1.ProviderSpecificGeoCode)
+		switch {
+		case weighted && located:
+			return nil, providers.Errorf(providers.Permanent, "%s has both a weight and a geo-code; Cloud DNS routes a set by one of them", ep)
+		case weighted:
+			if err := geo.ValidateWeight(weight); err != nil {
+				return nil, providers.NewError(providers.Permanent, err)
+			}
+			w, _ := strconv.Atoi(weight)
+			ep.SetProviderSpecific(v1alpha1.ProviderSpecificWeight, strconv.Itoa(w))
+		case located && code == v1alpha1.WildcardGeo:
+			continue
+		case located:
+			if !region.MatchString(code) {
+				return nil, providers.Errorf(providers.Permanent, "geo code %q of %s cannot be expressed in Google Cloud DNS: "+
+					"use a Google Cloud region name such as europe-west1 or us-east1", code, ep.DNSName)
+			}
+		case ep.SetIdentifier != "":
+			return nil, providers.Errorf(providers.Permanent, "%s has a set identifier but no weight or geo-code, which Cloud DNS cannot hold", ep)
+		}
+		if (weighted || located) && ep.RecordType == v1alpha1.RecordTypeNS {
+			return nil, providers.Errorf(providers.Permanent, "%s: Cloud DNS has no routing policies for NS record sets", ep)
+		}
+		out = append(out, ep)
+	}
+	return out, nil
+}
+
+// do runs one API call with a deadline, retrying 429, 5xx and transport failures with exponential
+// backoff and full jitter, a bounded number of times.
+func (p *Provider) do(ctx context.Context, what string, call func(context.Context) error) error {
+	var err error
+	for attempt := 0; attempt < p.retry.attempts; attempt++ {
+		if attempt > 0 {
+			backoff := min(p.retry.max, p.retry.base<<(attempt-1))
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(rand.N(backoff) + backoff/2):
+			}
+		}
+		cctx, cancel := context.WithTimeout(ctx, p.retry.callTimeout)
+		err = call(cctx)
+		cancel()
+		if err == nil || ctx.Err() != nil || !retryable(err) {
+			break
+		}
+	}
+	if err != nil {
+		return &callError{what: what, project: p.project, err: err}
+	}
+	return nil
+}
+
+type callError struct {
+	what, project string
+	err           error
+}
+
+func (e *callError) Error() string { return e.err.Error() }
+func (e *callError) Unwrap() error { return e.err }
+
+var rateReasons = []string{"rateLimitExceeded", "userRateLimitExceeded", "quotaExceeded"}
+
+func apiError(err error) (*googleapi.Error, string) {
+	var gerr *googleapi.Error
+	if !errors.As(err, &gerr) {
+		return nil, ""
+	}
+	reason := ""
+	if len(gerr.Errors) > 0 {
+		reason = gerr.Errors[0].Reason
+	}
+	return gerr, reason
+}
+
+func retryable(err error) bool {
+	gerr, reason := apiError(err)
+	if gerr == nil {
+		// Timeouts, resets and dropped connections.
+		return true
+	}
+	return gerr.Code == http.StatusTooManyRequests || gerr.Code >= 500 ||
+		(gerr.Code == http.StatusForbidden && slices.Contains(rateReasons, reason))
+}
+
+func staleView(err error) bool {
+	gerr, _ := apiError(err)
+	return gerr != nil && (gerr.Code == http.StatusPreconditionFailed || gerr.Code == http.StatusConflict || gerr.Code == http.StatusNotFound)
+}
+
+// classify turns a failed call into a provider error whose message holds the operation, the HTTP
+// status and Google's reason, never a request ID or header. In a change, 404/409/412 mean the zone
+// moved under the caller.
+func classify(err error, inChange bool) error {
+	what, project := "call", ""
+	var ce *callError
+	if errors.As(err, &ce) {
+		what, project = ce.what, ce.project
+	}
+	prefix := fmt.Sprintf("Cloud DNS: %s in project %s", what, project)
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return providers.Errorf(providers.Transient, "%s: timed out", prefix)
+	}
+	gerr, reason := apiError(err)
+	if gerr == nil {
+		return providers.Errorf(providers.Transient, "%s: the connection failed", prefix)
+	}
+	status := fmt.Sprintf("%s: HTTP %d %s", prefix, gerr.Code, reason)
+	switch {
+	case retryable(err):
+		return providers.Errorf(providers.Transient, "%s (retries exhausted)", status)
+	case inChange && staleView(err):
+		return providers.Errorf(providers.StaleView, "%s: the zone changed since it was read", status)
+	case gerr.Code == http.StatusUnauthorized || gerr.Code == http.StatusForbidden:
+		return providers.Errorf(providers.Permanent, "%s: access denied; the service account needs dns.managedZones.list, "+
+			"dns.resourceRecordSets.list, dns.changes.create and dns.changes.get", status)
+	case gerr.Code == http.StatusNotFound:
+		return providers.Errorf(providers.Permanent, "%s: not found", status)
+	default:
+		return providers.Errorf(providers.Permanent, "%s: %s", status, gerr.Message)
+	}
+}
+
+func keyOf(rs *dns.ResourceRecordSet) setKey {
+	return setKey{normalizeName(rs.Name), rs.Type}
+}
+
+// canonical is a record set's value as Cloud DNS compares it for a deletion.
+func canonical(rs *dns.ResourceRecordSet) string {
+	c := *rs
+	c.Kind = ""
+	c.Name = normalizeName(c.Name)
+	b, _ := json.Marshal(c)
+	return string(b)
+}
+
+func nameTyped(recordType string) bool {
+	switch recordType {
+	case v1alpha1.RecordTypeCNAME, v1alpha1.RecordTypeNS, "PTR":
+		return true
+	}
+	return false
+}
+
+func rrdatas(recordType string, targets []string) []string {
+	out := slices.Clone(targets)
+	if nameTyped(recordType) {
+		for i, t := range out {
+			out[i] = normalizeName(t) + "."
+		}
+	}
+	return out
+}
+
+func targets(recordType string, rrdatas []string) []string {
+	out := slices.Clone(rrdatas)
+	if nameTyped(recordType) {
+		for i, t := range out {
+			out[i] = normalizeName(t)
+		}
+	}
+	return out
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
+
+func normalizeName(name string) string {
+	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
+}
