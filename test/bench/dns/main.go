@@ -179,9 +179,10 @@ func run() error {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// staticZone is hosts A records and a CNAME per ten hosts.
+// staticZone is hosts A records, a CNAME per ten hosts, and the address of the zone's name server
+// (BIND refuses to load a zone whose in-zone NS has none).
 func staticZone() []*v1alpha1.Endpoint {
-	var eps []*v1alpha1.Endpoint
+	eps := []*v1alpha1.Endpoint{v1alpha1.NewEndpoint("ns1."+zoneName, "A", 300, "127.0.0.1")}
 	for i := range hosts {
 		eps = append(eps, v1alpha1.NewEndpoint(fmt.Sprintf("h%d.%s", i, zoneName), "A", 300,
 			fmt.Sprintf("10.0.%d.%d", i/250, i%250+1)))
