@@ -16,6 +16,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/azure"
+	"github.com/dnspolicy/dnspolicy-controller/providers/clouddns"
 	"github.com/dnspolicy/dnspolicy-controller/providers/coredns"
 	"github.com/dnspolicy/dnspolicy-controller/providers/endpoint"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
@@ -36,6 +37,7 @@ func backends(store *inmemory.Store) map[string]struct {
 		endpoint.ProviderName: {v1alpha1.SecretTypeEndpoint, endpoint.New},
 		coredns.ProviderName:  {v1alpha1.SecretTypeCoreDNS, coredns.New},
 		azure.ProviderName:    {v1alpha1.SecretTypeAzure, azure.NewConstructor()},
+		clouddns.ProviderName: {v1alpha1.SecretTypeGCP, clouddns.New},
 	}
 }
 
