@@ -381,7 +381,7 @@ func TestFaultsEveryBatchLandsExactlyOnce(t *testing.T) {
 	}
 	opts.MaxAttempts = 10
 	opts.MaxBackoff = 20 * time.Millisecond
-	opts.AttemptTimeout = 150 * time.Millisecond
+	opts.AttemptTimeout = 500 * time.Millisecond
 	opts.InsyncPoll = 5 * time.Millisecond
 	p := NewWithOptions(opts)
 	emu.SetFaults(emulator.Faults{ServerErrorRate: 0.07, TimeoutRate: 0.06, ThrottleRate: 0.07, DropRate: 0.05,
