@@ -20,6 +20,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/providers/coredns"
 	"github.com/dnspolicy/dnspolicy-controller/providers/endpoint"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+	"github.com/dnspolicy/dnspolicy-controller/providers/route53"
 )
 
 // backends maps the --providers names (the values of the kuadrant.io/dns-provider-name label) to
@@ -38,6 +39,7 @@ func backends(store *inmemory.Store) map[string]struct {
 		coredns.ProviderName:  {v1alpha1.SecretTypeCoreDNS, coredns.New},
 		azure.ProviderName:    {v1alpha1.SecretTypeAzure, azure.NewConstructor()},
 		clouddns.ProviderName: {v1alpha1.SecretTypeGCP, clouddns.New},
+		route53.ProviderName:  {v1alpha1.SecretTypeAWS, route53.New},
 	}
 }
 
