@@ -257,7 +257,8 @@ func (p *Provider) rejected(ctx context.Context, zone providers.Zone, changes *p
 	}
 	records, readErr := p.Records(ctx, zone)
 	if readErr != nil {
-		return classify("ChangeResourceRecordSets", err)
+		// Without the zone the rejection cannot be told from a stale view: retry later.
+		return readErr
 	}
 	if track.wasAmbiguous() && landed(records, changes) {
 		return nil
