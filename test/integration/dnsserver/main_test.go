@@ -136,8 +136,9 @@ type manager struct {
 }
 
 // startManager runs the binary's wiring with the DNS server on a free loopback port, and the record
-// controller only when factory is given. It stops when the test ends, or earlier through stop.
-func startManager(t *testing.T, factory *providers.Factory) *manager {
+// controller only when factory is given; edits, when given, change the options. It stops when the
+// test ends, or earlier through stop.
+func startManager(t *testing.T, factory *providers.Factory, edits ...func(*app.Options)) *manager {
 	t.Helper()
 	o := app.DefaultOptions()
 	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
@@ -145,6 +146,9 @@ func startManager(t *testing.T, factory *providers.Factory) *manager {
 	o.EnableRecordController = factory != nil
 	o.DNSServerAddress = freePort(t)
 	o.DNSGeoIPDatabase = geoDB
+	for _, edit := range edits {
+		edit(&o)
+	}
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS = -1
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
