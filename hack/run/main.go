@@ -106,12 +106,18 @@ func run() error {
 			return fmt.Errorf("writing the demo geo database: %w", err)
 		}
 	}
-	if err := seedDemo(ctx, user.Config()); err != nil {
-		return fmt.Errorf("seeding the demo: %w", err)
-	}
-	if server, err := netip.ParseAddrPort(opts.DNSServerAddress); err == nil {
-		go awaitDemo(ctx, server)
-	}
+	// Seeded beside the controller, so Ctrl-C at any moment stops both at once.
+	go func() {
+		if err := seedDemo(ctx, user.Config()); err != nil {
+			if ctx.Err() == nil {
+				fmt.Fprintln(os.Stderr, "make run: seeding the demo:", err)
+			}
+			return
+		}
+		if server, err := netip.ParseAddrPort(opts.DNSServerAddress); err == nil {
+			awaitDemo(ctx, server)
+		}
+	}()
 	fmt.Println("Press Ctrl-C to stop the controller and the control plane.")
 
 	err = app.Run(ctx, user.Config(), opts)
