@@ -43,6 +43,7 @@ func TestMakeRunWithoutCluster(t *testing.T) {
 		"DNSPOLICY_CACHE="+t.TempDir(),
 		"DNSPOLICY_METRICS_BIND_ADDRESS=127.0.0.1:0",
 		"DNSPOLICY_HEALTH_PROBE_BIND_ADDRESS=127.0.0.1:0",
+		"DNSPOLICY_DNS_SERVER_ADDRESS="+freeDNSPort(t), // not 1053: a user's own make run may hold it
 	)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
