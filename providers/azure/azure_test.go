@@ -81,3 +81,126 @@ func TestConformance(t *testing.T) {
 		},
 	})
 }
+
+// Under faults at a 20% rate (HTTP 500 before anything is applied), the SDK's retries carry every
+// operation through, and the suite's exact zone checks still hold.
+func TestConformanceWithFaults(t *testing.T) {
+	store := emulator.NewStore(subscription)
+	store.SetFaults(0.2, 7)
+	conformance.Run(t, conformance.Harness{
+		NewZone: func(t *testing.T) (providers.Provider, providers.Zone) {
+			p := emulatedWithRetries(t, store, 12)
+			return p, newZone(t, store, p)
+		},
+	})
+	if calls := store.Calls(); calls["RecordSets.CreateOrUpdate"] == 0 {
+		t.Errorf("no record set writes counted: %v", calls)
+	}
+}
+
+func emulatedWithRetries(t *testing.T, store *emulator.Store, retries int32) providers.Provider {
+	t.Helper()
+	p, err := NewConstructor(
+		WithClientOptions(arm.ClientOptions{ClientOptions: azcore.ClientOptions{
+			Transport: store.Transport(),
+			Retry:     policy.RetryOptions{MaxRetries: retries, RetryDelay: time.Millisecond, MaxRetryDelay: 10 * time.Millisecond},
+		}}),
+		WithCredential(&azfake.TokenCredential{}),
+	)(t.Context(), secret(validJSON()), providers.Env{Namespace: "ns"})
+	if err != nil {
+		t.Fatalf("constructor: %v", err)
+	}
+	return p
+}
+
+func TestParseOptions(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		data    map[string]string
+		wantKey string
+	}{
+		{"missing azure.json", map[string]string{}, v1alpha1.AzureJSONKey},
+		{"empty azure.json", map[string]string{v1alpha1.AzureJSONKey: " "}, v1alpha1.AzureJSONKey},
+		{"not JSON", map[string]string{v1alpha1.AzureJSONKey: "aadClientSecret: " + clientSecret}, v1alpha1.AzureJSONKey},
+		{"no client secret", map[string]string{v1alpha1.AzureJSONKey: strings.Replace(validJSON(), clientSecret, "", 1)}, "aadClientSecret"},
+		{"no resource group", map[string]string{v1alpha1.AzureJSONKey: strings.Replace(validJSON(), resourceGroup, "", 1)}, "resourceGroup"},
+		{"no subscription", map[string]string{v1alpha1.AzureJSONKey: strings.Replace(validJSON(), subscription, "", 1)}, "subscriptionId"},
+		{"bad endpoint", map[string]string{v1alpha1.AzureJSONKey: validJSON(), v1alpha1.EndpointOverrideKey: "ftp://" + clientSecret}, v1alpha1.EndpointOverrideKey},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := secret("")
+			s.Data = map[string][]byte{}
+			for k, v := range tc.data {
+				s.Data[k] = []byte(v)
+			}
+			_, err := ParseOptions(s)
+			if err == nil {
+				t.Fatal("ParseOptions succeeded, want an error")
+			}
+			msg := err.Error()
+			if !strings.Contains(msg, "ns/azure-creds") || !strings.Contains(msg, tc.wantKey) || strings.Contains(msg, clientSecret) {
+				t.Errorf("error %q must name ns/azure-creds and %s, and not the secret value", msg, tc.wantKey)
+			}
+			// Through the factory the error is Permanent: retrying cannot fix a Secret.
+			f := providers.NewFactory()
+			f.Register(v1alpha1.SecretTypeAzure, NewConstructor())
+			if _, err := f.New(t.Context(), s, providers.Env{}); providers.KindOf(err) != providers.Permanent {
+				t.Errorf("factory error %v, want Permanent", err)
+			}
+		})
+	}
+	s := secret(validJSON())
+	s.Data[v1alpha1.EndpointOverrideKey] = []byte("http://127.0.0.1:8443")
+	opts, err := ParseOptions(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Options{TenantID: "tenant", SubscriptionID: subscription, ResourceGroup: resourceGroup, ClientID: "client",
+		ClientSecret: clientSecret, EndpointURL: "http://127.0.0.1:8443"}
+	if opts != want {
+		t.Errorf("ParseOptions = %+v, want %+v", opts, want)
+	}
+}
+
+func TestAdjustEndpoints(t *testing.T) {
+	p := emulated(t, emulator.NewStore(subscription))
+	set := func(recordType, id, prop, value string) *v1alpha1.Endpoint {
+		return v1alpha1.NewEndpoint("Klb.App.Example.com.", recordType, 300, "eu.klb.app.example.com").
+			WithSetIdentifier(id).WithProviderSpecific(prop, value)
+	}
+	got, err := p.AdjustEndpoints([]*v1alpha1.Endpoint{
+		set(v1alpha1.RecordTypeCNAME, "world", v1alpha1.ProviderSpecificGeoCode, "WORLD"),
+		set(v1alpha1.RecordTypeCNAME, "w", v1alpha1.ProviderSpecificWeight, "0120").WithProviderSpecific("aws/evaluate-target-health", "true"),
+		set(v1alpha1.RecordTypeTXT, "owner", v1alpha1.ProviderSpecificGeoCode, "GEO-AP"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"geo-code=*", "weight=120", "geo-code=GEO-AP"} {
+		ps := got[i].ProviderSpecific
+		if len(ps) != 1 || ps[0].Name+"="+ps[0].Value != want || got[i].DNSName != "klb.app.example.com" {
+			t.Errorf("AdjustEndpoints[%d] = %s %v, want klb.app.example.com with only %s", i, got[i].DNSName, ps, want)
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		ep   *v1alpha1.Endpoint
+	}{
+		{"continent Traffic Manager lacks", set(v1alpha1.RecordTypeCNAME, "oc", v1alpha1.ProviderSpecificGeoCode, "GEO-OC")},
+		{"unknown country", set(v1alpha1.RecordTypeCNAME, "xx", v1alpha1.ProviderSpecificGeoCode, "XX")},
+		{"weight above 1000", set(v1alpha1.RecordTypeCNAME, "w", v1alpha1.ProviderSpecificWeight, "1001")},
+		{"negative weight", set(v1alpha1.RecordTypeCNAME, "w", v1alpha1.ProviderSpecificWeight, "-1")},
+		{"set identifier without routing", v1alpha1.NewEndpoint("a.example.com", v1alpha1.RecordTypeA, 60, "192.0.2.1").WithSetIdentifier("x")},
+		{"routed set of two targets", v1alpha1.NewEndpoint("a.example.com", v1alpha1.RecordTypeA, 60, "192.0.2.1", "192.0.2.2").
+			WithSetIdentifier("x").WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "1")},
+		{"set identifier that is no endpoint name", set(v1alpha1.RecordTypeCNAME, "a/b", v1alpha1.ProviderSpecificWeight, "1")},
+		{"unsupported type", v1alpha1.NewEndpoint("a.example.com", "MX", 60, "10 mail.example.com")},
+		{"21 values", v1alpha1.NewEndpoint("a.example.com", v1alpha1.RecordTypeTXT, 60, strings.Split(strings.Repeat("v,", 20)+"v", ",")...)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := p.AdjustEndpoints([]*v1alpha1.Endpoint{tc.ep}); providers.KindOf(err) != providers.Permanent || err == nil {
+				t.Errorf("AdjustEndpoints(%s) = %v, want a Permanent error", tc.ep, err)
+			}
+		})
+	}
+}

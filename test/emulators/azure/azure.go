@@ -16,7 +16,11 @@
 package azure
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -24,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
@@ -94,7 +99,7 @@ func (s *Store) SetClock(now func() time.Time) {
 	s.now = now
 }
 
-// SetFaults makes that fraction of operations fail with HTTP 500 before anything is applied; seed
+// SetFaults makes that fraction of requests fail with HTTP 500 before anything is applied; seed
 // makes the sequence repeatable.
 func (s *Store) SetFaults(rate float64, seed uint64) {
 	s.mu.Lock()
@@ -164,11 +169,35 @@ func (t transport) Do(req *http.Request) (*http.Response, error) {
 	if strings.Contains(strings.ToLower(req.URL.Path), "/microsoft.network/trafficmanagerprofiles") {
 		next = t.tm
 	}
+	// A fault fails the request before the fakes see it: their pagers answer each list once.
+	if t.store.fault() {
+		return t.errorResponse(req, &azcore.ResponseError{StatusCode: http.StatusInternalServerError, ErrorCode: "InternalServerError"}), nil
+	}
 	resp, err := next.Do(req)
-	if err == nil && resp.StatusCode == http.StatusTooManyRequests {
-		resp.Header.Set("Retry-After", strconv.Itoa(t.store.retryAfter(req.URL.Path)))
+	// The fakes return an error response as a Go error; the cloud sends it as an HTTP response,
+	// which the SDK's pipeline retries (429, 5xx) and turns into a ResponseError itself.
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		return t.errorResponse(req, re), nil
 	}
 	return resp, err
+}
+
+// errorResponse is the HTTP response Azure sends for an error: the code in the body and in
+// x-ms-error-code, and Retry-After on a 429.
+func (t transport) errorResponse(req *http.Request, re *azcore.ResponseError) *http.Response {
+	body, _ := json.Marshal(map[string]any{"error": map[string]string{"code": re.ErrorCode, "message": re.ErrorCode}})
+	resp := &http.Response{
+		StatusCode: re.StatusCode,
+		Status:     http.StatusText(re.StatusCode),
+		Header:     http.Header{"Content-Type": {"application/json"}, "X-Ms-Error-Code": {re.ErrorCode}},
+		Body:       io.NopCloser(bytes.NewReader(body)),
+		Request:    req,
+	}
+	if re.StatusCode == http.StatusTooManyRequests {
+		resp.Header.Set("Retry-After", strconv.Itoa(t.store.retryAfter(req.URL.Path)))
+	}
+	return resp
 }
 
 // retryAfter is the number of seconds until the zone named in path takes another write.
@@ -194,10 +223,15 @@ func (s *Store) retryAfter(path string) int {
 	return 1
 }
 
-// begin counts an operation and reports whether a fault is injected into it. Callers hold s.mu.
-func (s *Store) begin(op string) bool {
-	s.calls[op]++
-	return s.faultRate > 0 && s.rand.Float64() < s.faultRate
+// fault reports whether to fail the next request, and counts it as "Faults" if so.
+func (s *Store) fault() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.faultRate > 0 && s.rand.Float64() < s.faultRate {
+		s.calls["Faults"]++
+		return true
+	}
+	return false
 }
 
 func (s *Store) zone(resourceGroup, name string) *zone {
@@ -227,10 +261,7 @@ func (s *Store) zonesServer() dnsfake.ZonesServer {
 		NewListByResourceGroupPager: func(resourceGroup string, _ *armdns.ZonesClientListByResourceGroupOptions) (resp azfake.PagerResponder[armdns.ZonesClientListByResourceGroupResponse]) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if s.begin("Zones.ListByResourceGroup") {
-				resp.AddResponseError(http.StatusInternalServerError, "InternalServerError")
-				return resp
-			}
+			s.calls["Zones.ListByResourceGroup"]++
 			var page armdns.ZonesClientListByResourceGroupResponse
 			for key, z := range s.zones {
 				if strings.EqualFold(strings.SplitN(key, "/", 2)[0], resourceGroup) {
@@ -262,10 +293,7 @@ func (s *Store) recordSetsServer() dnsfake.RecordSetsServer {
 		Get: func(_ context.Context, resourceGroup, zoneName, name string, recordType armdns.RecordType, _ *armdns.RecordSetsClientGetOptions) (resp azfake.Responder[armdns.RecordSetsClientGetResponse], errResp azfake.ErrorResponder) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if s.begin("RecordSets.Get") {
-				errResp.SetResponseError(http.StatusInternalServerError, "InternalServerError")
-				return
-			}
+			s.calls["RecordSets.Get"]++
 			z := s.zone(resourceGroup, zoneName)
 			if z == nil {
 				errResp.SetResponseError(http.StatusNotFound, "ParentResourceNotFound")
@@ -282,10 +310,7 @@ func (s *Store) recordSetsServer() dnsfake.RecordSetsServer {
 		NewListAllByDNSZonePager: func(resourceGroup, zoneName string, _ *armdns.RecordSetsClientListAllByDNSZoneOptions) (resp azfake.PagerResponder[armdns.RecordSetsClientListAllByDNSZoneResponse]) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if s.begin("RecordSets.ListAllByDNSZone") {
-				resp.AddResponseError(http.StatusInternalServerError, "InternalServerError")
-				return resp
-			}
+			s.calls["RecordSets.ListAllByDNSZone"]++
 			z := s.zone(resourceGroup, zoneName)
 			if z == nil {
 				resp.AddResponseError(http.StatusNotFound, "ParentResourceNotFound")
@@ -305,10 +330,7 @@ func (s *Store) recordSetsServer() dnsfake.RecordSetsServer {
 		CreateOrUpdate: func(_ context.Context, resourceGroup, zoneName, name string, recordType armdns.RecordType, set armdns.RecordSet, opts *armdns.RecordSetsClientCreateOrUpdateOptions) (resp azfake.Responder[armdns.RecordSetsClientCreateOrUpdateResponse], errResp azfake.ErrorResponder) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if s.begin("RecordSets.CreateOrUpdate") {
-				errResp.SetResponseError(http.StatusInternalServerError, "InternalServerError")
-				return
-			}
+			s.calls["RecordSets.CreateOrUpdate"]++
 			z := s.zone(resourceGroup, zoneName)
 			if z == nil {
 				errResp.SetResponseError(http.StatusNotFound, "ParentResourceNotFound")
@@ -339,10 +361,7 @@ func (s *Store) recordSetsServer() dnsfake.RecordSetsServer {
 		Delete: func(_ context.Context, resourceGroup, zoneName, name string, recordType armdns.RecordType, opts *armdns.RecordSetsClientDeleteOptions) (resp azfake.Responder[armdns.RecordSetsClientDeleteResponse], errResp azfake.ErrorResponder) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if s.begin("RecordSets.Delete") {
-				errResp.SetResponseError(http.StatusInternalServerError, "InternalServerError")
-				return
-			}
+			s.calls["RecordSets.Delete"]++
 			z := s.zone(resourceGroup, zoneName)
 			if z == nil {
 				errResp.SetResponseError(http.StatusNotFound, "ParentResourceNotFound")

@@ -47,10 +47,7 @@ func (s *Store) profilesServer() tmfake.ProfilesServer {
 		CreateOrUpdate: func(_ context.Context, resourceGroup, name string, value armtrafficmanager.Profile, _ *armtrafficmanager.ProfilesClientCreateOrUpdateOptions) (resp azfake.Responder[armtrafficmanager.ProfilesClientCreateOrUpdateResponse], errResp azfake.ErrorResponder) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if s.begin("Profiles.CreateOrUpdate") {
-				errResp.SetResponseError(http.StatusInternalServerError, "InternalServerError")
-				return
-			}
+			s.calls["Profiles.CreateOrUpdate"]++
 			if status, code := s.validateProfile(resourceGroup, name, &value); status != 0 {
 				errResp.SetResponseError(status, code)
 				return
@@ -74,10 +71,7 @@ func (s *Store) profilesServer() tmfake.ProfilesServer {
 		Get: func(_ context.Context, resourceGroup, name string, _ *armtrafficmanager.ProfilesClientGetOptions) (resp azfake.Responder[armtrafficmanager.ProfilesClientGetResponse], errResp azfake.ErrorResponder) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if s.begin("Profiles.Get") {
-				errResp.SetResponseError(http.StatusInternalServerError, "InternalServerError")
-				return
-			}
+			s.calls["Profiles.Get"]++
 			p, ok := s.profiles[profileKey(resourceGroup, name)]
 			if !ok {
 				errResp.SetResponseError(http.StatusNotFound, "ResourceNotFound")
@@ -89,10 +83,7 @@ func (s *Store) profilesServer() tmfake.ProfilesServer {
 		Delete: func(_ context.Context, resourceGroup, name string, _ *armtrafficmanager.ProfilesClientDeleteOptions) (resp azfake.Responder[armtrafficmanager.ProfilesClientDeleteResponse], errResp azfake.ErrorResponder) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if s.begin("Profiles.Delete") {
-				errResp.SetResponseError(http.StatusInternalServerError, "InternalServerError")
-				return
-			}
+			s.calls["Profiles.Delete"]++
 			key := profileKey(resourceGroup, name)
 			p, ok := s.profiles[key]
 			if !ok {
@@ -117,10 +108,7 @@ func (s *Store) profilesServer() tmfake.ProfilesServer {
 		NewListByResourceGroupPager: func(resourceGroup string, _ *armtrafficmanager.ProfilesClientListByResourceGroupOptions) (resp azfake.PagerResponder[armtrafficmanager.ProfilesClientListByResourceGroupResponse]) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if s.begin("Profiles.ListByResourceGroup") {
-				resp.AddResponseError(http.StatusInternalServerError, "InternalServerError")
-				return resp
-			}
+			s.calls["Profiles.ListByResourceGroup"]++
 			var page armtrafficmanager.ProfilesClientListByResourceGroupResponse
 			for _, p := range s.profiles {
 				if strings.EqualFold(p.resourceGroup, resourceGroup) {
