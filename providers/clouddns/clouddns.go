@@ -612,11 +612,28 @@ func keyOf(rs *dns.ResourceRecordSet) setKey {
 	return setKey{normalizeName(rs.Name), rs.Type}
 }
 
-// canonical is a record set's value as Cloud DNS compares it for a deletion.
+// canonical is a record set's value as Cloud DNS compares it for a deletion: without the "kind"
+// fields the API adds to what it returns.
 func canonical(rs *dns.ResourceRecordSet) string {
 	c := *rs
 	c.Kind = ""
 	c.Name = normalizeName(c.Name)
+	if rp := c.RoutingPolicy; rp != nil {
+		p := &dns.RRSetRoutingPolicy{}
+		if rp.Wrr != nil {
+			p.Wrr = &dns.RRSetRoutingPolicyWrrPolicy{}
+			for _, it := range rp.Wrr.Items {
+				p.Wrr.Items = append(p.Wrr.Items, &dns.RRSetRoutingPolicyWrrPolicyWrrPolicyItem{Weight: it.Weight, Rrdatas: it.Rrdatas})
+			}
+		}
+		if rp.Geo != nil {
+			p.Geo = &dns.RRSetRoutingPolicyGeoPolicy{}
+			for _, it := range rp.Geo.Items {
+				p.Geo.Items = append(p.Geo.Items, &dns.RRSetRoutingPolicyGeoPolicyGeoPolicyItem{Location: it.Location, Rrdatas: it.Rrdatas})
+			}
+		}
+		c.RoutingPolicy = p
+	}
 	b, _ := json.Marshal(c)
 	return string(b)
 }
