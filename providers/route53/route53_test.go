@@ -365,6 +365,9 @@ func TestThrottlingBurstIsRetried(t *testing.T) {
 	if err == nil || providers.KindOf(err) != providers.Transient || !strings.Contains(err.Error(), "Throttling") {
 		t.Errorf("Zones while throttled throughout = %v, want a Transient Throttling error", err)
 	}
+	if err != nil && requestID.MatchString(err.Error()) {
+		t.Errorf("error %q carries a request ID", err)
+	}
 	if n := emu.Calls()[emulator.OpListHostedZones]; n != 5+p.opts.MaxAttempts {
 		t.Errorf("%d ListHostedZones calls, want %d: attempts are bounded", n, 5+p.opts.MaxAttempts)
 	}
