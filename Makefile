@@ -59,8 +59,20 @@ verify: $(CONTROLLER_GEN) ## Fail when generated files are stale, code is unform
 ##@ Test
 
 .PHONY: test
-test: envtest dns-tools verify ## Build what tests need and run every test tier.
+test: envtest dns-tools verify ## Build what tests need and run every test tier, then each fuzz target briefly.
 	go test $(GO_TEST_FLAGS) $(PKGS)
+	$(MAKE) -s fuzz
+
+# Each fuzz target runs FUZZTIME beyond its seed corpus (which `go test` always runs).
+FUZZTIME ?= 10s
+FUZZ_TARGETS = FuzzHandler:./pkg/dnsserver FuzzPlan:./pkg/plan FuzzParseTXT:./pkg/registry FuzzChoose:./pkg/zone FuzzBuild:./pkg/builder
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
+	@for t in $(FUZZ_TARGETS); do \
+	  echo "fuzz $${t%%:*} ($${t#*:}, $(FUZZTIME))"; \
+	  go test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) "$${t#*:}" || exit 1; \
+	done
 
 .PHONY: test-unit
 test-unit: ## Run the tests that need no control plane (pure packages).
