@@ -40,6 +40,13 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 )
 
+// The record controller, and the backends it builds (endpoint and coredns keep zones in DNSRecords).
+// +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // Condition messages Kuadrant's tooling matches verbatim (DESIGN 4b).
 const (
 	msgProviderSuccess    = "Provider ensured the dns record"

@@ -67,13 +67,7 @@ func NewFactory(enabled []string, store *inmemory.Store) (*providers.Factory, er
 	return f, nil
 }
 
-// RBAC of the record controller and of the manager (leader election), kept where the controllers
-// are wired; the policy controller's markers are in controllers/dnspolicy.
-// +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords/status,verbs=get;update;patch
-// +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list
-// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// RBAC of the manager itself (leader election); each controller's markers sit in its package.
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // AddControllers adds the enabled controllers to the manager.
