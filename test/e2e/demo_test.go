@@ -4,15 +4,11 @@ import (
 	"bufio"
 	"context"
 	"net"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
 )
 
 // `make run` with no cluster seeds the demo and prints dig commands, each with the address it should
@@ -22,43 +18,7 @@ func TestMakeRunDemoAnswersDig(t *testing.T) {
 	if err != nil {
 		t.Fatal("dig not found: run `bash hack/dns-tools.sh` (installs bind9-dnsutils)")
 	}
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	assets, err := controlplane.Assets()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "dnspolicy-run")
-	build := exec.Command("go", "build", "-o", bin, "./hack/run")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building hack/run: %v\n%s", err, out)
-	}
-
-	cmd := exec.Command(bin)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(),
-		"KUBECONFIG="+filepath.Join(t.TempDir(), "no-such-kubeconfig"),
-		"KUBEBUILDER_ASSETS="+assets,
-		"DNSPOLICY_CACHE="+t.TempDir(),
-		"DNSPOLICY_METRICS_BIND_ADDRESS=127.0.0.1:0",
-		"DNSPOLICY_HEALTH_PROBE_BIND_ADDRESS=127.0.0.1:0",
-		// Another port than the default, so the test does not collide with a `make run` in progress.
-		"DNSPOLICY_DNS_SERVER_ADDRESS="+freeDNSPort(t),
-	)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	run := startMakeRun(t)
 
 	// Each printed query is "  dig ...   # who, <address>".
 	type query struct {
@@ -67,7 +27,7 @@ func TestMakeRunDemoAnswersDig(t *testing.T) {
 	}
 	queries := make(chan query, 8)
 	go func() {
-		sc := bufio.NewScanner(stdout)
+		sc := bufio.NewScanner(run.stdout)
 		for sc.Scan() {
 			line := sc.Text()
 			t.Log(line)
@@ -90,7 +50,7 @@ func TestMakeRunDemoAnswersDig(t *testing.T) {
 				t.Fatalf("make run closed its output after %d dig commands", len(got))
 			}
 			got = append(got, q)
-		case err := <-exited:
+		case err := <-run.exited:
 			t.Fatalf("make run exited before printing the dig commands: %v", err)
 		case <-deadline:
 			t.Fatalf("%d dig commands printed within 4 minutes, want at least 3", len(got))
@@ -126,11 +86,11 @@ func TestMakeRunDemoAnswersDig(t *testing.T) {
 		t.Errorf("every client subnet gets the same answer %v: the demo shows no geo routing", answers)
 	}
 
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := run.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
+	case err := <-run.exited:
 		if err != nil {
 			t.Errorf("make run exited with %v after Ctrl-C, want 0", err)
 		}

@@ -13,53 +13,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
 )
 
 // `make run` with no cluster: a local control plane comes up, kubectl with the printed kubeconfig
 // lists our CRDs and the Gateway API ones, and Ctrl-C (SIGINT) leaves no process behind.
 func TestMakeRunWithoutCluster(t *testing.T) {
-	root, err := controlplane.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	assets, err := controlplane.Assets()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "dnspolicy-run")
-	build := exec.Command("go", "build", "-o", bin, "./hack/run")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building hack/run: %v\n%s", err, out)
-	}
-
-	cmd := exec.Command(bin)
-	cmd.Dir = root
-	cmd.Env = append(os.Environ(),
-		"KUBECONFIG="+filepath.Join(t.TempDir(), "no-such-kubeconfig"),
-		"KUBEBUILDER_ASSETS="+assets,
-		"DNSPOLICY_CACHE="+t.TempDir(),
-		"DNSPOLICY_METRICS_BIND_ADDRESS=127.0.0.1:0",
-		"DNSPOLICY_HEALTH_PROBE_BIND_ADDRESS=127.0.0.1:0",
-		"DNSPOLICY_DNS_SERVER_ADDRESS="+freeDNSPort(t), // not 1053: a user's own make run may hold it
-	)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill() })
+	run := startMakeRun(t)
 
 	kubeconfig := make(chan string, 1)
 	go func() {
-		sc := bufio.NewScanner(stdout)
+		sc := bufio.NewScanner(run.stdout)
 		for sc.Scan() {
 			line := sc.Text()
 			t.Log(line)
@@ -71,7 +34,7 @@ func TestMakeRunWithoutCluster(t *testing.T) {
 	var path string
 	select {
 	case path = <-kubeconfig:
-	case err := <-exited:
+	case err := <-run.exited:
 		t.Fatalf("make run exited before printing a kubeconfig: %v", err)
 	case <-time.After(3 * time.Minute):
 		t.Fatal("no kubeconfig printed within 3 minutes")
@@ -79,7 +42,7 @@ func TestMakeRunWithoutCluster(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, filepath.Join(assets, "kubectl"), "--kubeconfig", path, "get", "crd", "-o", "name").CombinedOutput()
+	out, err := exec.CommandContext(ctx, filepath.Join(run.assets, "kubectl"), "--kubeconfig", path, "get", "crd", "-o", "name").CombinedOutput()
 	if err != nil {
 		t.Fatalf("kubectl get crd: %v\n%s", err, out)
 	}
@@ -90,15 +53,15 @@ func TestMakeRunWithoutCluster(t *testing.T) {
 		}
 	}
 
-	children := childrenOf(t, cmd.Process.Pid)
+	children := childrenOf(t, run.cmd.Process.Pid)
 	if len(children) < 2 {
 		t.Fatalf("expected kube-apiserver and etcd as children of make run, found pids %v", children)
 	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+	if err := run.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
+	case err := <-run.exited:
 		if err != nil {
 			t.Errorf("make run exited with %v after Ctrl-C, want 0", err)
 		}
