@@ -7,6 +7,9 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -121,4 +125,32 @@ func StartManager(t testing.TB, env *Env, prefix string, add func(ctrl.Manager) 
 		<-done
 	})
 	return ns.Name
+}
+
+// Main runs a package's tests with n control planes stored in *envs (one per simulated cluster),
+// logging controller errors only, and returns the exit code for os.Exit.
+func Main(m *testing.M, n int, envs *[]*Env) int {
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
+	var err error
+	if *envs, err = StartAll(n, Options{}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer StopAll(*envs)
+	return m.Run()
+}
+
+// Eventually polls cond until it returns "" (success) or timeout passes, then fails the test with
+// the last reason cond gave.
+func Eventually(t testing.TB, timeout time.Duration, cond func() string) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	last := ""
+	for time.Now().Before(deadline) {
+		if last = cond(); last == "" {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("not within %s: %s", timeout, last)
 }

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -23,7 +22,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	gatewayapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -39,17 +37,7 @@ import (
 // envs are two control planes with the Gateway API installed, one per simulated cluster.
 var envs []*testenv.Env
 
-func TestMain(m *testing.M) {
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	var err error
-	if envs, err = testenv.StartAll(2, testenv.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	testenv.StopAll(envs)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, 2, &envs)) }
 
 // recordOptions re-check often, so a test sees the zone settle in little time.
 func recordOptions() dnsrecord.Options {
@@ -280,19 +268,8 @@ func (cl *cluster) policyIs(t testing.TB, name, typ, want string) *dnsv1.DNSPoli
 	return p
 }
 
-// eventually polls cond until it returns "" or the timeout passes, then fails with its last word.
-func eventually(t testing.TB, timeout time.Duration, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for time.Now().Before(deadline) {
-		if last = cond(); last == "" {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("not within %s: %s", timeout, last)
-}
+// eventually is testenv.Eventually, short for the many polls here.
+var eventually = testenv.Eventually
 
 // records returns the zone's record sets other than TXT as sorted lines "name type ttl targets set=".
 func records(t testing.TB, store *inmemory.Store, zone string) []string {

@@ -12,13 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -32,18 +30,7 @@ import (
 // envs are three control planes, one per simulated cluster.
 var envs []*testenv.Env
 
-func TestMain(m *testing.M) {
-	// Errors only: passes are many and fast here.
-	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
-	var err error
-	if envs, err = testenv.StartAll(3, testenv.Options{}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	testenv.StopAll(envs)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m, 3, &envs)) }
 
 // fastOptions re-check often, so tests observe many passes in little time.
 func fastOptions() dnsrecord.Options {
@@ -131,20 +118,8 @@ func ready(r *v1alpha1.DNSRecord) *metav1.Condition {
 	return meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ConditionTypeReady)
 }
 
-// eventually polls cond until it returns "" (success) or the timeout passes, then fails with the
-// last reason it gave.
-func eventually(t testing.TB, timeout time.Duration, cond func() string) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for time.Now().Before(deadline) {
-		if last = cond(); last == "" {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("not within %s: %s", timeout, last)
-}
+// eventually is testenv.Eventually, short for the many polls here.
+var eventually = testenv.Eventually
 
 // zone returns the zone's records as sorted lines, for comparisons that show the whole zone on failure.
 func zone(t testing.TB, store *inmemory.Store, name string) []string {
