@@ -11,8 +11,8 @@
 //     endpoint, Traffic Manager region codes), hold at most 200 endpoints, and have a relative DNS
 //     name unique across the store.
 //
-// Every operation is counted, and faults (HTTP 500 before anything is applied) can be injected at a
-// rate. The clock is injectable, so a test can cross the rate limit's minute without waiting it.
+// Every operation is counted, and faults (HTTP 500, 429 or a hang ending in 504, before anything is
+// applied) can be injected at a rate. The clock is injectable, so a test can cross the rate limit's minute without waiting it.
 package azure
 
 import (
@@ -20,9 +20,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -60,6 +62,7 @@ type Store struct {
 	profiles     map[string]*profile // by resource group + "/" + profile name
 	calls        map[string]int
 	faultRate    float64
+	faultKinds   []string
 	rand         *rand.Rand
 	etags        int
 }
@@ -99,12 +102,29 @@ func (s *Store) SetClock(now func() time.Time) {
 	s.now = now
 }
 
-// SetFaults makes that fraction of requests fail with HTTP 500 before anything is applied; seed
-// makes the sequence repeatable.
-func (s *Store) SetFaults(rate float64, seed uint64) {
+// Fault kinds for SetFaults.
+const (
+	// FaultServerError answers HTTP 500 InternalServerError.
+	FaultServerError = "5xx"
+	// FaultThrottle answers HTTP 429 with Retry-After: 1, as ARM does when other clients of the
+	// subscription spend its request budget.
+	FaultThrottle = "throttle"
+	// FaultTimeout holds the request for FaultHang or until the client gives up, then answers
+	// HTTP 504 GatewayTimeout.
+	FaultTimeout = "timeout"
+	// FaultHang is how long a FaultTimeout request hangs.
+	FaultHang = 2 * time.Second
+)
+
+// SetFaults makes that fraction of requests fail before anything is applied, each with one of kinds
+// chosen at random (FaultServerError when none is given); seed makes the sequence repeatable.
+func (s *Store) SetFaults(rate float64, seed uint64, kinds ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faultRate = rate
+	if len(kinds) == 0 {
+		kinds = []string{FaultServerError}
+	}
+	s.faultRate, s.faultKinds = rate, kinds
 	s.rand = rand.New(rand.NewPCG(seed, seed+1))
 }
 
@@ -170,8 +190,20 @@ func (t transport) Do(req *http.Request) (*http.Response, error) {
 		next = t.tm
 	}
 	// A fault fails the request before the fakes see it: their pagers answer each list once.
-	if t.store.fault() {
+	switch t.store.fault() {
+	case FaultServerError:
 		return t.errorResponse(req, &azcore.ResponseError{StatusCode: http.StatusInternalServerError, ErrorCode: "InternalServerError"}), nil
+	case FaultThrottle:
+		resp := t.errorResponse(req, &azcore.ResponseError{StatusCode: http.StatusTooManyRequests, ErrorCode: "TooManyRequests"})
+		resp.Header.Set("Retry-After", "1")
+		return resp, nil
+	case FaultTimeout:
+		select {
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		case <-time.After(FaultHang):
+		}
+		return t.errorResponse(req, &azcore.ResponseError{StatusCode: http.StatusGatewayTimeout, ErrorCode: "GatewayTimeout"}), nil
 	}
 	resp, err := next.Do(req)
 	// The fakes return an error response as a Go error; the cloud sends it as an HTTP response,
@@ -223,15 +255,18 @@ func (s *Store) retryAfter(path string) int {
 	return 1
 }
 
-// fault reports whether to fail the next request, and counts it as "Faults" if so.
-func (s *Store) fault() bool {
+// fault returns the kind of fault to fail the next request with ("" for none), and counts it as
+// "Faults" and "Faults.<kind>".
+func (s *Store) fault() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.faultRate > 0 && s.rand.Float64() < s.faultRate {
+		kind := s.faultKinds[s.rand.IntN(len(s.faultKinds))]
 		s.calls["Faults"]++
-		return true
+		s.calls["Faults."+kind]++
+		return kind
 	}
-	return false
+	return ""
 }
 
 func (s *Store) zone(resourceGroup, name string) *zone {
@@ -508,4 +543,91 @@ func copyEach[T any](in []*T) []*T {
 		out[i] = &c
 	}
 	return out
+}
+
+// Dump returns the record sets of a zone, one line each sorted ("name type ttl values"); a set
+// aliasing a Traffic Manager profile shows the profile's routing method and endpoints instead of
+// values ("name type ttl tm=Weighted[target w=N;...]" or "tm=Geographic[target geo=IE,FR;...]"),
+// with "(disabled)" on a disabled endpoint. It counts no call: tests compare what landed with what
+// they meant.
+func (s *Store) Dump(resourceGroup, zoneName string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z := s.zone(resourceGroup, zoneName)
+	if z == nil {
+		return nil
+	}
+	var lines []string
+	for key, set := range z.sets {
+		p := set.Properties
+		line := fmt.Sprintf("%s %s %d ", key.name, key.recordType, deref(p.TTL))
+		var values []string
+		switch {
+		case p.TargetResource != nil:
+			values = append(values, s.dumpProfile(deref(p.TargetResource.ID)))
+		case p.CnameRecord != nil:
+			values = append(values, deref(p.CnameRecord.Cname))
+		}
+		for _, r := range p.ARecords {
+			values = append(values, deref(r.IPv4Address))
+		}
+		for _, r := range p.AaaaRecords {
+			values = append(values, deref(r.IPv6Address))
+		}
+		for _, r := range p.NsRecords {
+			values = append(values, deref(r.Nsdname))
+		}
+		for _, r := range p.TxtRecords {
+			var parts []string
+			for _, v := range r.Value {
+				parts = append(parts, deref(v))
+			}
+			values = append(values, strconv.Quote(strings.Join(parts, "")))
+		}
+		if p.SoaRecord != nil {
+			values = append(values, deref(p.SoaRecord.Host))
+		}
+		sort.Strings(values)
+		lines = append(lines, line+strings.Join(values, ","))
+	}
+	sort.Strings(lines)
+	return lines
+}
+
+// dumpProfile renders the profile id names for Dump. Callers hold s.mu.
+func (s *Store) dumpProfile(id string) string {
+	for _, p := range s.profiles {
+		if !strings.EqualFold(deref(p.value.ID), id) {
+			continue
+		}
+		props := p.value.Properties
+		var eps []string
+		for _, e := range props.Endpoints {
+			ep := deref(e.Properties.Target)
+			if props.TrafficRoutingMethod != nil && *props.TrafficRoutingMethod == armtrafficmanager.TrafficRoutingMethodGeographic {
+				var codes []string
+				for _, c := range e.Properties.GeoMapping {
+					codes = append(codes, deref(c))
+				}
+				ep += " geo=" + strings.Join(codes, ",")
+			} else {
+				ep += fmt.Sprintf(" w=%d", deref(e.Properties.Weight))
+			}
+			if e.Properties.EndpointStatus != nil && *e.Properties.EndpointStatus == armtrafficmanager.EndpointStatusDisabled {
+				ep += " (disabled)"
+			}
+			eps = append(eps, ep)
+		}
+		sort.Strings(eps)
+		return fmt.Sprintf("tm=%s[%s]", deref(props.TrafficRoutingMethod), strings.Join(eps, ";"))
+	}
+	return "tm=missing[" + id + "]"
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
 }

@@ -62,7 +62,7 @@ type Options struct {
 type Faults struct {
 	// Rate is the share of requests that fail, from 0 to 1.
 	Rate float64
-	// Kinds are the faults to choose from: FaultServerError, FaultTimeout, FaultDrop.
+	// Kinds are the faults to choose from: FaultServerError, FaultTimeout, FaultDrop, FaultThrottle.
 	Kinds []string
 	// Hang is how long a FaultTimeout request hangs before failing (default 2s); the client's own
 	// deadline usually ends it first.
@@ -74,6 +74,9 @@ const (
 	FaultServerError = "5xx"
 	FaultTimeout     = "timeout"
 	FaultDrop        = "drop"
+	// FaultThrottle answers 429 rateLimitExceeded, as a burst of other clients in the project
+	// would cause, whatever the token bucket holds.
+	FaultThrottle = "throttle"
 )
 
 // Server is one emulated project.
@@ -227,8 +230,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiErr(http.StatusTooManyRequests, "rateLimitExceeded", "Rate limit exceeded."))
 		return
 	}
-	// A fault strikes before or after the work, so a client cannot tell whether a change applied.
-	after := rand.IntN(2) == 0
+	// A fault strikes before or after the work, so a client cannot tell whether a change applied;
+	// throttling always comes before.
+	after := rand.IntN(2) == 0 && fault != FaultThrottle
 	if fault != "" && !(after && op == OpCreateChange) {
 		injectFault(w, r, fault, hang)
 		return
@@ -294,6 +298,8 @@ func injectFault(w http.ResponseWriter, r *http.Request, fault string, hang time
 		case <-time.After(hang):
 		}
 		writeError(w, apiErr(http.StatusGatewayTimeout, "backendError", "Deadline exceeded."))
+	case FaultThrottle:
+		writeError(w, apiErr(http.StatusTooManyRequests, "rateLimitExceeded", "Rate limit exceeded."))
 	case FaultDrop:
 		if hj, ok := w.(http.Hijacker); ok {
 			if conn, _, err := hj.Hijack(); err == nil {
@@ -667,4 +673,38 @@ var Regions = []string{
 	"southamerica-east1", "southamerica-west1",
 	"us-central1", "us-east1", "us-east4", "us-east5", "us-south1", "us-west1", "us-west2",
 	"us-west3", "us-west4",
+}
+
+// Dump returns the record sets of the zone for dnsName, one line each sorted by name and type
+// ("name type ttl values" or "name type ttl wrr=w:values;... " / "geo=region:values;..."), without
+// counting a call: tests compare what landed with what they meant.
+func (s *Server) Dump(dnsName string) []string {
+	var lines []string
+	for _, rs := range s.RecordSets(ZoneName(dnsName)) {
+		line := fmt.Sprintf("%s %s %d", rs.Name, rs.Type, rs.Ttl)
+		switch rp := rs.RoutingPolicy; {
+		case rp == nil:
+			line += " " + sortedJoin(rs.Rrdatas)
+		case rp.Wrr != nil:
+			var items []string
+			for _, it := range rp.Wrr.Items {
+				items = append(items, fmt.Sprintf("%g:%s", it.Weight, sortedJoin(it.Rrdatas)))
+			}
+			line += " wrr=" + strings.Join(items, ";")
+		case rp.Geo != nil:
+			var items []string
+			for _, it := range rp.Geo.Items {
+				items = append(items, it.Location+":"+sortedJoin(it.Rrdatas))
+			}
+			line += " geo=" + strings.Join(items, ";")
+		}
+		lines = append(lines, line)
+	}
+	return lines
+}
+
+func sortedJoin(values []string) string {
+	values = slices.Clone(values)
+	slices.Sort(values)
+	return strings.Join(values, ",")
 }

@@ -515,3 +515,37 @@ func (s *Server) change(r *http.Request, zoneID string) (any, *apiError) {
 func noSuchZone(id string) *apiError {
 	return &apiError{status: http.StatusNotFound, code: "NoSuchHostedZone", message: "No hosted zone found with ID: " + id}
 }
+
+// Dump returns the record sets of the zone named dnsName as Route 53 holds them, one line each in
+// listing order ("name type ttl [set=ID] [weight=N] [geo=continent/country/subdivision] values"),
+// without counting a call: tests compare what landed with what they meant.
+func (s *Server) Dump(dnsName string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fqdn := canonicalName(dnsName)
+	for _, z := range s.zones {
+		if z.name != fqdn {
+			continue
+		}
+		sets := slices.Clone(z.sets)
+		sortSets(sets)
+		var lines []string
+		for _, rs := range sets {
+			line := fmt.Sprintf("%s %s %d", rs.Name, rs.Type, rs.TTL)
+			if rs.SetIdentifier != "" {
+				line += " set=" + rs.SetIdentifier
+			}
+			if rs.Weight != nil {
+				line += fmt.Sprintf(" weight=%d", *rs.Weight)
+			}
+			if g := rs.Geo; g != nil {
+				line += fmt.Sprintf(" geo=%s/%s/%s", g.ContinentCode, g.CountryCode, g.SubdivisionCode)
+			}
+			values := slices.Clone(rs.Values)
+			slices.Sort(values)
+			lines = append(lines, line+" "+strings.Join(values, ","))
+		}
+		return lines
+	}
+	return nil
+}
