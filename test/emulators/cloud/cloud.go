@@ -248,6 +248,43 @@ func (c *Cloud) SetFaults(rate float64, seed uint64) {
 	}
 }
 
+// Injected returns the faults injected so far, by kind: "throttle", "5xx", "timeout" (and "drop"
+// where the emulator drops connections). A test reads it to know its faults happened.
+func (c *Cloud) Injected() map[string]int {
+	out := map[string]int{}
+	switch c.Name {
+	case AWS:
+		for kind, n := range c.r53.Injected() {
+			if kind == "error" {
+				kind = "5xx"
+			}
+			out[kind] += n
+		}
+	case Google:
+		for kind, n := range c.gcp.Injected() {
+			out[kind] += n
+		}
+	default:
+		for op, n := range c.az.Calls() {
+			if kind, ok := strings.CutPrefix(op, "Faults."); ok {
+				out[kind] += n
+			}
+		}
+	}
+	return out
+}
+
+// ThrottleNext answers the next n requests with the cloud's throttling error, as a burst of other
+// clients of the account would; it reports false where the emulator has no such burst (only the
+// Route 53 emulator has one).
+func (c *Cloud) ThrottleNext(n int) bool {
+	if c.Name != AWS {
+		return false
+	}
+	c.r53.ThrottleNext(n)
+	return true
+}
+
 // ReadBack reads the zone through the backend, as the controllers do, and returns its endpoints.
 func (c *Cloud) ReadBack(ctx context.Context, dnsName string) ([]*v1alpha1.Endpoint, error) {
 	p, err := c.Constructor()(ctx, c.Secret("default", "read-back"), providers.Env{Namespace: "default"})

@@ -86,6 +86,7 @@ type Server struct {
 	zones    map[string]*zone // by managed zone name
 	faults   Faults
 	calls    map[string]int
+	injected map[string]int
 	tokens   float64
 	lastFill time.Time
 	nextID   int
@@ -112,7 +113,7 @@ func New(opts Options) *Server {
 	if opts.PageSize == 0 {
 		opts.PageSize = 100
 	}
-	s := &Server{opts: opts, zones: map[string]*zone{}, calls: map[string]int{},
+	s := &Server{opts: opts, zones: map[string]*zone{}, calls: map[string]int{}, injected: map[string]int{},
 		tokens: float64(opts.Burst), lastFill: time.Now()}
 	for _, z := range opts.Zones {
 		s.AddZone(z)
@@ -159,6 +160,18 @@ func (s *Server) Calls() map[string]int {
 	defer s.mu.Unlock()
 	out := make(map[string]int, len(s.calls))
 	for k, v := range s.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// Injected returns how many faults of each kind were injected, so a test can tell that its faults
+// happened.
+func (s *Server) Injected() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.injected))
+	for k, v := range s.injected {
 		out[k] = v
 	}
 	return out
@@ -223,6 +236,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.calls[op]++
 	fault := s.pickFault()
 	limited := !s.takeToken()
+	if fault != "" && !limited {
+		s.injected[fault]++
+	}
 	hang := s.faults.Hang
 	s.mu.Unlock()
 
