@@ -16,6 +16,7 @@ package clouddns
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net"
 	"net/http"
@@ -28,6 +29,8 @@ import (
 	"time"
 
 	dns "google.golang.org/api/dns/v1"
+
+	"github.com/dnspolicy/dnspolicy-controller/test/emulators/serve"
 )
 
 // Operation names, as counted by Calls.
@@ -158,11 +161,7 @@ func (s *Server) SetFaults(f Faults) {
 func (s *Server) Calls() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.calls))
-	for k, v := range s.calls {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.calls)
 }
 
 // Injected returns how many faults of each kind were injected, so a test can tell that its faults
@@ -170,11 +169,7 @@ func (s *Server) Calls() map[string]int {
 func (s *Server) Injected() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.injected))
-	for k, v := range s.injected {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.injected)
 }
 
 // RecordSets returns copies of a zone's record sets sorted by name and type, without counting a call.
@@ -191,20 +186,11 @@ func (s *Server) RecordSets(zoneName string) []*dns.ResourceRecordSet {
 // Listen serves on addr, which must be a loopback address ("127.0.0.1:0" picks a port), and returns
 // the server and the root URL to give option.WithEndpoint.
 func (s *Server) Listen(addr string) (*http.Server, string, error) {
-	host, _, err := net.SplitHostPort(addr)
+	srv, a, err := serve.Loopback(addr, s)
 	if err != nil {
 		return nil, "", err
 	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return nil, "", fmt.Errorf("listen address %q is not a loopback IP", addr)
-	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, "", err
-	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 5 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	return srv, "http://" + l.Addr().String() + "/", nil
+	return srv, "http://" + a.String() + "/", nil
 }
 
 var pathRE = regexp.MustCompile(`^/dns/v1/projects/([^/]+)/managedZones(?:/([^/]+)/(rrsets|changes)(?:/([^/]+))?)?$`)

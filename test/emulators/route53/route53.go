@@ -15,8 +15,8 @@ package route53
 import (
 	"encoding/xml"
 	"fmt"
+	"maps"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"regexp"
 	"slices"
@@ -25,6 +25,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/dnspolicy/dnspolicy-controller/test/emulators/serve"
 )
 
 // Operation names, as counted by Calls.
@@ -191,41 +193,24 @@ func (s *Server) DropNext(n int) {
 func (s *Server) Injected() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.injected))
-	for k, v := range s.injected {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.injected)
 }
 
 // Calls returns the requests received per operation, throttled and failed ones included.
 func (s *Server) Calls() map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make(map[string]int, len(s.calls))
-	for k, v := range s.calls {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(s.calls)
 }
 
 // Listen serves the API on addr, which must be a loopback address ("127.0.0.1:0" picks a port),
 // until the returned server is closed. It returns the base URL for the SDK's BaseEndpoint.
 func (s *Server) Listen(addr string) (*http.Server, string, error) {
-	host, _, err := net.SplitHostPort(addr)
+	srv, a, err := serve.Loopback(addr, s)
 	if err != nil {
 		return nil, "", err
 	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return nil, "", fmt.Errorf("listen address %s: the emulator listens on a loopback IP address only", addr)
-	}
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, "", err
-	}
-	srv := &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = srv.Serve(l) }()
-	return srv, "http://" + l.Addr().String(), nil
+	return srv, "http://" + a.String(), nil
 }
 
 var (

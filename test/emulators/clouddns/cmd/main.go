@@ -8,33 +8,16 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"strings"
-	"syscall"
-	"time"
 
 	"github.com/dnspolicy/dnspolicy-controller/test/emulators/clouddns"
+	"github.com/dnspolicy/dnspolicy-controller/test/emulators/serve"
 )
 
-type zoneList []string
-
-func (z *zoneList) String() string { return strings.Join(*z, ",") }
-
-func (z *zoneList) Set(v string) error {
-	for _, name := range strings.Split(v, ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			*z = append(*z, name)
-		}
-	}
-	return nil
-}
-
 func main() {
-	var zones zoneList
+	var zones serve.Zones
 	listen := flag.String("listen", "127.0.0.1:8054", "loopback address to serve the API on")
 	project := flag.String("project", "p", "the project ID the emulator serves")
 	flag.Var(&zones, "zone", "managed zone (DNS name) to create (repeatable, or comma-separated)")
@@ -50,11 +33,5 @@ func main() {
 	}
 	fmt.Printf("Cloud DNS emulator on %s, project %s, zones: %s\n", url, *project, zones.String())
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	<-ctx.Done()
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutdown)
-	fmt.Println("calls:", emu.Calls())
+	serve.UntilInterrupted(srv, emu.Calls)
 }

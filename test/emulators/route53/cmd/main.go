@@ -7,33 +7,17 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/dnspolicy/dnspolicy-controller/test/emulators/route53"
+	"github.com/dnspolicy/dnspolicy-controller/test/emulators/serve"
 )
 
-type zoneList []string
-
-func (z *zoneList) String() string { return strings.Join(*z, ",") }
-
-func (z *zoneList) Set(v string) error {
-	for _, name := range strings.Split(v, ",") {
-		if name = strings.TrimSpace(name); name != "" {
-			*z = append(*z, name)
-		}
-	}
-	return nil
-}
-
 func main() {
-	var zones zoneList
+	var zones serve.Zones
 	listen := flag.String("listen", "127.0.0.1:8053", "loopback address to serve the API on")
 	flag.Var(&zones, "zone", "hosted zone to create (repeatable, or comma-separated)")
 	rps := flag.Float64("rps", 10, "requests per second of the token bucket; negative disables throttling")
@@ -49,11 +33,5 @@ func main() {
 	}
 	fmt.Printf("Route 53 emulator on %s, zones: %s\n", url, zones.String())
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	<-ctx.Done()
-	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = srv.Shutdown(shutdown)
-	fmt.Println("calls:", emu.Calls())
+	serve.UntilInterrupted(srv, emu.Calls)
 }
