@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -153,4 +154,28 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	t.Fatalf("not within %s: %s", timeout, last)
+}
+
+// Counter reads a counter of the controller-runtime metrics registry for one object (its
+// "namespace" and "name" labels); 0 when it has not counted yet.
+func Counter(metric, namespace, name string) float64 {
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		panic(err)
+	}
+	for _, f := range families {
+		if f.GetName() != metric {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == namespace && labels["name"] == name {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }

@@ -22,7 +22,6 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	gatewayapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
@@ -352,23 +351,5 @@ func resolves(eps []*v1alpha1.Endpoint, zone, host string) string {
 
 // passes reads dnspolicy_dnspolicy_reconciles_total of one policy.
 func passes(cl *cluster, name string) float64 {
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		panic(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "dnspolicy_dnspolicy_reconciles_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["namespace"] == cl.ns && labels["name"] == name {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return testenv.Counter("dnspolicy_dnspolicy_reconciles_total", cl.ns, name)
 }

@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
@@ -159,25 +158,7 @@ func txtCount(t testing.TB, store *inmemory.Store, name string) int {
 
 // passes reads dnspolicy_dnsrecord_reconciles_total of one record from the controller-runtime registry.
 func passes(cl *cluster, name string) float64 {
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		panic(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "dnspolicy_dnsrecord_reconciles_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["namespace"] == cl.ns && labels["name"] == name {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	return testenv.Counter("dnspolicy_dnsrecord_reconciles_total", cl.ns, name)
 }
 
 func a(name string, ttl int64, ips ...string) *v1alpha1.Endpoint {
