@@ -51,13 +51,21 @@ type Options struct {
 	Gather, MaxGather time.Duration
 	// StaleRetries bounds re-plans after the backend says the view was stale.
 	StaleRetries int
+	// CallTimeout bounds each provider call of a cycle (one read of the zone, one batch) on its own
+	// (0: DefaultCallTimeout). A cycle has no bound of its own beyond its calls: a backend that paces
+	// its writes to the cloud's rate limit (Azure: 200 record-set writes per minute per zone) needs
+	// minutes for a large burst, each batch well within the bound.
+	CallTimeout time.Duration
 }
+
+// DefaultCallTimeout bounds one provider call when Options.CallTimeout is 0.
+const DefaultCallTimeout = 2 * time.Minute
 
 // DefaultOptions suit a controller: views at most 10 s old, cycles gathered for 100 ms to 1 s. A
 // gather shorter than the gaps between reconciles of a burst on a busy API server splits the burst
 // into many small cycles, each costing a batch and a read.
 func DefaultOptions() Options {
-	return Options{MaxAge: 10 * time.Second, Gather: 100 * time.Millisecond, MaxGather: time.Second, StaleRetries: 3}
+	return Options{MaxAge: 10 * time.Second, Gather: 100 * time.Millisecond, MaxGather: time.Second, StaleRetries: 3, CallTimeout: DefaultCallTimeout}
 }
 
 // Publisher holds one queue per zone.
@@ -177,9 +185,9 @@ func (q *queue) gather() {
 // validation read.
 func (q *queue) cycle(waiters []*waiter) {
 	// A cycle runs in the background of the reconciles that wait on it; they give up on their own
-	// context, the cycle ends on its own bounds.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	// context. The cycle ends on its own bounds: each provider call has CallTimeout (see call), and
+	// there are at most StaleRetries+1 attempts of one read and the batches.
+	ctx := context.Background()
 	prov := waiters[len(waiters)-1].prov // the newest provider object carries the newest credentials
 	start := q.now()
 	fresh := false // whether the plan needs a view read during this cycle
@@ -246,8 +254,19 @@ func (q *queue) currentView(ctx context.Context, prov providers.Provider, fresh 
 	return view, at, err
 }
 
+// call bounds one provider call by CallTimeout.
+func (q *queue) call(ctx context.Context) (context.Context, context.CancelFunc) {
+	d := q.opts.CallTimeout
+	if d <= 0 {
+		d = DefaultCallTimeout
+	}
+	return context.WithTimeout(ctx, d)
+}
+
 func (q *queue) read(ctx context.Context, prov providers.Provider) ([]*v1alpha1.Endpoint, error) {
 	at := q.now()
+	ctx, cancel := q.call(ctx)
+	defer cancel()
 	records, err := prov.Records(ctx, q.zone)
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -319,10 +338,14 @@ func (q *queue) planAll(view []*v1alpha1.Endpoint, waiters []*waiter, max int) (
 	return planned, batches
 }
 
-// applyAll applies the batches in order and returns how many were applied.
+// applyAll applies the batches in order, each within its own CallTimeout, and returns how many
+// were applied.
 func (q *queue) applyAll(ctx context.Context, prov providers.Provider, batches []*providers.Changes) (int, error) {
 	for i, b := range batches {
-		if err := prov.Apply(ctx, q.zone, b); err != nil {
+		callCtx, cancel := q.call(ctx)
+		err := prov.Apply(callCtx, q.zone, b)
+		cancel()
+		if err != nil {
 			q.mu.Lock()
 			q.view = nil // whatever we knew may be wrong now
 			q.mu.Unlock()

@@ -150,3 +150,89 @@ func TestQuietRecheckMakesNoCalls(t *testing.T) {
 		t.Errorf("re-check made provider calls: %+v -> %+v", before, after)
 	}
 }
+
+// timedProvider takes delay per batch, or hangs until its context ends, and notes how much time
+// each batch's context left it.
+type timedProvider struct {
+	providers.Provider
+	delay time.Duration
+	hang  bool
+
+	mu   sync.Mutex
+	left []time.Duration
+}
+
+func (p *timedProvider) Apply(ctx context.Context, zone providers.Zone, changes *providers.Changes) error {
+	deadline, ok := ctx.Deadline()
+	p.mu.Lock()
+	if ok {
+		p.left = append(p.left, time.Until(deadline))
+	} else {
+		p.left = append(p.left, -1)
+	}
+	p.mu.Unlock()
+	if p.hang {
+		<-ctx.Done()
+		return providers.NewError(providers.Transient, ctx.Err())
+	}
+	select {
+	case <-time.After(p.delay):
+	case <-ctx.Done():
+		return providers.NewError(providers.Transient, ctx.Err())
+	}
+	return p.Provider.Apply(ctx, zone, changes)
+}
+
+// Each batch has CallTimeout to itself: a cycle of batches that together take longer than one
+// CallTimeout (a backend pacing its writes to the cloud's rate limit) completes.
+func TestEachBatchHasItsOwnBound(t *testing.T) {
+	store, zone := newZone(t)
+	store.SetMaxChangesPerBatch(2) // one request (a record and its ownership TXT) per batch
+	opts := slow()
+	opts.CallTimeout = 300 * time.Millisecond
+	p := New(opts)
+	prov := &timedProvider{Provider: provider(store), delay: 100 * time.Millisecond}
+	var wg sync.WaitGroup
+	for i := 0; i < 6; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			out := publish(t, p, prov, zone, Request{OwnerID: fmt.Sprintf("owner-%02d", i), Desired: []*v1alpha1.Endpoint{a(fmt.Sprintf("h%d.example.com", i), "10.0.0.1")}})
+			if !out.Wrote || !out.Validated {
+				t.Errorf("h%d: wrote %v validated %v", i, out.Wrote, out.Validated)
+			}
+		}(i)
+	}
+	wg.Wait()
+	prov.mu.Lock()
+	defer prov.mu.Unlock()
+	if len(prov.left) != 6 {
+		t.Fatalf("%d batches, want 6", len(prov.left))
+	}
+	for i, left := range prov.left {
+		// Every batch starts with (nearly) the whole CallTimeout, however many went before it.
+		if left < 250*time.Millisecond || left > opts.CallTimeout {
+			t.Errorf("batch %d started with %s of its bound left, want about %s", i, left, opts.CallTimeout)
+		}
+	}
+	if n := len(records(t, store, zone)); n != 6 {
+		t.Errorf("zone holds %d records, want 6", n)
+	}
+}
+
+// A batch that hangs is cut at CallTimeout: its waiters get the error instead of waiting forever.
+func TestHungBatchIsCut(t *testing.T) {
+	store, zone := newZone(t)
+	opts := slow()
+	opts.CallTimeout = 200 * time.Millisecond
+	p := New(opts)
+	prov := &timedProvider{Provider: provider(store), hang: true}
+	start := time.Now()
+	_, err := p.Publish(context.Background(), prov, "account", zone, Request{OwnerID: "owner-a", Desired: []*v1alpha1.Endpoint{a("app.example.com", "10.0.0.1")}})
+	if providers.KindOf(err) != providers.Transient {
+		t.Fatalf("Publish = %v, want the Transient error of the cut batch", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the hung batch held the request for %s, want about %s", took, opts.CallTimeout)
+	}
+}
