@@ -20,7 +20,9 @@
 // is lost. A profile is never edited in place: a changed profile is written under a fresh name and
 // swapped in by the ETag-guarded record-set write, then the old one is deleted. Providers built by
 // one constructor hold a lock per zone, so readers in this process never see half a batch; readers
-// in other processes can, for the few writes a batch takes.
+// in other processes can, for the few writes a batch takes. They also pace their record-set writes
+// to Azure DNS's 200 per minute per zone (pacer.go), and the SDK waits out the Retry-After of a 429
+// that comes anyway, as Azure asks clients to.
 package azure
 
 import (
@@ -49,18 +51,26 @@ import (
 // ProviderName is the value of the kuadrant.io/dns-provider-name label for this backend.
 const ProviderName = "azure"
 
-// MaxChangesPerBatch keeps one batch's record-set writes well inside Azure DNS's 200 writes per
-// minute per zone.
+// MaxChangesPerBatch keeps one batch's record-set writes inside Azure DNS's 200 writes per minute
+// per zone, so a paced batch waits at most about a minute for the zone's window.
 const MaxChangesPerBatch = 100
 
-// Retry policy of the SDK clients: throttling (429, honouring Retry-After up to maxRetryDelay) and
-// 5xx are retried a few times with backoff; a longer Retry-After returns at once as Transient, and
-// the engine's own backoff takes over.
+// Retry policy of the SDK clients: throttling (429) waits out its Retry-After, which Azure DNS sets
+// to when the zone's minute lets another write in (up to 60 s, so maxRetryDelay is a little more);
+// 408 and 5xx are retried with backoff from retryDelay. Each try has tryTimeout, so a hung request
+// cannot hold a zone (Apply holds the zone's lock). After maxRetries the error is Transient and the
+// engine's own backoff takes over.
 const (
 	maxRetries    = 3
 	retryDelay    = 200 * time.Millisecond
-	maxRetryDelay = 5 * time.Second
+	maxRetryDelay = 65 * time.Second
+	tryTimeout    = 30 * time.Second
 )
+
+// retryOptions are the SDK clients' retry options unless WithClientOptions sets its own.
+func retryOptions() policy.RetryOptions {
+	return policy.RetryOptions{MaxRetries: maxRetries, RetryDelay: retryDelay, MaxRetryDelay: maxRetryDelay, TryTimeout: tryTimeout}
+}
 
 // Option configures a constructor.
 type Option func(*config)
@@ -68,6 +78,12 @@ type Option func(*config)
 type config struct {
 	clientOptions arm.ClientOptions
 	credential    azcore.TokenCredential
+	// pacing of record-set writes per zone: at most writeLimit in any writeWindow, on the clock now
+	// (nil: real time and sleep).
+	writeLimit  int
+	writeWindow time.Duration
+	now         func() time.Time
+	sleep       func(context.Context, time.Duration) error
 }
 
 // WithClientOptions sets the SDK clients' options, for example a transport to an emulator. An
@@ -81,10 +97,17 @@ func WithCredential(cred azcore.TokenCredential) Option {
 	return func(c *config) { c.credential = cred }
 }
 
-// zoneLocks serialise the writers and readers of one zone within this process.
+// withPacing replaces the write pacing (limit 0 turns it off) and, for tests, its clock.
+func withPacing(limit int, window time.Duration, now func() time.Time, sleep func(context.Context, time.Duration) error) Option {
+	return func(c *config) { c.writeLimit, c.writeWindow, c.now, c.sleep = limit, window, now, sleep }
+}
+
+// zoneLocks serialise the writers and readers of one zone within this process, and pace the
+// writers.
 type zoneLocks struct {
 	mu    sync.Mutex
 	zones map[string]*sync.RWMutex
+	pacer *pacer
 }
 
 func (l *zoneLocks) get(zoneID string) *sync.RWMutex {
@@ -99,13 +122,13 @@ func (l *zoneLocks) get(zoneID string) *sync.RWMutex {
 }
 
 // NewConstructor returns the constructor of kuadrant.io/azure Secrets. Providers it builds share
-// one lock per zone.
+// one lock and one write pacer per zone.
 func NewConstructor(options ...Option) providers.Constructor {
-	var cfg config
+	cfg := config{writeLimit: writesPerWindow, writeWindow: window + windowMargin}
 	for _, o := range options {
 		o(&cfg)
 	}
-	locks := &zoneLocks{zones: map[string]*sync.RWMutex{}}
+	locks := &zoneLocks{zones: map[string]*sync.RWMutex{}, pacer: newPacer(cfg.writeLimit, cfg.writeWindow, cfg.now, cfg.sleep)}
 	return func(_ context.Context, secret *corev1.Secret, _ providers.Env) (providers.Provider, error) {
 		opts, err := ParseOptions(secret)
 		if err != nil {
@@ -130,7 +153,7 @@ var _ providers.Provider = (*Provider)(nil)
 func newProvider(opts Options, cfg config, locks *zoneLocks, secretRef string) (*Provider, error) {
 	clientOptions := cfg.clientOptions
 	if clientOptions.Retry.MaxRetries == 0 && clientOptions.Retry.RetryDelay == 0 {
-		clientOptions.Retry = policy.RetryOptions{MaxRetries: maxRetries, RetryDelay: retryDelay, MaxRetryDelay: maxRetryDelay}
+		clientOptions.Retry = retryOptions()
 	}
 	if opts.EndpointURL != "" {
 		clientOptions.Cloud = cloud.Configuration{
@@ -278,8 +301,13 @@ func (p *Provider) deleteGroup(ctx context.Context, zone providers.Zone, st *sta
 	if err != nil {
 		return err
 	}
+	done, err := p.locks.pacer.reserve(ctx, zone.ID)
+	if err != nil {
+		return classify("delete record set", key.String(), err)
+	}
 	_, err = p.recordSets.Delete(ctx, rg, zoneName, st.relativeName(key.name), armdns.RecordType(key.recordType),
 		&armdns.RecordSetsClientDeleteOptions{IfMatch: current.Etag})
+	done()
 	if err != nil {
 		return classify("delete record set", key.String(), err)
 	}
@@ -294,6 +322,13 @@ func (p *Provider) writeGroup(ctx context.Context, zone providers.Zone, st *stat
 	if err != nil {
 		return err
 	}
+	// The zone's turn comes before the profile is written: a profile waiting for its record set
+	// would be an unused profile should the wait end the batch.
+	done, err := p.locks.pacer.reserve(ctx, zone.ID)
+	if err != nil {
+		return classify("write record set", key.String(), err)
+	}
+	defer done()
 	var newProfile string
 	if rs.profile != nil {
 		newProfile = profileName(zone, key)

@@ -136,23 +136,24 @@ func TestConcurrentWritersLoseNoUpdate(t *testing.T) {
 	}
 }
 
-// 200 writes per minute per zone: the 201st is refused with 429 and a Retry-After beyond the
-// client's bounded backoff, so Apply returns Transient at once, without a retry storm; a minute
-// later the zone takes writes again.
+// 200 writes per minute per zone: when another cluster has used them (its providers pace their own
+// writes, not ours), the 201st is refused with 429 and a Retry-After beyond the client's bounded
+// backoff, so Apply returns Transient at once, without a retry storm; a minute later the zone takes
+// writes again. (pacer_test.go covers this process's own writes and the production retry policy.)
 func TestThrottling(t *testing.T) {
 	ctx := t.Context()
 	store := emulator.NewStore(subscription)
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	var clockMu sync.Mutex
 	store.SetClock(func() time.Time { clockMu.Lock(); defer clockMu.Unlock(); return now })
-	p := emulated(t, store)
+	other, p := emulated(t, store), emulated(t, store)
 	zone := newZone(t, store, p)
 	for batch := range emulator.WritesPerMinute / MaxChangesPerBatch {
 		var eps []*v1alpha1.Endpoint
 		for i := range MaxChangesPerBatch {
 			eps = append(eps, a("r"+string(rune('a'+batch))+strings.Repeat("x", i)+"."+zone.DNSName, "192.0.2.1"))
 		}
-		if err := p.Apply(ctx, zone, &providers.Changes{Create: eps}); err != nil {
+		if err := other.Apply(ctx, zone, &providers.Changes{Create: eps}); err != nil {
 			t.Fatal(err)
 		}
 	}
