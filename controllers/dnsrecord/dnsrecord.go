@@ -116,15 +116,29 @@ type Reconciler struct {
 }
 
 type providerEntry struct {
-	version  string
-	provider providers.Provider
+	version   string
+	provider  providers.Provider
+	zoneScope string
+}
+
+// zoneScoper is implemented by backends whose Secret selects where zones are listed (a project, a
+// resource group): a record whose host is in none of the zones is told where they were looked for.
+type zoneScoper interface {
+	// ZoneScope names where the zones are listed and the Secret key that selects it.
+	ZoneScope() string
 }
 
 type zoneList struct {
-	mu    sync.Mutex
+	mu sync.Mutex
+	// at is when zones was listed; zero until the first listing succeeds (zones may be empty).
 	at    time.Time
 	zones []providers.Zone
 }
+
+// zoneRelistAfter is how old a zone list must be before a miss lists again: a zone created since is
+// found within seconds, and the records of one Secret that miss together (a policy's records,
+// retrying on one backoff schedule) share one listing instead of each making its own.
+const zoneRelistAfter = 2 * time.Second
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -144,8 +158,10 @@ type scope struct {
 	record   *v1alpha1.DNSRecord
 	secret   *corev1.Secret
 	provider providers.Provider
-	account  string
-	zone     providers.Zone
+	// zoneScope is the backend's ZoneScope, if it has one.
+	zoneScope string
+	account   string
+	zone      providers.Zone
 }
 
 // Reconcile runs one pass and writes the status once.
@@ -270,14 +286,14 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error,
 	}
 	s.secret = secret
 	rec.Status.ProviderRef = v1alpha1.ProviderRef{Name: secret.Name}
-	if s.provider, err = r.provider(ctx, secret); err != nil {
+	if s.provider, s.zoneScope, err = r.provider(ctx, secret); err != nil {
 		r.setReady(s, metav1.ConditionFalse, ReasonUnsupportedProvider, err.Error())
 		res, err := r.backoff(s, err)
 		return res, err, true
 	}
 	s.account = secret.Namespace + "/" + secret.Name + "/" + string(secret.UID)
 	if s.zone, err = r.chooseZone(ctx, s); err != nil {
-		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonDNSProviderError, fmt.Sprintf(msgNoZone, stableMessage(err)))
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonDNSProviderError, fmt.Sprintf(msgNoZone, zoneProblem(s, err)))
 		res, err := r.backoff(s, err)
 		return res, err, true
 	}
@@ -360,28 +376,33 @@ func (r *Reconciler) providerSecret(ctx context.Context, rec *v1alpha1.DNSRecord
 	}
 }
 
-// provider builds the backend of a Secret once per Secret version.
-func (r *Reconciler) provider(ctx context.Context, secret *corev1.Secret) (providers.Provider, error) {
+// provider builds the backend of a Secret once per Secret version, and returns its zone scope.
+func (r *Reconciler) provider(ctx context.Context, secret *corev1.Secret) (providers.Provider, string, error) {
 	key := string(secret.UID)
 	r.mu.Lock()
 	e, ok := r.providers[key]
 	r.mu.Unlock()
 	if ok && e.version == secret.ResourceVersion {
-		return e.provider, nil
+		return e.provider, e.zoneScope, nil
 	}
 	p, err := r.Factory.New(ctx, secret, providers.Env{Client: r.Client, Namespace: secret.Namespace})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	p = providers.Instrument(p)
+	e = providerEntry{version: secret.ResourceVersion}
+	// The instrumented wrapper has only the Provider methods.
+	if zs, ok := p.(zoneScoper); ok {
+		e.zoneScope = zs.ZoneScope()
+	}
+	e.provider = providers.Instrument(p)
 	r.mu.Lock()
-	r.providers[key] = providerEntry{version: secret.ResourceVersion, provider: p}
+	r.providers[key] = e
 	r.mu.Unlock()
-	return p, nil
+	return e.provider, e.zoneScope, nil
 }
 
-// chooseZone picks the zone, from a zone list reused for ZoneListMaxAge. A miss re-lists once: the
-// zone may have been created since.
+// chooseZone picks the zone, from a zone list reused for ZoneListMaxAge. A miss re-lists once if the
+// list is older than zoneRelistAfter: the zone may have been created since.
 func (r *Reconciler) chooseZone(ctx context.Context, s *scope) (providers.Zone, error) {
 	for attempt := 0; ; attempt++ {
 		zones, err := r.zoneList(ctx, s, attempt > 0)
@@ -395,8 +416,9 @@ func (r *Reconciler) chooseZone(ctx context.Context, s *scope) (providers.Zone, 
 	}
 }
 
-// zoneList lists the provider's zones, at most once per ZoneListMaxAge per Secret version. Records
-// of one Secret wait for one listing instead of each making their own.
+// zoneList lists the provider's zones, at most once per ZoneListMaxAge per Secret version, or per
+// zoneRelistAfter when refresh asks for a newer list. Records of one Secret wait for one listing
+// instead of each making their own.
 func (r *Reconciler) zoneList(ctx context.Context, s *scope, refresh bool) ([]providers.Zone, error) {
 	key := s.account + "/" + s.secret.ResourceVersion
 	r.mu.Lock()
@@ -408,7 +430,11 @@ func (r *Reconciler) zoneList(ctx context.Context, s *scope, refresh bool) ([]pr
 	r.mu.Unlock()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.zones != nil && !refresh && time.Since(l.at) < r.Options.ZoneListMaxAge {
+	maxAge := r.Options.ZoneListMaxAge
+	if refresh {
+		maxAge = min(maxAge, zoneRelistAfter)
+	}
+	if !l.at.IsZero() && time.Since(l.at) < maxAge {
 		return l.zones, nil
 	}
 	zones, err := s.provider.Zones(ctx)
@@ -539,6 +565,32 @@ func conflictMessage(cs []plan.Conflict) string {
 		parts = append(parts, fmt.Sprintf("%s %s%s: %s wants %s, published %s from %s", c.DNSName, c.RecordType, set, c.Field, c.Ours, c.Published, who))
 	}
 	return "Another owner's value is published: " + strings.Join(parts, "; ")
+}
+
+// zoneProblem says why no zone was chosen. When the provider Secret is what to look at (its zones
+// were listed and none holds the host, or listing them failed) the message names it, and the zone
+// scope the backend reports (the project or resource group, and its key), unless the backend's error
+// already names the Secret.
+func zoneProblem(s *scope, err error) string {
+	msg := stableMessage(err)
+	secret := fmt.Sprintf("provider secret %s/%s", s.secret.Namespace, s.secret.Name)
+	switch {
+	case strings.Contains(msg, secret):
+		return msg
+	case errors.Is(err, zone.ErrNoZone):
+		msg += " of " + secret
+		if s.zoneScope != "" {
+			msg += " (" + s.zoneScope + ")"
+		}
+		return msg
+	case errors.Is(err, zone.ErrPublicSuffix), errors.Is(err, zone.ErrApexNotAllowed),
+		errors.Is(err, zone.ErrAmbiguousZone), errors.Is(err, zone.ErrInvalidHost):
+		// About the host and the zones, not the Secret.
+		return msg
+	default:
+		// Listing the zones failed.
+		return secret + ": " + msg
+	}
 }
 
 // stableMessage keeps error text that is the same on every attempt: request IDs and timestamps

@@ -72,3 +72,9 @@ func ParseOptions(secret *corev1.Secret) (Options, error) {
 	}
 	return opts, nil
 }
+
+// ZoneScope names where Zones looks, for the condition of a record whose host is in none of the
+// zones: the resource group and the field of azure.json that selects it.
+func (p *Provider) ZoneScope() string {
+	return fmt.Sprintf("resource group %s, from key %s field resourceGroup", p.resourceGroup, v1alpha1.AzureJSONKey)
+}

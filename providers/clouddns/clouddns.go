@@ -71,6 +71,7 @@ var defaultRetry = retry{attempts: 5, base: 200 * time.Millisecond, max: 5 * tim
 type Provider struct {
 	svc     *dns.Service
 	project string
+	secret  string
 	retry   retry
 
 	mu sync.Mutex
@@ -105,7 +106,7 @@ func NewWithOptions(ctx context.Context, opts Options) (*Provider, error) {
 		// The message may quote the key; say only what failed.
 		return nil, providers.Errorf(providers.Permanent, "Cloud DNS client for project %s could not be built from the service-account key", opts.Project)
 	}
-	return &Provider{svc: svc, project: opts.Project, retry: defaultRetry, views: map[string]map[setKey]*dns.ResourceRecordSet{}}, nil
+	return &Provider{svc: svc, project: opts.Project, secret: opts.Secret, retry: defaultRetry, views: map[string]map[setKey]*dns.ResourceRecordSet{}}, nil
 }
 
 // Name implements providers.Provider.
@@ -128,7 +129,7 @@ func (p *Provider) Zones(ctx context.Context) ([]providers.Zone, error) {
 			return err
 		})
 		if err != nil {
-			return nil, classify(err, false)
+			return nil, p.classify(err, false, true)
 		}
 		for _, z := range resp.ManagedZones {
 			// Peering zones hold no records of their own.
@@ -168,7 +169,7 @@ func (p *Provider) read(ctx context.Context, zone providers.Zone) (map[setKey]*d
 			return err
 		})
 		if err != nil {
-			return nil, classify(err, false)
+			return nil, p.classify(err, false, false)
 		}
 		for _, rs := range resp.Rrsets {
 			view[keyOf(rs)] = rs
@@ -241,7 +242,7 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 			return nil
 		}
 		p.forget(zone)
-		return classify(err, true)
+		return p.classify(err, true, false)
 	}
 	p.remember(zone, view, change)
 	return p.awaitDone(ctx, zone, created)
@@ -573,6 +574,33 @@ func retryable(err error) bool {
 func staleView(err error) bool {
 	gerr, _ := apiError(err)
 	return gerr != nil && (gerr.Code == http.StatusPreconditionFailed || gerr.Code == http.StatusConflict || gerr.Code == http.StatusNotFound)
+}
+
+// classify is classify, with what the Secret can fix blamed on its key: refused credentials on
+// GOOGLE, a project that cannot be listed on PROJECT_ID. The condition then names the Secret and the
+// key, never their values.
+func (p *Provider) classify(err error, inChange, listingZones bool) error {
+	classified := classify(err, inChange)
+	gerr, _ := apiError(err)
+	if gerr == nil || retryable(err) {
+		return classified
+	}
+	var why string
+	switch {
+	case gerr.Code == http.StatusUnauthorized || gerr.Code == http.StatusForbidden:
+		why = fmt.Sprintf("the service account of key %s may not do this in project %s of key %s",
+			v1alpha1.GoogleJSONKey, p.project, v1alpha1.GoogleProjectIDKey)
+	case gerr.Code == http.StatusNotFound && listingZones:
+		why = fmt.Sprintf("key %s: project %s does not exist or the service account of key %s cannot see it",
+			v1alpha1.GoogleProjectIDKey, p.project, v1alpha1.GoogleJSONKey)
+	default:
+		return classified
+	}
+	secret := "provider secret"
+	if p.secret != "" {
+		secret += " " + p.secret
+	}
+	return providers.Errorf(providers.KindOf(classified), "%s: %s (%v)", secret, why, classified)
 }
 
 // classify turns a failed call into a provider error whose message holds the operation, the HTTP

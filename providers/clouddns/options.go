@@ -20,6 +20,9 @@ type Options struct {
 	// Endpoint is the API root URL of an emulator or private endpoint (ENDPOINT_URL); requests to it
 	// carry no credentials.
 	Endpoint string
+	// Secret is the provider Secret the options were read from (namespace/name), named in errors
+	// about refused credentials or a project that cannot be seen; empty for options built in code.
+	Secret string
 }
 
 // ParseOptions reads a kuadrant.io/gcp Secret. PROJECT_ID is required; GOOGLE is required unless
@@ -32,6 +35,7 @@ func ParseOptions(secret *corev1.Secret) (Options, error) {
 	opts := Options{
 		Project:  strings.TrimSpace(string(secret.Data[v1alpha1.GoogleProjectIDKey])),
 		Endpoint: strings.TrimSpace(string(secret.Data[v1alpha1.EndpointOverrideKey])),
+		Secret:   secret.Namespace + "/" + secret.Name,
 	}
 	if opts.Project == "" {
 		return Options{}, bad(v1alpha1.GoogleProjectIDKey, "is missing or empty")
@@ -67,4 +71,10 @@ func ParseOptions(secret *corev1.Secret) (Options, error) {
 	}
 	opts.CredentialsJSON = raw
 	return opts, nil
+}
+
+// ZoneScope names where Zones looks, for the condition of a record whose host is in none of the
+// zones: the project and the key that selects it.
+func (p *Provider) ZoneScope() string {
+	return fmt.Sprintf("project %s, from key %s", p.project, v1alpha1.GoogleProjectIDKey)
 }

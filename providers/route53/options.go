@@ -28,6 +28,9 @@ type Options struct {
 	Region string
 	// Endpoint, when set, replaces the Route 53 endpoint (a private endpoint or an emulator).
 	Endpoint string
+	// Secret is the provider Secret the options were read from (namespace/name), named in errors
+	// about refused credentials; empty for options built in code.
+	Secret string
 
 	// Bounds of one API call, not read from the Secret; zero takes the defaults below.
 	// MaxAttempts per call, retrying Throttling, PriorRequestNotComplete, 5xx and connection errors
@@ -75,6 +78,7 @@ func ParseOptions(secret *corev1.Secret) (Options, error) {
 		SecretAccessKey: value(v1alpha1.AWSSecretAccessKeyKey),
 		Region:          value(v1alpha1.AWSRegionKey),
 		Endpoint:        value(v1alpha1.EndpointOverrideKey),
+		Secret:          secret.Namespace + "/" + secret.Name,
 	}
 	for _, required := range []struct{ key, value string }{
 		{v1alpha1.AWSAccessKeyIDKey, opts.AccessKeyID},
@@ -99,4 +103,10 @@ func ParseOptions(secret *corev1.Secret) (Options, error) {
 		}
 	}
 	return opts, nil
+}
+
+// ZoneScope names where Zones looks, for the condition of a record whose host is in none of the
+// zones: the hosted zones of the account of the access key.
+func (p *Provider) ZoneScope() string {
+	return "hosted zones of the AWS account of key " + v1alpha1.AWSAccessKeyIDKey
 }

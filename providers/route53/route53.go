@@ -109,7 +109,7 @@ func (p *Provider) Zones(ctx context.Context) ([]providers.Zone, error) {
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, classify("ListHostedZones", err)
+			return nil, p.classify("ListHostedZones", err)
 		}
 		for _, z := range page.HostedZones {
 			zones = append(zones, providers.Zone{
@@ -129,7 +129,7 @@ func (p *Provider) Records(ctx context.Context, zone providers.Zone) ([]*v1alpha
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(ctx)
 		if err != nil {
-			return nil, classify("ListResourceRecordSets", err)
+			return nil, p.classify("ListResourceRecordSets", err)
 		}
 		for _, rs := range page.ResourceRecordSets {
 			if rs.Type == types.RRTypeSoa || rs.AliasTarget != nil {
@@ -253,7 +253,7 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 func (p *Provider) rejected(ctx context.Context, zone providers.Zone, changes *providers.Changes, track *attempts, err error) error {
 	var apiErr smithy.APIError
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "InvalidChangeBatch" {
-		return classify("ChangeResourceRecordSets", err)
+		return p.classify("ChangeResourceRecordSets", err)
 	}
 	records, readErr := p.Records(ctx, zone)
 	if readErr != nil {
@@ -310,7 +310,7 @@ func (p *Provider) awaitInsync(ctx context.Context, id string, status types.Chan
 			if ctx.Err() != nil {
 				return providers.Errorf(providers.Transient, "route53 change was applied but not INSYNC within %s", p.opts.InsyncTimeout)
 			}
-			return classify("GetChange", err)
+			return p.classify("GetChange", err)
 		}
 		status = out.ChangeInfo.Status
 	}
@@ -335,12 +335,51 @@ func withinLimits(batch []types.Change) error {
 	return nil
 }
 
-// authCodes are the error codes of credentials Route 53 does not accept; retrying cannot help.
-var authCodes = map[string]bool{
-	"AccessDenied": true, "AccessDeniedException": true, "InvalidClientTokenId": true,
-	"SignatureDoesNotMatch": true, "UnrecognizedClientException": true, "InvalidSignatureException": true,
-	"ExpiredToken": true, "ExpiredTokenException": true, "IncompleteSignature": true,
-	"MissingAuthenticationToken": true, "NotAuthorizedException": true,
+// Error codes of credentials Route 53 does not accept, by the Secret key to look at; retrying
+// cannot help.
+var (
+	// unknownKeyCodes: the access key ID is not known (deleted, mistyped, another partition).
+	unknownKeyCodes = map[string]bool{"InvalidClientTokenId": true, "UnrecognizedClientException": true}
+	// signatureCodes: the secret access key does not belong to the access key ID.
+	signatureCodes = map[string]bool{"SignatureDoesNotMatch": true, "InvalidSignatureException": true, "IncompleteSignature": true}
+	// deniedCodes: the credentials are valid but expired or not allowed to make the call.
+	deniedCodes = map[string]bool{
+		"AccessDenied": true, "AccessDeniedException": true, "ExpiredToken": true, "ExpiredTokenException": true,
+		"MissingAuthenticationToken": true, "NotAuthorizedException": true,
+	}
+)
+
+func authCode(code string) bool {
+	return unknownKeyCodes[code] || signatureCodes[code] || deniedCodes[code]
+}
+
+// classify is classify, with refused credentials blamed on the Secret key to fix: the status
+// condition then says which Secret and which key, never their values.
+func (p *Provider) classify(op string, err error) error {
+	classified := classify(op, err)
+	var apiErr smithy.APIError
+	if !errors.As(err, &apiErr) {
+		return classified
+	}
+	var why string
+	code := apiErr.ErrorCode()
+	switch {
+	case unknownKeyCodes[code]:
+		why = "key " + v1alpha1.AWSAccessKeyIDKey + " is not an access key ID Route 53 accepts"
+	case signatureCodes[code]:
+		why = "key " + v1alpha1.AWSSecretAccessKeyKey + " is not the secret of the access key ID in key " + v1alpha1.AWSAccessKeyIDKey
+	case deniedCodes[code]:
+		why = "the credentials in keys " + v1alpha1.AWSAccessKeyIDKey + " and " + v1alpha1.AWSSecretAccessKeyKey +
+			" are expired or not allowed to call " + op + " (the IAM policy needs route53:ListHostedZones, " +
+			"route53:ListResourceRecordSets, route53:ChangeResourceRecordSets and route53:GetChange)"
+	default:
+		return classified
+	}
+	secret := "provider secret"
+	if p.opts.Secret != "" {
+		secret += " " + p.opts.Secret
+	}
+	return providers.Errorf(providers.KindOf(classified), "%s: %s (%v)", secret, why, classified)
 }
 
 // classify turns an SDK error into a provider error whose text holds the operation, Route 53's
@@ -351,7 +390,7 @@ func classify(op string, err error) error {
 		code := apiErr.ErrorCode()
 		kind := providers.Transient
 		switch {
-		case authCodes[code]:
+		case authCode(code):
 			kind = providers.Permanent
 		case code == "NoSuchHostedZone", code == "InvalidInput", code == "InvalidChangeBatch":
 			kind = providers.Permanent
