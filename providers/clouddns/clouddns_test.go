@@ -369,3 +369,31 @@ func TestParseOptions(t *testing.T) {
 		})
 	}
 }
+
+// What the Secret can fix is blamed on its key, naming the Secret: a project the API does not know
+// on PROJECT_ID, refused credentials on GOOGLE. Neither is retried.
+func TestSecretProblemsNameTheSecretAndKey(t *testing.T) {
+	emu, url := startEmulator(t, emulator.Options{})
+	p, err := New(t.Context(), gcpSecret(map[string]string{v1alpha1.GoogleProjectIDKey: "other-project", v1alpha1.EndpointOverrideKey: url}), providers.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Zones(t.Context())
+	want := "provider secret ns/gcp: key PROJECT_ID: project other-project does not exist or the service account of key GOOGLE cannot see it"
+	if err == nil || providers.KindOf(err) != providers.Permanent || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Zones in an unknown project: %v (%v), want a Permanent error starting %q", err, providers.KindOf(err), want)
+	}
+	if n := emu.Calls()[emulator.OpListManagedZones]; n != 1 {
+		t.Errorf("%d listings, want 1: an unknown project is not retried", n)
+	}
+
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, `{"error":{"code":403,"message":"Forbidden","errors":[{"reason":"forbidden","message":"Forbidden"}]}}`)
+	})}
+	_, err = newProvider(t, serve(t, srv)).Zones(t.Context())
+	want = "provider secret ns/gcp: the service account of key GOOGLE may not do this in project " + project + " of key PROJECT_ID"
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Zones refused: %v, want an error starting %q", err, want)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	r53 "github.com/aws/aws-sdk-go-v2/service/route53"
+	"github.com/aws/smithy-go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -504,5 +505,30 @@ func TestLostAnswerLandsOnce(t *testing.T) {
 	// A rejection without a lost answer is not mistaken for a landed batch.
 	if err := p.Apply(t.Context(), zone, &providers.Changes{Delete: []*v1alpha1.Endpoint{a}}); providers.KindOf(err) != providers.StaleView {
 		t.Errorf("deleting a set that is gone = %v, want a stale view", err)
+	}
+}
+
+// Refused credentials are blamed on the Secret key to fix, naming the Secret and never a value.
+func TestRefusedCredentialsNameTheSecretAndKey(t *testing.T) {
+	_, url := start(t, emulator.Options{Zones: []string{"example.com"}, AccessKeys: []string{"AKIDOTHER"}})
+	p := fastProvider(t, url)
+	_, err := p.Zones(t.Context())
+	want := "provider secret team-a/aws-creds: key AWS_ACCESS_KEY_ID is not an access key ID Route 53 accepts (route53 ListHostedZones: InvalidClientTokenId: "
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Zones with an unknown access key: %v, want an error starting %q", err, want)
+	}
+	for _, tc := range []struct{ code, key string }{
+		{"SignatureDoesNotMatch", "key AWS_SECRET_ACCESS_KEY is not the secret of the access key ID in key AWS_ACCESS_KEY_ID"},
+		{"AccessDenied", "the credentials in keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are expired or not allowed to call ChangeResourceRecordSets"},
+		{"ExpiredToken", "the credentials in keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are expired"},
+	} {
+		err := p.classify("ChangeResourceRecordSets", &smithy.GenericAPIError{Code: tc.code, Message: "refused"})
+		if providers.KindOf(err) != providers.Permanent || !strings.HasPrefix(err.Error(), "provider secret team-a/aws-creds: "+tc.key) {
+			t.Errorf("%s: %v (%v), want a Permanent error naming team-a/aws-creds and %q", tc.code, err, providers.KindOf(err), tc.key)
+		}
+	}
+	// Other errors are left as they were.
+	if err := p.classify("ListHostedZones", &smithy.GenericAPIError{Code: "Throttling", Message: "Rate exceeded"}); strings.Contains(err.Error(), "provider secret") {
+		t.Errorf("throttling blamed on the Secret: %v", err)
 	}
 }
