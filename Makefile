@@ -92,6 +92,10 @@ COREDNS_VERSION ?= v1.15.0
 bench-dns: envtest dns-tools ## Benchmark the embedded DNS server against CoreDNS and BIND with dnsperf; figures go in docs/benchmarks.md.
 	go run ./test/bench/dns -coredns "$$(hack/tool.sh coredns github.com/coredns/coredns $(COREDNS_VERSION))" $(ARGS)
 
+.PHONY: bench-clouds
+bench-clouds: envtest ## Time 64 loadbalanced DNSRecords to Ready on the emulated Route 53, Cloud DNS and Azure (~5 min; ARGS=-clouds=aws); figures go in docs/benchmarks.md.
+	go run ./test/bench/clouds $(ARGS)
+
 .PHONY: envtest
 envtest: ## Build kube-apiserver, etcd and kubectl into the cache (once, ~6 min).
 	@hack/envtest-bins.sh >/dev/null
