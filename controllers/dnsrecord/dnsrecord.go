@@ -28,9 +28,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
@@ -44,7 +46,7 @@ import (
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Condition messages Kuadrant's tooling matches verbatim (DESIGN 4b).
@@ -149,8 +151,30 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("dnsrecord").
 		// Status writes do not change the generation, so our own status updates never trigger a pass.
 		For(&v1alpha1.DNSRecord{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A fixed or rotated provider Secret takes effect at once rather than at the records' next
+		// backoff retry (up to MaxBackoff away). Only metadata is cached: the controller never
+		// holds other Secrets' contents, and reads its own when a pass needs them.
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.recordsOfSecret), builder.OnlyMetadata).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
+}
+
+// recordsOfSecret maps a Secret to the records of its namespace that publish with it: those naming
+// it in providerRef, and, when it is labelled as the namespace's default provider, those without one.
+func (r *Reconciler) recordsOfSecret(ctx context.Context, secret client.Object) []reconcile.Request {
+	list := &v1alpha1.DNSRecordList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(secret.GetNamespace())); err != nil {
+		return nil
+	}
+	isDefault := secret.GetLabels()[v1alpha1.DefaultProviderLabel] == "true"
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		rec := &list.Items[i]
+		if ref := rec.Spec.ProviderRef; (ref != nil && ref.Name == secret.GetName()) || (ref == nil && isDefault) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(rec)})
+		}
+	}
+	return reqs
 }
 
 // scope is what one pass knows.

@@ -145,6 +145,51 @@ func TestSecretDeletedBeforeRecord(t *testing.T) {
 	expectEvent(t, cl, dnsrecord.ReasonProviderSecretMissing)
 }
 
+// A record waiting for its provider Secret, or for a default-provider Secret, is published as soon
+// as the Secret appears, not at its next backoff retry: the backoff here is 5 minutes, so only the
+// controller's Secret watch can bring the records to Ready within the test.
+func TestSecretCreatedLaterIsPickedUpAtOnce(t *testing.T) {
+	store := inmemory.NewStore()
+	opts := fastOptions()
+	opts.MinBackoff, opts.MaxBackoff = 5*time.Minute, 5*time.Minute
+	cl := startClusters(t, 1, store, opts, nil)[0]
+	const z = "later.example.com"
+	store.EnsureZone(z)
+	cl.record(t, "by-ref", "a."+z, a("a."+z, 60, "10.9.0.1"))
+	unreferenced := &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Name: "by-default", Namespace: cl.ns},
+		Spec:       v1alpha1.DNSRecordSpec{RootHost: "b." + z, Endpoints: []*v1alpha1.Endpoint{a("b."+z, 60, "10.9.0.2")}},
+	}
+	if err := cl.c.Create(t.Context(), unreferenced); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"by-ref", "by-default"} {
+		eventually(t, 10*time.Second, func() string {
+			if c := ready(cl.get(t, name)); c == nil || c.Reason != dnsrecord.ReasonProviderSecretMissing {
+				return fmt.Sprintf("%s: Ready %v, want %s", name, c, dnsrecord.ReasonProviderSecretMissing)
+			}
+			return ""
+		})
+	}
+	cl.secret(t, z) // "provider", which by-ref names
+	def := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "default-provider", Namespace: cl.ns, Labels: map[string]string{v1alpha1.DefaultProviderLabel: "true"}},
+		Type:       v1alpha1.SecretTypeInMemory,
+		StringData: map[string]string{v1alpha1.InMemInitZonesKey: z},
+	}
+	if err := cl.c.Create(t.Context(), def); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"by-ref", "by-default"} {
+		eventually(t, 15*time.Second, func() string {
+			if c := ready(cl.get(t, name)); c == nil || c.Status != metav1.ConditionTrue {
+				return fmt.Sprintf("%s: Ready %v", name, c)
+			}
+			return ""
+		})
+	}
+}
+
 // failingApply refuses every batch, as a provider rejecting credentials or a record would.
 type failingApply struct{ providers.Provider }
 
