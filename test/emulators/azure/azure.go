@@ -34,6 +34,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/dns/armdns"
 	dnsfake "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/dns/armdns/fake"
@@ -66,6 +67,7 @@ type Store struct {
 	faultKinds   []string
 	rand         *rand.Rand
 	etags        int
+	listings     int
 }
 
 type zone struct {
@@ -202,7 +204,7 @@ func (t transport) Do(req *http.Request) (*http.Response, error) {
 		}
 		return t.errorResponse(req, &azcore.ResponseError{StatusCode: http.StatusGatewayTimeout, ErrorCode: "GatewayTimeout"}), nil
 	}
-	resp, err := next.Do(req)
+	resp, err := next.Do(t.store.ownListing(req))
 	// The fakes return an error response as a Go error; the cloud sends it as an HTTP response,
 	// which the SDK's pipeline retries (429, 5xx) and turns into a ResponseError itself.
 	var re *azcore.ResponseError
@@ -210,6 +212,28 @@ func (t transport) Do(req *http.Request) (*http.Response, error) {
 		return t.errorResponse(req, re), nil
 	}
 	return resp, err
+}
+
+// fakePageSuffix marks the nextLink of a fake pager's later pages (azcore's fake package).
+const fakePageSuffix = "/fake_page_"
+
+// ownListing gives the first page request of a listing a path of its own, which the nextLinks of
+// its later pages carry on. The fakes keep a pager's remaining pages by request path, so two
+// listings of one zone at once, or one abandoned half-way, would hand each other's pages out;
+// Azure's nextLink paging keeps each listing apart.
+func (s *Store) ownListing(req *http.Request) *http.Request {
+	api, _ := req.Context().Value(runtime.CtxAPINameKey{}).(string)
+	if req.Method != http.MethodGet || !strings.HasSuffix(api, "Pager") || strings.Contains(req.URL.Path, fakePageSuffix) {
+		return req
+	}
+	s.mu.Lock()
+	s.listings++
+	n := s.listings
+	s.mu.Unlock()
+	req = req.Clone(req.Context())
+	req.URL.Path += fmt.Sprintf("/emulator-listing-%d", n)
+	req.URL.RawPath = ""
+	return req
 }
 
 // errorResponse is the HTTP response Azure sends for an error: the code in the body and in
