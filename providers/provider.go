@@ -54,6 +54,16 @@ type Capabilities struct {
 	RoutingPolicies bool
 	// MaxChangesPerBatch is the most record-set changes one Apply takes; 0 means no limit.
 	MaxChangesPerBatch int
+	// BatchFits, when set, reports whether a batch within MaxChangesPerBatch also fits the backend's
+	// other limits of one call (Route 53 counts resource records and characters of values, not
+	// changes), so batches are cut where the backend's own limits fall rather than at a count
+	// small enough for the worst case.
+	BatchFits func(*Changes) bool
+}
+
+// Fits reports whether one Apply takes the batch.
+func (c Capabilities) Fits(changes *Changes) bool {
+	return (c.MaxChangesPerBatch <= 0 || changes.Len() <= c.MaxChangesPerBatch) && (c.BatchFits == nil || c.BatchFits(changes))
 }
 
 // Provider is one DNS backend, bound to one provider Secret's credentials.

@@ -197,7 +197,7 @@ func (q *queue) cycle(waiters []*waiter) {
 			failAll(waiters, err)
 			return
 		}
-		planned, batches := q.planAll(view, waiters, prov.Capabilities().MaxChangesPerBatch)
+		planned, batches := q.planAll(view, waiters, prov.Capabilities())
 		if at.Before(start) && destructive(batches) {
 			// Taking a record or targets away on the strength of a cached view could take what
 			// another owner claimed since the view was read: removals are planned on a fresh read.
@@ -287,14 +287,15 @@ type plannedWaiter struct {
 }
 
 // planAll plans the waiters one after another, each against the zone as the previous plans leave it,
-// and cuts their summed changes into batches of at most max changes. A waiter's changes are never
+// and cuts their summed changes into batches one Apply of the backend takes. A waiter's changes are never
 // split: a record and its ownership TXT, or the two halves of a type change, land together.
-func (q *queue) planAll(view []*v1alpha1.Endpoint, waiters []*waiter, max int) ([]*plannedWaiter, []*providers.Changes) {
+func (q *queue) planAll(view []*v1alpha1.Endpoint, waiters []*waiter, caps providers.Capabilities) ([]*plannedWaiter, []*providers.Changes) {
 	var (
 		planned []*plannedWaiter
 		batches []*providers.Changes
 		start   = view // the zone before the current batch
 		work    = view // the zone after the plans so far
+		limited = caps.MaxChangesPerBatch > 0 || caps.BatchFits != nil
 	)
 	closeBatch := func() {
 		if c := diff(start, work); !c.Empty() {
@@ -318,8 +319,8 @@ func (q *queue) planAll(view []*v1alpha1.Endpoint, waiters []*waiter, max int) (
 			pw.err = providers.NewError(providers.Permanent, err)
 			continue
 		}
-		if max > 0 && res.Changes.Len() > max {
-			pw.err = providers.Errorf(providers.Permanent, "the record needs %d changes at once, more than the provider takes in one batch (%d)", res.Changes.Len(), max)
+		if !caps.Fits(res.Changes) {
+			pw.err = providers.Errorf(providers.Permanent, "the record needs %d changes at once, more than the provider takes in one batch", res.Changes.Len())
 			continue
 		}
 		next, err := providers.ApplyChanges(q.zone.DNSName, work, res.Changes)
@@ -328,7 +329,7 @@ func (q *queue) planAll(view []*v1alpha1.Endpoint, waiters []*waiter, max int) (
 			pw.err = providers.NewError(providers.Permanent, fmt.Errorf("plan inconsistent with the zone: %w", err))
 			continue
 		}
-		if max > 0 && diff(start, next).Len() > max {
+		if limited && !caps.Fits(diff(start, next)) {
 			closeBatch() // this waiter's changes start the next batch
 		}
 		work = next

@@ -103,6 +103,54 @@ func TestBatchLimit(t *testing.T) {
 	}
 }
 
+// limitedProvider takes batches of at most maxTargets targets, as Route 53 counts resource records.
+type limitedProvider struct {
+	providers.Provider
+	maxTargets int
+}
+
+func (p limitedProvider) Capabilities() providers.Capabilities {
+	c := p.Provider.Capabilities()
+	c.BatchFits = func(changes *providers.Changes) bool {
+		n := 0
+		for _, eps := range [][]*v1alpha1.Endpoint{changes.Create, changes.UpdateOld, changes.UpdateNew, changes.Delete} {
+			for _, ep := range eps {
+				n += len(ep.Targets)
+			}
+		}
+		return n <= p.maxTargets
+	}
+	return c
+}
+
+// A backend's own measure of a batch (BatchFits) cuts a cycle where its limit falls.
+func TestBatchFits(t *testing.T) {
+	store, zone := newZone(t)
+	p, prov := New(slow()), limitedProvider{Provider: provider(store), maxTargets: 8}
+	var wg sync.WaitGroup
+	for i := 0; i < 10; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			// A record with three targets and its ownership TXT: 4 targets a request.
+			publish(t, p, prov, zone, Request{OwnerID: fmt.Sprintf("owner-%02d", i), Desired: []*v1alpha1.Endpoint{a(fmt.Sprintf("h%d.example.com", i), "10.0.0.1", "10.0.0.2", "10.0.0.3")}})
+		}(i)
+	}
+	wg.Wait()
+	if n := len(records(t, store, zone)); n != 10 {
+		t.Errorf("zone holds %d records, want 10", n)
+	}
+	if calls := store.ZoneCalls(zone.ID); calls.Apply != 5 {
+		t.Errorf("%d batches for 40 targets with a limit of 8 (2 requests a batch), want 5", calls.Apply)
+	}
+	// A request no batch can take is refused alone.
+	out, err := p.Publish(t.Context(), prov, "", zone, Request{OwnerID: "big", Desired: []*v1alpha1.Endpoint{
+		a("big.example.com", "10.0.1.1", "10.0.1.2", "10.0.1.3", "10.0.1.4", "10.0.1.5", "10.0.1.6", "10.0.1.7", "10.0.1.8")}})
+	if providers.KindOf(err) != providers.Permanent || out.Wrote {
+		t.Errorf("a request over the limit: wrote %v, err %v; want a Permanent error and no write", out.Wrote, err)
+	}
+}
+
 // An owner leaving with a view from before another owner claimed the same record must not take the
 // record away: removals are planned on a fresh read.
 func TestWithdrawalSeesClaimsMadeSinceTheView(t *testing.T) {

@@ -8,8 +8,12 @@
 // the old values of updates as DELETE, then creations and the new values of updates as CREATE, so a
 // set that changed under the caller fails the whole batch (reported as a stale view) instead of being
 // overwritten. Calls are retried by the SDK's standard retryer on Throttling, PriorRequestNotComplete,
-// 5xx and connection errors, with exponential backoff and jitter, a bounded number of times. Apply
-// returns once the change is INSYNC, so the engine's validation read sees a settled zone.
+// 5xx and connection errors, with exponential backoff and jitter, a bounded number of times.
+//
+// Apply returns once Route 53 has accepted a change (PENDING); the next read of the zone (the
+// engine's validation read) first waits until every change this provider made there is INSYNC, so
+// Ready still means served by Route 53's name servers, while the batches of a burst go out back to
+// back instead of each waiting out the propagation of the one before.
 package route53
 
 import (
@@ -17,6 +21,7 @@ import (
 	"errors"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,12 +45,12 @@ import (
 // ProviderName is the value of the kuadrant.io/dns-provider-name label for this backend.
 const ProviderName = "aws"
 
-// MaxChangesPerBatch is the engine's batch size. Route 53 takes at most 1,000 ResourceRecord
-// elements and 32,000 characters of values per call, the old and the new values of an update both
-// counting. An update of an ownership TXT (about 100 characters) costs about 200 characters, so 160
-// changes stay within 32,000 characters, and within 1,000 records for sets of up to three values. A
-// batch that still exceeds a limit is refused whole (Permanent): splitting it would lose atomicity.
-const MaxChangesPerBatch = 160
+// MaxChangesPerBatch is the most changes one batch can hold: Route 53 takes at most 1,000
+// ResourceRecord elements and 32,000 characters of values per call (the old and the new values of
+// an update both counting, as DELETE and CREATE), and every change has at least one record. The
+// engine cuts batches where those limits fall (Capabilities.BatchFits); a batch that still exceeds
+// one is refused whole (Permanent): splitting it would lose atomicity.
+const MaxChangesPerBatch = maxRecordsPerCall
 
 // Route 53's documented limits per ChangeResourceRecordSets call.
 const (
@@ -60,6 +65,11 @@ const defaultTTL = 300
 type Provider struct {
 	client *r53.Client
 	opts   Options
+
+	mu sync.Mutex
+	// pending are the IDs of changes this provider made that were not INSYNC when last seen, by
+	// zone ID, oldest first.
+	pending map[string][]string
 }
 
 var _ providers.Provider = (*Provider)(nil)
@@ -91,7 +101,7 @@ func NewWithOptions(opts Options) *Provider {
 	if opts.Endpoint != "" {
 		clientOpts.BaseEndpoint = aws.String(opts.Endpoint)
 	}
-	return &Provider{client: r53.New(clientOpts), opts: opts}
+	return &Provider{client: r53.New(clientOpts), opts: opts, pending: map[string][]string{}}
 }
 
 // Name implements providers.Provider.
@@ -99,7 +109,11 @@ func (p *Provider) Name() string { return ProviderName }
 
 // Capabilities implements providers.Provider.
 func (p *Provider) Capabilities() providers.Capabilities {
-	return providers.Capabilities{ApexRecords: true, RoutingPolicies: true, MaxChangesPerBatch: MaxChangesPerBatch}
+	return providers.Capabilities{ApexRecords: true, RoutingPolicies: true, MaxChangesPerBatch: MaxChangesPerBatch,
+		BatchFits: func(c *providers.Changes) bool {
+			batch, err := changeBatch(c)
+			return err != nil || withinLimits(batch) == nil // a batch that cannot be encoded fails in Apply, alone
+		}}
 }
 
 // Zones implements providers.Provider: every hosted zone the credentials can list, page by page.
@@ -122,8 +136,12 @@ func (p *Provider) Zones(ctx context.Context) ([]providers.Zone, error) {
 }
 
 // Records implements providers.Provider: every record set of the zone except its SOA and alias sets
-// (neither of which the engine writes), page by page.
+// (neither of which the engine writes), page by page, once this provider's changes to the zone are
+// INSYNC.
 func (p *Provider) Records(ctx context.Context, zone providers.Zone) ([]*v1alpha1.Endpoint, error) {
+	if err := p.awaitPending(ctx, zone.ID); err != nil {
+		return nil, err
+	}
 	var eps []*v1alpha1.Endpoint
 	pages := r53.NewListResourceRecordSetsPaginator(p.client, &r53.ListResourceRecordSetsInput{HostedZoneId: aws.String(zone.ID)})
 	for pages.HasMorePages() {
@@ -204,6 +222,33 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 		return providers.Errorf(providers.Permanent, "batch has %d old and %d new values of updated record sets",
 			len(changes.UpdateOld), len(changes.UpdateNew))
 	}
+	batch, err := changeBatch(changes)
+	if err != nil {
+		return err
+	}
+	if err := withinLimits(batch); err != nil {
+		return err
+	}
+
+	track := &attempts{}
+	out, err := p.client.ChangeResourceRecordSets(context.WithValue(ctx, attemptsKey{}, track), &r53.ChangeResourceRecordSetsInput{
+		HostedZoneId: aws.String(zone.ID),
+		ChangeBatch:  &types.ChangeBatch{Changes: batch},
+	})
+	if err != nil {
+		return p.rejected(ctx, zone, changes, track, err)
+	}
+	if out.ChangeInfo.Status != types.ChangeStatusInsync {
+		p.mu.Lock()
+		p.pending[zone.ID] = append(p.pending[zone.ID], aws.ToString(out.ChangeInfo.Id))
+		p.mu.Unlock()
+	}
+	return nil
+}
+
+// changeBatch turns a batch into Route 53 changes: deletions and the old values of updates as
+// DELETE, then the new values of updates and creations as CREATE.
+func changeBatch(changes *providers.Changes) ([]types.Change, error) {
 	var batch []types.Change
 	add := func(action types.ChangeAction, eps []*v1alpha1.Endpoint) error {
 		for _, ep := range eps {
@@ -228,22 +273,38 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 		{types.ChangeActionCreate, changes.Create},
 	} {
 		if err := add(step.action, step.eps); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	if err := withinLimits(batch); err != nil {
-		return err
-	}
+	return batch, nil
+}
 
-	track := &attempts{}
-	out, err := p.client.ChangeResourceRecordSets(context.WithValue(ctx, attemptsKey{}, track), &r53.ChangeResourceRecordSetsInput{
-		HostedZoneId: aws.String(zone.ID),
-		ChangeBatch:  &types.ChangeBatch{Changes: batch},
-	})
-	if err != nil {
-		return p.rejected(ctx, zone, changes, track, err)
+// awaitPending waits until the changes this provider made to the zone are INSYNC, newest first:
+// the newest is waited for, and the older ones, normally INSYNC by then, cost one GetChange each.
+// Changes found INSYNC are forgotten; on an error the rest stay pending for the next read.
+func (p *Provider) awaitPending(ctx context.Context, zoneID string) error {
+	for newest := true; ; newest = false {
+		p.mu.Lock()
+		ids := p.pending[zoneID]
+		p.mu.Unlock()
+		if len(ids) == 0 {
+			return nil
+		}
+		id, status := ids[len(ids)-1], types.ChangeStatusPending
+		if !newest {
+			out, err := p.client.GetChange(ctx, &r53.GetChangeInput{Id: aws.String(id)})
+			if err != nil {
+				return p.classify("GetChange", err)
+			}
+			status = out.ChangeInfo.Status
+		}
+		if err := p.awaitInsync(ctx, id, status); err != nil {
+			return err
+		}
+		p.mu.Lock()
+		p.pending[zoneID] = slices.DeleteFunc(p.pending[zoneID], func(s string) bool { return s == id })
+		p.mu.Unlock()
 	}
-	return p.awaitInsync(ctx, aws.ToString(out.ChangeInfo.Id), out.ChangeInfo.Status)
 }
 
 // rejected classifies a failed ChangeResourceRecordSets. An InvalidChangeBatch after an attempt

@@ -312,6 +312,33 @@ func TestStaleSetsAreStaleView(t *testing.T) {
 	}
 }
 
+// Batches are cut where Route 53's limits of one call fall (1,000 records, 32,000 characters of
+// values), not at a count of changes small enough for the worst case.
+func TestBatchFitsRoute53Limits(t *testing.T) {
+	p := NewWithOptions(Options{AccessKeyID: "AKIA", SecretAccessKey: "s"})
+	fits := p.Capabilities().BatchFits
+	batch := func(n, targets int) *providers.Changes {
+		c := &providers.Changes{}
+		for i := range n {
+			var ips []string
+			for j := range targets {
+				ips = append(ips, fmt.Sprintf("10.%d.%d.%d", j, i/250, i%250))
+			}
+			c.Create = append(c.Create, v1alpha1.NewEndpoint(fmt.Sprintf("h%d.example.com", i), "A", 60, ips...))
+		}
+		return c
+	}
+	if !p.Capabilities().Fits(batch(1000, 1)) {
+		t.Error("1,000 single-value sets do not fit one call")
+	}
+	if p.Capabilities().Fits(batch(501, 2)) {
+		t.Error("501 two-value sets (1,002 records) fit one call")
+	}
+	if !fits(batch(500, 2)) {
+		t.Error("500 two-value sets (1,000 records) do not fit one call")
+	}
+}
+
 func TestBatchOverTheCharacterLimitIsRefusedWhole(t *testing.T) {
 	emu, url := start(t, emulator.Options{})
 	zone := providers.Zone{ID: emu.AddZone("example.com"), DNSName: "example.com"}
@@ -328,26 +355,51 @@ func TestBatchOverTheCharacterLimitIsRefusedWhole(t *testing.T) {
 	if providers.KindOf(err) != providers.Permanent || !strings.Contains(fmt.Sprint(err), "32000") {
 		t.Errorf("Apply of %d long TXT records = %v, want a Permanent error naming the 32000-character limit", len(txt), err)
 	}
+	if p.Capabilities().BatchFits(&providers.Changes{Create: txt}) {
+		t.Errorf("BatchFits says %d TXT records of 250 characters fit one call", len(txt))
+	}
 	if n := emu.Calls()[emulator.OpChangeResourceRecordSets]; n != 0 {
 		t.Errorf("%d change calls for a batch over the limit, want none", n)
 	}
 }
 
-func TestApplyAwaitsInsync(t *testing.T) {
+// Apply returns once Route 53 accepted a change; the next read waits until it is INSYNC, so the
+// engine's validation read sees what the name servers serve, and a burst's batches do not each wait
+// out the propagation of the one before.
+func TestReadAwaitsInsync(t *testing.T) {
 	emu, url := start(t, emulator.Options{InsyncAfter: 300 * time.Millisecond})
 	zone := providers.Zone{ID: emu.AddZone("example.com"), DNSName: "example.com"}
 	p := fastProvider(t, url)
 	began := time.Now()
-	if err := p.Apply(t.Context(), zone, &providers.Changes{Create: []*v1alpha1.Endpoint{
-		v1alpha1.NewEndpoint("a.example.com", "A", 60, "192.0.2.1")}}); err != nil {
+	for i := range 3 {
+		if err := p.Apply(t.Context(), zone, &providers.Changes{Create: []*v1alpha1.Endpoint{
+			v1alpha1.NewEndpoint(fmt.Sprintf("a%d.example.com", i), "A", 60, "192.0.2.1")}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if took := time.Since(began); took > 250*time.Millisecond {
+		t.Errorf("three Applies took %s: they waited for INSYNC", took)
+	}
+	if n := emu.Calls()[emulator.OpGetChange]; n != 0 {
+		t.Errorf("%d GetChange calls before the read, want none", n)
+	}
+	if _, err := p.Records(t.Context(), zone); err != nil {
 		t.Fatal(err)
 	}
 	if took := time.Since(began); took < 300*time.Millisecond {
-		t.Errorf("Apply returned after %s, before the change was INSYNC", took)
+		t.Errorf("the read returned %s after the first change, before it was INSYNC", took)
 	}
 	calls := emu.Calls()
-	if calls[emulator.OpGetChange] == 0 || calls[emulator.OpGetChange] > 10 {
-		t.Errorf("%d GetChange calls while waiting 300ms, want a few", calls[emulator.OpGetChange])
+	if calls[emulator.OpGetChange] == 0 || calls[emulator.OpGetChange] > 12 {
+		t.Errorf("%d GetChange calls while waiting 300ms for three changes, want a few", calls[emulator.OpGetChange])
+	}
+	// Once seen INSYNC, a change is not asked about again.
+	before := emu.Calls()[emulator.OpGetChange]
+	if _, err := p.Records(t.Context(), zone); err != nil {
+		t.Fatal(err)
+	}
+	if n := emu.Calls()[emulator.OpGetChange]; n != before {
+		t.Errorf("a second read made %d GetChange calls, want none", n-before)
 	}
 }
 
@@ -407,8 +459,8 @@ func TestFaultsEveryBatchLandsExactlyOnce(t *testing.T) {
 	}
 	want := map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{}
 	var batch []*v1alpha1.Endpoint
-	for i := range 100 {
-		ep := v1alpha1.NewEndpoint(fmt.Sprintf("r%d.example.com", i), "A", 60, fmt.Sprintf("10.0.0.%d", i))
+	for i := range 300 {
+		ep := v1alpha1.NewEndpoint(fmt.Sprintf("r%d.example.com", i), "A", 60, fmt.Sprintf("10.0.%d.%d", i/250, i%250))
 		batch = append(batch, ep)
 		want[ep.Key()] = ep
 		if len(batch) == 10 {
@@ -463,8 +515,8 @@ func TestFaultsEveryBatchLandsExactlyOnce(t *testing.T) {
 	for _, n := range calls {
 		total += n
 	}
-	if total > 200 {
-		t.Errorf("%d calls in all (%v) for 11 batches and their reads, want a bounded number", total, calls)
+	if total > 300 {
+		t.Errorf("%d calls in all (%v) for 31 batches and their reads, want a bounded number", total, calls)
 	}
 	t.Logf("calls %v, faults %v, errors returned to the engine %d", calls, injected, len(errs))
 }
