@@ -405,6 +405,14 @@ func fold(zone providers.Zone, k setKey, eps []*v1alpha1.Endpoint) (*dns.Resourc
 
 // unfold turns record sets back into endpoints, one per routing item, hiding SOA and companions.
 func unfold(view map[setKey]*dns.ResourceRecordSet) []*v1alpha1.Endpoint {
+	// Companions by their first label, which names the set they belong to (companionKey).
+	companions := map[string]*dns.ResourceRecordSet{}
+	for k, rs := range view {
+		if k.typ == v1alpha1.RecordTypeTXT && strings.HasPrefix(k.name, companionPrefix) {
+			label, _, _ := strings.Cut(k.name, ".")
+			companions[label] = rs
+		}
+	}
 	var eps []*v1alpha1.Endpoint
 	for k, rs := range view {
 		if k.typ == "SOA" || strings.HasPrefix(k.name, companionPrefix) {
@@ -415,7 +423,7 @@ func unfold(view map[setKey]*dns.ResourceRecordSet) []*v1alpha1.Endpoint {
 			eps = append(eps, v1alpha1.NewEndpoint(k.name, k.typ, ttl, targets(k.typ, rs.Rrdatas)...))
 			continue
 		}
-		ids := companionIDs(view, k)
+		ids := companionIDs(companions[companionLabel(k)])
 		id := func(i int, fallback string) string {
 			if v, ok := ids[i]; ok {
 				return v
@@ -441,30 +449,34 @@ func unfold(view map[setKey]*dns.ResourceRecordSet) []*v1alpha1.Endpoint {
 	return eps
 }
 
-// companionIDs reads the set identifiers of a folded set's items, by item index.
-func companionIDs(view map[setKey]*dns.ResourceRecordSet, k setKey) map[int]string {
+// companionIDs reads the set identifiers of a folded set's items, by item index, from its
+// companion (nil when it has none).
+func companionIDs(companion *dns.ResourceRecordSet) map[int]string {
 	ids := map[int]string{}
-	for ck, rs := range view {
-		if ck.typ != v1alpha1.RecordTypeTXT || !strings.HasPrefix(ck.name, companionPrefix+strings.ToLower(k.typ)+"-"+hash.Base36(k.name, 12)+".") {
+	if companion == nil {
+		return ids
+	}
+	for _, d := range companion.Rrdatas {
+		s, err := strconv.Unquote(d)
+		if err != nil {
 			continue
 		}
-		for _, d := range rs.Rrdatas {
-			s, err := strconv.Unquote(d)
-			if err != nil {
-				continue
-			}
-			i, id, ok := strings.Cut(s, "=")
-			n, err := strconv.Atoi(i)
-			if ok && err == nil {
-				ids[n] = id
-			}
+		i, id, ok := strings.Cut(s, "=")
+		n, err := strconv.Atoi(i)
+		if ok && err == nil {
+			ids[n] = id
 		}
 	}
 	return ids
 }
 
+// companionLabel is the first label of the name of k's companion.
+func companionLabel(k setKey) string {
+	return companionPrefix + strings.ToLower(k.typ) + "-" + hash.Base36(k.name, 12)
+}
+
 func companionKey(zone providers.Zone, k setKey) setKey {
-	return setKey{companionPrefix + strings.ToLower(k.typ) + "-" + hash.Base36(k.name, 12) + "." + zone.DNSName, v1alpha1.RecordTypeTXT}
+	return setKey{companionLabel(k) + "." + zone.DNSName, v1alpha1.RecordTypeTXT}
 }
 
 // AdjustEndpoints implements providers.Provider. Names are lower-cased and name targets lose their
