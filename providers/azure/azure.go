@@ -206,7 +206,7 @@ func (p *Provider) Zones(ctx context.Context) ([]providers.Zone, error) {
 	for pager.More() {
 		page, err := pager.NextPage(ctx)
 		if err != nil {
-			return nil, classify("list zones of resource group", p.resourceGroup, err)
+			return nil, p.zonesError(err)
 		}
 		for _, z := range page.Value {
 			if z == nil || z.ID == nil || z.Name == nil {
@@ -389,6 +389,27 @@ func zoneRef(zone providers.Zone) (resourceGroup, name string, err error) {
 		return "", "", providers.Errorf(providers.Permanent, "zone ID %q is not an Azure DNS zone ID", zone.ID)
 	}
 	return id.ResourceGroupName, id.Name, nil
+}
+
+// zonesError explains a failed zone listing by the azure.json field to look at, where the Secret is
+// what is wrong; retrying cannot help those.
+func (p *Provider) zonesError(err error) error {
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		field := "key " + v1alpha1.AzureJSONKey + ": field "
+		switch {
+		case re.ErrorCode == "ResourceGroupNotFound":
+			return providers.Errorf(providers.Permanent, "%sresourceGroup: resource group %s does not exist in the subscription of field subscriptionId (HTTP 404 %s)",
+				field, p.resourceGroup, re.ErrorCode)
+		case re.ErrorCode == "SubscriptionNotFound" || re.ErrorCode == "InvalidSubscriptionId":
+			return providers.Errorf(providers.Permanent, "%ssubscriptionId: the subscription does not exist or is not visible to the client of field aadClientId (HTTP %d %s)",
+				field, re.StatusCode, re.ErrorCode)
+		case re.StatusCode == 403:
+			return providers.Errorf(providers.Permanent, "%saadClientId: the client is not allowed to list the DNS zones of resource group %s (HTTP 403 %s): grant it DNS Zone Contributor there",
+				field, p.resourceGroup, re.ErrorCode)
+		}
+	}
+	return classify("list zones of resource group", p.resourceGroup, err)
 }
 
 // classify turns an SDK error into a providers.Error whose message holds the operation, the HTTP

@@ -257,3 +257,25 @@ func TestProfileLifecycle(t *testing.T) {
 		t.Errorf("profiles after deleting the sets: %v, want none", left)
 	}
 }
+
+// A resource group that does not exist is the Secret's fault: the error names the azure.json field
+// and the group, and is Permanent.
+func TestMissingResourceGroupNamesTheField(t *testing.T) {
+	store := emulator.NewStore(subscription)
+	cfg := strings.Replace(validJSON(), `"resourceGroup":"`+resourceGroup+`"`, `"resourceGroup":"no-such-rg"`, 1)
+	p, err := NewConstructor(
+		WithClientOptions(arm.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: store.Transport()}}),
+		WithCredential(&azfake.TokenCredential{}),
+	)(t.Context(), secret(cfg), providers.Env{Namespace: "ns"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Zones(t.Context())
+	if providers.KindOf(err) != providers.Permanent || err == nil || !strings.Contains(err.Error(), "field resourceGroup: resource group no-such-rg does not exist") {
+		t.Errorf("Zones() = %v (%v), want a Permanent error naming field resourceGroup and the group", err, providers.KindOf(err))
+	}
+	checkMessage(t, err)
+	if n := store.Calls()["Zones.ListByResourceGroup"]; n != 1 {
+		t.Errorf("%d listings, want 1 (a 404 is not retried)", n)
+	}
+}

@@ -60,6 +60,7 @@ type Store struct {
 	mu           sync.Mutex
 	subscription string
 	now          func() time.Time
+	groups       map[string]bool     // resource groups, lower case
 	zones        map[string]*zone    // by resource group + "/" + zone name
 	profiles     map[string]*profile // by resource group + "/" + profile name
 	calls        map[string]int
@@ -91,6 +92,7 @@ func NewStore(subscription string) *Store {
 	return &Store{
 		subscription: subscription,
 		now:          time.Now,
+		groups:       map[string]bool{},
 		zones:        map[string]*zone{},
 		profiles:     map[string]*profile{},
 		calls:        map[string]int{},
@@ -131,10 +133,20 @@ func (s *Store) SetFaults(rate float64, seed uint64, kinds ...string) {
 	s.rand = rand.New(rand.NewPCG(seed, seed+1))
 }
 
-// AddZone creates a zone (with its SOA and NS record sets at the apex) in a resource group.
+// AddResourceGroup creates an empty resource group. Listing the zones of a resource group that does
+// not exist fails with 404 ResourceGroupNotFound, as Azure Resource Manager does.
+func (s *Store) AddResourceGroup(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.groups[strings.ToLower(name)] = true
+}
+
+// AddZone creates a zone (with its SOA and NS record sets at the apex) in a resource group, which
+// it creates if needed.
 func (s *Store) AddZone(resourceGroup, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.groups[strings.ToLower(resourceGroup)] = true
 	name = strings.ToLower(strings.TrimSuffix(name, "."))
 	z := &zone{name: name, sets: map[setKey]*armdns.RecordSet{}}
 	s.zones[resourceGroup+"/"+name] = z
@@ -318,6 +330,10 @@ func (s *Store) zonesServer() dnsfake.ZonesServer {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.calls["Zones.ListByResourceGroup"]++
+			if !s.groups[strings.ToLower(resourceGroup)] {
+				resp.AddResponseError(http.StatusNotFound, "ResourceGroupNotFound")
+				return resp
+			}
 			var page armdns.ZonesClientListByResourceGroupResponse
 			for key, z := range s.zones {
 				if strings.EqualFold(strings.SplitN(key, "/", 2)[0], resourceGroup) {

@@ -168,6 +168,14 @@ func (c *Cloud) AddHiddenZone(dnsName string) {
 	}
 }
 
+// AddEmptyScope creates, on Azure, an empty resource group (listing the zones of one that does not
+// exist fails with 404); the other clouds have no such scope to create.
+func (c *Cloud) AddEmptyScope(name string) {
+	if c.Name == Azure {
+		c.az.AddResourceGroup(name)
+	}
+}
+
 // Dump returns the zone as the cloud holds it, one line per record set in the cloud's own terms
 // (weighted and geo sets, routing policies, Traffic Manager profiles), without counting a call.
 func (c *Cloud) Dump(dnsName string) []string {

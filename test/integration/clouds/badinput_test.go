@@ -311,6 +311,7 @@ func TestBadInput(t *testing.T) {
 			wrong = badWith(valid, v1alpha1.GoogleProjectIDKey, "no-such-project")
 			refusedParts = []string{"provider secret " + refused.cl.ns + "/wrong", v1alpha1.GoogleProjectIDKey, "no-such-project"}
 		default:
+			refused.c.AddEmptyScope("empty-rg")
 			wrong = badAzureField(t, valid, "resourceGroup", "empty-rg")
 			refusedParts = []string{"is in none of the zones [] of provider secret " + refused.cl.ns + "/wrong", "resource group empty-rg, from key " + v1alpha1.AzureJSONKey + " field resourceGroup"}
 		}
