@@ -95,7 +95,7 @@ func TestFaults(t *testing.T) {
 		// zone listings), so errors reach the statuses and the leak check sees them; the second falls
 		// on the deletions and updates.
 		var bursts sync.WaitGroup
-		faultsBurst(c, &bursts, 20, 8*time.Second)
+		faultsBurst(c, &bursts, 20, 10*time.Second)
 		start := time.Now()
 		var wg sync.WaitGroup
 		faultsCreate(t, &wg, foreign, foreignNames, want)
