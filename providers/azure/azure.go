@@ -280,16 +280,39 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 			deletes = append(deletes, key)
 		}
 	}
-	// Deletions first: a batch that turns an A into a CNAME must remove the A before Azure takes
-	// the CNAME.
+	// Azure applies one record set per call, so a batch can stop half-way. The order keeps every
+	// record owned at every step: ownership TXTs are written before the records they claim and
+	// deleted after them (a record without its TXT would be every owner's "record no owner claims"
+	// for good; a TXT without its record is only a claim, which the next pass completes or
+	// withdraws). Among the records, deletions come first: a batch that turns an A into a CNAME must
+	// remove the A before Azure takes the CNAME.
+	isTXT := func(key groupKey) bool { return key.recordType == v1alpha1.RecordTypeTXT }
+	for _, w := range writes {
+		if isTXT(w.key) {
+			if err := p.writeGroup(ctx, zone, st, w.key, w.rs); err != nil {
+				return err
+			}
+		}
+	}
 	for _, key := range deletes {
-		if err := p.deleteGroup(ctx, zone, st, key); err != nil {
-			return err
+		if !isTXT(key) {
+			if err := p.deleteGroup(ctx, zone, st, key); err != nil {
+				return err
+			}
 		}
 	}
 	for _, w := range writes {
-		if err := p.writeGroup(ctx, zone, st, w.key, w.rs); err != nil {
-			return err
+		if !isTXT(w.key) {
+			if err := p.writeGroup(ctx, zone, st, w.key, w.rs); err != nil {
+				return err
+			}
+		}
+	}
+	for _, key := range deletes {
+		if isTXT(key) {
+			if err := p.deleteGroup(ctx, zone, st, key); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
