@@ -14,6 +14,7 @@
 package clouddns
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -335,8 +336,11 @@ func writeError(w http.ResponseWriter, e *apiError) {
 	}})
 }
 
-// page returns the start and end of one page of n items from the request's pageToken and maxResults.
-func (s *Server) page(r *http.Request, n int) (int, int, string, *apiError) {
+// page picks the page of a listing whose items have the sorted keys. The page token names the last
+// key of the page before, as Cloud DNS's opaque tokens continue after the last item returned: a
+// listing that runs while the zone changes may see a set in its old or new version, but never skips
+// or repeats a set that was there throughout (tokens by offset would, when sets before it go).
+func (s *Server) page(r *http.Request, keys []string) (int, int, string, *apiError) {
 	size := s.opts.PageSize
 	if v := r.URL.Query().Get("maxResults"); v != "" {
 		m, err := strconv.Atoi(v)
@@ -347,16 +351,16 @@ func (s *Server) page(r *http.Request, n int) (int, int, string, *apiError) {
 	}
 	start := 0
 	if t := r.URL.Query().Get("pageToken"); t != "" {
-		v, err := strconv.Atoi(t)
-		if err != nil || v < 0 || v > n {
+		after, err := base64.RawURLEncoding.DecodeString(t)
+		if err != nil || len(after) == 0 {
 			return 0, 0, "", apiErr(http.StatusBadRequest, "invalid", "Invalid value for 'pageToken'")
 		}
-		start = v
+		start = sort.Search(len(keys), func(i int) bool { return keys[i] > string(after) })
 	}
-	end := min(n, start+size)
+	end := min(len(keys), start+size)
 	next := ""
-	if end < n {
-		next = strconv.Itoa(end)
+	if end < len(keys) {
+		next = base64.RawURLEncoding.EncodeToString([]byte(keys[end-1]))
 	}
 	return start, end, next, nil
 }
@@ -369,7 +373,7 @@ func (s *Server) listZones(r *http.Request) (any, *apiError) {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	start, end, next, e := s.page(r, len(names))
+	start, end, next, e := s.page(r, names)
 	if e != nil {
 		return nil, e
 	}
@@ -418,7 +422,11 @@ func (s *Server) listRRSets(r *http.Request, zoneName string) (any, *apiError) {
 			return rs.Name != name || (q.Get("type") != "" && rs.Type != q.Get("type"))
 		})
 	}
-	start, end, next, e := s.page(r, len(sets))
+	keys := make([]string, len(sets))
+	for i, rs := range sets {
+		keys[i] = rs.Name + " " + rs.Type // " " sorts before any character of a name: the order of sorted()
+	}
+	start, end, next, e := s.page(r, keys)
 	if e != nil {
 		return nil, e
 	}

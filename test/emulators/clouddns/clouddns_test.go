@@ -218,3 +218,47 @@ func TestRateLimitAndFaults(t *testing.T) {
 		t.Errorf("after faults are off: %v", err)
 	}
 }
+
+// A listing that runs while sets before its cursor are deleted still returns every set that was
+// there throughout: page tokens continue after the last set returned, not at an offset.
+func TestPaginationSurvivesConcurrentDeletions(t *testing.T) {
+	s, svc := client(t, Options{RequestsPerSecond: -1})
+	zone := s.AddZone("example.com")
+	var adds []*dns.ResourceRecordSet
+	for i := range 10 {
+		adds = append(adds, a(fmt.Sprintf("h%d.example.com.", i), 60, "192.0.2.1"))
+	}
+	if _, err := svc.Changes.Create("p", zone, &dns.Change{Additions: adds}).Do(); err != nil {
+		t.Fatal(err)
+	}
+	first, err := svc.ResourceRecordSets.List("p", zone).MaxResults(4).Do()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Delete the first two record sets of the zone's order, both on the page already read.
+	if _, err := svc.Changes.Create("p", zone, &dns.Change{Deletions: adds[:2]}).Do(); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, rs := range first.Rrsets {
+		seen[rs.Name+" "+rs.Type] = true
+	}
+	for token := first.NextPageToken; token != ""; {
+		page, err := svc.ResourceRecordSets.List("p", zone).MaxResults(4).PageToken(token).Do()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rs := range page.Rrsets {
+			if seen[rs.Name+" "+rs.Type] {
+				t.Errorf("%s %s listed twice", rs.Name, rs.Type)
+			}
+			seen[rs.Name+" "+rs.Type] = true
+		}
+		token = page.NextPageToken
+	}
+	for _, rs := range adds[2:] {
+		if !seen[rs.Name+" A"] {
+			t.Errorf("%s, in the zone throughout, was skipped by the listing", rs.Name)
+		}
+	}
+}
