@@ -190,7 +190,8 @@ func (q *queue) cycle(waiters []*waiter) {
 	ctx := context.Background()
 	prov := waiters[len(waiters)-1].prov // the newest provider object carries the newest credentials
 	start := q.now()
-	fresh := false // whether the plan needs a view read during this cycle
+	fresh := false     // whether the plan needs a view read during this cycle
+	confirmed := false // whether a record no owner claims was seen on a second read
 	for attempt := 0; ; attempt++ {
 		view, at, err := q.currentView(ctx, prov, fresh, start)
 		if err != nil {
@@ -198,6 +199,13 @@ func (q *queue) cycle(waiters []*waiter) {
 			return
 		}
 		planned, batches := q.planAll(view, waiters, prov.Capabilities())
+		if !confirmed && unclaimedConflict(planned) {
+			// A cloud's listing is not a snapshot: one that runs while another owner writes a record
+			// and its ownership TXT can hold the record without the TXT. Before an owner is told it
+			// lost to a record no owner claims, a second read confirms it.
+			confirmed, fresh, start = true, true, q.now()
+			continue
+		}
 		if at.Before(start) && destructive(batches) {
 			// Taking a record or targets away on the strength of a cached view could take what
 			// another owner claimed since the view was read: removals are planned on a fresh read.
@@ -214,6 +222,21 @@ func (q *queue) cycle(waiters []*waiter) {
 		q.finish(ctx, prov, planned, wrote, err)
 		return
 	}
+}
+
+// unclaimedConflict reports whether a plan conflicts with a record no owner claims.
+func unclaimedConflict(planned []*plannedWaiter) bool {
+	for _, pw := range planned {
+		if pw.plan == nil {
+			continue
+		}
+		for _, c := range pw.plan.Conflicts {
+			if c.WinnerOwner == "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // destructive reports whether the batches delete a record (not an ownership TXT) or take targets

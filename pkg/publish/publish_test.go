@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -282,5 +283,58 @@ func TestHungBatchIsCut(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second {
 		t.Errorf("the hung batch held the request for %s, want about %s", took, opts.CallTimeout)
+	}
+}
+
+// tornProvider's first reads return the zone without its ownership TXT records, as a listing that
+// ran while another owner wrote a record and its TXT can.
+type tornProvider struct {
+	providers.Provider
+	mu    sync.Mutex
+	torn  int
+	reads int
+}
+
+func (p *tornProvider) Records(ctx context.Context, zone providers.Zone) ([]*v1alpha1.Endpoint, error) {
+	eps, err := p.Provider.Records(ctx, zone)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reads++
+	if err != nil || p.torn == 0 {
+		return eps, err
+	}
+	p.torn--
+	return slices.DeleteFunc(eps, func(ep *v1alpha1.Endpoint) bool { return ep.RecordType == v1alpha1.RecordTypeTXT }), nil
+}
+
+// A record seen without its ownership TXT is confirmed by a second read before anyone is told it
+// lost to a record no owner claims; a record no owner really claims still is one.
+func TestUnclaimedRecordIsConfirmedByASecondRead(t *testing.T) {
+	store, zone := newZone(t)
+	p := New(slow())
+	owned := publish(t, p, provider(store), zone, Request{OwnerID: "owner-a", Desired: []*v1alpha1.Endpoint{a("app.example.com", "10.0.0.1")}})
+	if !owned.Validated {
+		t.Fatal("owner-a's record not published")
+	}
+	torn := &tornProvider{Provider: provider(store), torn: 1}
+	other := New(slow()) // another cluster, whose first read of the zone is torn
+	out := publish(t, other, torn, zone, Request{OwnerID: "owner-b", Desired: []*v1alpha1.Endpoint{a("app.example.com", "10.0.0.2")}})
+	for _, c := range out.Plan.Conflicts {
+		t.Errorf("owner-b told of a conflict from a torn read: %+v", c)
+	}
+	if got := records(t, store, zone)["app.example.com A"]; got != "[10.0.0.1 10.0.0.2]" {
+		t.Errorf("app.example.com holds %q, want both owners' targets", got)
+	}
+
+	// A human's record stays a record no owner claims, after the second read.
+	store2, zone2 := newZone(t)
+	human := provider(store2)
+	if err := human.Apply(t.Context(), zone2, &providers.Changes{Create: []*v1alpha1.Endpoint{
+		v1alpha1.NewEndpoint("human.example.com", "CNAME", 60, "elsewhere.example.net")}}); err != nil {
+		t.Fatal(err)
+	}
+	out = publish(t, New(slow()), provider(store2), zone2, Request{OwnerID: "owner-c", Desired: []*v1alpha1.Endpoint{a("human.example.com", "10.0.0.3")}})
+	if len(out.Plan.Conflicts) == 0 || out.Plan.Conflicts[0].WinnerOwner != "" {
+		t.Errorf("conflicts with a human's record = %+v, want one with no winner owner", out.Plan.Conflicts)
 	}
 }
