@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/dnspolicy/dnspolicy-controller/test/bind"
 )
 
 // digResult is what dig printed, read back from its standard output.
@@ -27,7 +29,7 @@ var (
 // dig runs Debian's dig against the server. It reports the last answer when dig retried (over TCP).
 func dig(t *testing.T, s *Server, args ...string) digResult {
 	t.Helper()
-	bin := needTool(t, "dig")
+	bin := bind.Tool(t, "dig")
 	ap := s.Addr()
 	full := append([]string{"@" + ap.Addr().String(), "-p", strconv.Itoa(int(ap.Port())), "+tries=1", "+time=5"}, args...)
 	out, err := exec.Command(bin, full...).CombinedOutput()
@@ -162,7 +164,7 @@ func TestDigWeighted(t *testing.T) {
 	s := exampleServer(t, Options{Random: seededRandom(11)})
 	const n = 2000
 	batch := strings.Repeat("api.example.com A +subnet=81.17.23.0/24 +short\n", n)
-	bin := needTool(t, "dig")
+	bin := bind.Tool(t, "dig")
 	ap := s.Addr()
 	cmd := exec.Command(bin, "@"+ap.Addr().String(), "-p", strconv.Itoa(int(ap.Port())), "-f", "-")
 	cmd.Stdin = strings.NewReader(batch)

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -209,16 +208,6 @@ func cnameTargets(m *dns.Msg) []string {
 		}
 	}
 	return out
-}
-
-// needTool fails the test when a Debian DNS tool is missing: the project installs them.
-func needTool(t testing.TB, name string) string {
-	t.Helper()
-	path, err := exec.LookPath(name)
-	if err != nil {
-		t.Fatalf("%s not found: run `bash hack/dns-tools.sh` (installs bind9, bind9-utils, bind9-dnsutils, dnsperf)", name)
-	}
-	return path
 }
 
 func ep(name, rrtype string, ttl int64, targets ...string) *v1alpha1.Endpoint {

@@ -9,15 +9,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dnspolicy/dnspolicy-controller/test/bind"
 )
 
 // `make run` with no cluster seeds the demo and prints dig commands, each with the address it should
 // answer; Debian's dig, run as printed, gets those answers.
 func TestMakeRunDemoAnswersDig(t *testing.T) {
-	dig, err := exec.LookPath("dig")
-	if err != nil {
-		t.Fatal("dig not found: run `bash hack/dns-tools.sh` (installs bind9-dnsutils)")
-	}
+	dig := bind.Tool(t, "dig")
 	run := startMakeRun(t)
 
 	// Each printed query is "  dig ...   # who, <address>".

@@ -32,6 +32,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+	"github.com/dnspolicy/dnspolicy-controller/test/bind"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -108,26 +109,6 @@ func writeGeoDB(dir string) (string, error) {
 	return path, f.Close()
 }
 
-// freePort returns a loopback port free for both UDP and TCP at the time of the call.
-func freePort(t testing.TB) string {
-	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		u, err := net.ListenPacket("udp", addr)
-		_ = l.Close()
-		if err == nil {
-			_ = u.Close()
-			return addr
-		}
-	}
-	t.Fatal("no loopback port free for both UDP and TCP")
-	return ""
-}
-
 // manager is one running controller process.
 type manager struct {
 	addr   string
@@ -144,7 +125,7 @@ func startManager(t *testing.T, factory *providers.Factory, edits ...func(*app.O
 	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
 	o.EnableDNSPolicyController = false
 	o.EnableRecordController = factory != nil
-	o.DNSServerAddress = freePort(t)
+	o.DNSServerAddress = bind.FreeAddr(t)
 	o.DNSGeoIPDatabase = geoDB
 	for _, edit := range edits {
 		edit(&o)

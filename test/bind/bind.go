@@ -1,0 +1,135 @@
+// Package bind runs Debian's DNS tools for tests that check our DNS server against real peers: BIND
+// (named) as a secondary, tsig-keygen, and the lookup of the tools themselves (`make test`
+// installs them with hack/dns-tools.sh).
+package bind
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Tool returns the path of a Debian DNS tool, failing the test when it is missing.
+func Tool(t testing.TB, name string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err != nil {
+		t.Fatalf("%s not found: run `bash hack/dns-tools.sh` (installs bind9, bind9-utils, bind9-dnsutils, dnsperf)", name)
+	}
+	return path
+}
+
+// FreeAddr returns a loopback address whose port is free for both UDP and TCP.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	for range 20 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		u, err := net.ListenPacket("udp", addr)
+		_ = l.Close()
+		if err == nil {
+			_ = u.Close()
+			return addr
+		}
+	}
+	t.Fatal("no loopback port free for both UDP and TCP")
+	return ""
+}
+
+// TSIGKey makes an hmac-sha256 key named name with tsig-keygen, as an operator would, and returns
+// its secret.
+func TSIGKey(t testing.TB, name string) string {
+	t.Helper()
+	out, err := exec.Command(Tool(t, "tsig-keygen"), "-a", "hmac-sha256", name).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`secret "([^"]+)"`).FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no secret in %s", out)
+	}
+	return string(m[1])
+}
+
+// Log collects named's output while it runs.
+type Log struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *Log) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *Log) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// StartSecondary runs named on addr (a loopback address, see FreeAddr) as a secondary of zone,
+// transferring from primary with the TSIG key keyName. It is stopped when the test ends, and its
+// log shown if the test failed or NAMED_LOG is set.
+func StartSecondary(t testing.TB, addr, zone string, primary netip.AddrPort, keyName, secret string) *Log {
+	t.Helper()
+	named := Tool(t, "named")
+	dir := t.TempDir()
+	listen := netip.MustParseAddrPort(addr)
+	conf := fmt.Sprintf(`options {
+	directory "%[1]s";
+	pid-file "%[1]s/named.pid";
+	session-keyfile "%[1]s/session.key";
+	listen-on port %[2]d { 127.0.0.1; };
+	listen-on-v6 { none; };
+	recursion no;
+	notify no;
+	dnssec-validation no;
+};
+controls { };
+key "%[3]s" { algorithm hmac-sha256; secret "%[4]s"; };
+zone "%[5]s" {
+	type secondary;
+	primaries { %[6]s port %[7]d key "%[3]s"; };
+	file "%[1]s/%[5]s.db";
+};
+`, dir, listen.Port(), keyName, secret, zone, primary.Addr(), primary.Port())
+	path := filepath.Join(dir, "named.conf")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	log := &Log{}
+	cmd := exec.Command(named, "-c", path, "-g", "-n", "1")
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() || os.Getenv("NAMED_LOG") != "" {
+			t.Logf("named log:\n%s", log)
+		}
+	})
+	return log
+}
