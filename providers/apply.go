@@ -24,7 +24,7 @@ func ApplyChanges(zoneName string, records []*v1alpha1.Endpoint, changes *Change
 	if changes == nil {
 		changes = &Changes{}
 	}
-	if err := validateBatch(normalizeName(zoneName), changes); err != nil {
+	if err := validateBatch(v1alpha1.NormalizeName(zoneName), changes); err != nil {
 		return nil, err
 	}
 
@@ -119,7 +119,7 @@ func validateEndpoint(zoneName string, ep *v1alpha1.Endpoint) error {
 	if ep == nil {
 		return Errorf(Permanent, "batch holds an empty record set")
 	}
-	name := normalizeName(ep.DNSName)
+	name := v1alpha1.NormalizeName(ep.DNSName)
 	if name == "" || ep.RecordType == "" {
 		return Errorf(Permanent, "record set %s has no name or no type", ep)
 	}
@@ -144,11 +144,11 @@ func validateEndpoint(zoneName string, ep *v1alpha1.Endpoint) error {
 func checkCNAMEs(records []*v1alpha1.Endpoint, changes *Changes, written map[v1alpha1.EndpointKey]bool) error {
 	touched := map[string]bool{}
 	for _, ep := range slices.Concat(changes.Create, changes.UpdateNew) {
-		touched[normalizeName(ep.DNSName)] = true
+		touched[v1alpha1.NormalizeName(ep.DNSName)] = true
 	}
 	byName := map[string][]*v1alpha1.Endpoint{}
 	for _, ep := range records {
-		if name := normalizeName(ep.DNSName); touched[name] {
+		if name := v1alpha1.NormalizeName(ep.DNSName); touched[name] {
 			byName[name] = append(byName[name], ep)
 		}
 	}
@@ -173,8 +173,4 @@ func checkCNAMEs(records []*v1alpha1.Endpoint, changes *Changes, written map[v1a
 		return Errorf(kind, "cannot hold a CNAME beside other record types at %s (%s and %s)", name, cname, other)
 	}
 	return nil
-}
-
-func normalizeName(name string) string {
-	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
 }

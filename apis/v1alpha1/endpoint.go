@@ -115,7 +115,13 @@ type EndpointKey struct {
 
 // Key returns the identity of the endpoint within a zone.
 func (e *Endpoint) Key() EndpointKey {
-	return EndpointKey{DNSName: strings.ToLower(strings.TrimSuffix(e.DNSName, ".")), RecordType: e.RecordType, SetIdentifier: e.SetIdentifier}
+	return EndpointKey{DNSName: NormalizeName(e.DNSName), RecordType: e.RecordType, SetIdentifier: e.SetIdentifier}
+}
+
+// NormalizeName is the form in which DNS names (and name targets) are compared everywhere: lower
+// case, without surrounding space or the trailing dot.
+func NormalizeName(name string) string {
+	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
 }
 
 // String is a short human form used in logs and status messages.

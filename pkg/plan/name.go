@@ -258,7 +258,7 @@ func (p *planner) union(s *slot) v1alpha1.Targets {
 	seen := map[string]bool{}
 	var out v1alpha1.Targets
 	add := func(t string) {
-		if n := normalizeName(t); !seen[n] {
+		if n := v1alpha1.NormalizeName(t); !seen[n] {
 			seen[n] = true
 			out = append(out, t)
 		}
@@ -268,17 +268,17 @@ func (p *planner) union(s *slot) v1alpha1.Targets {
 		for _, c := range s.record.Claims {
 			if c.Wish != nil {
 				for _, t := range c.Wish.Targets {
-					explained[normalizeName(t)] = true
+					explained[v1alpha1.NormalizeName(t)] = true
 				}
 			}
 		}
 		if prev := p.previous[s.key]; prev != nil {
 			for _, t := range prev.Targets {
-				explained[normalizeName(t)] = true
+				explained[v1alpha1.NormalizeName(t)] = true
 			}
 		}
 		for _, t := range s.current.Targets {
-			if !explained[normalizeName(t)] {
+			if !explained[v1alpha1.NormalizeName(t)] {
 				add(t)
 			}
 		}

@@ -165,7 +165,7 @@ func newPlanner(in Input) (*planner, error) {
 	if err := registry.ValidOwnerID(in.OwnerID); err != nil {
 		return nil, invalid("%v", err)
 	}
-	zoneName := normalizeName(in.ZoneName)
+	zoneName := v1alpha1.NormalizeName(in.ZoneName)
 	if zoneName == "" {
 		return nil, invalid("no zone name")
 	}
@@ -302,10 +302,6 @@ func sortedKeys(m map[string]bool) []string {
 	}
 	sort.Strings(keys)
 	return keys
-}
-
-func normalizeName(name string) string {
-	return strings.ToLower(strings.TrimSuffix(name, "."))
 }
 
 func describe(k v1alpha1.EndpointKey) string {

@@ -12,7 +12,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -251,10 +250,10 @@ func destructive(batches []*providers.Changes) bool {
 		for i, old := range b.UpdateOld {
 			kept := map[string]bool{}
 			for _, t := range b.UpdateNew[i].Targets {
-				kept[normalize(t)] = true
+				kept[v1alpha1.NormalizeName(t)] = true
 			}
 			for _, t := range old.Targets {
-				if !kept[normalize(t)] {
+				if !kept[v1alpha1.NormalizeName(t)] {
 					return true
 				}
 			}
@@ -424,10 +423,10 @@ func holds(zone []*v1alpha1.Endpoint, published []*v1alpha1.Endpoint) bool {
 		}
 		have := map[string]bool{}
 		for _, t := range got.Targets {
-			have[normalize(t)] = true
+			have[v1alpha1.NormalizeName(t)] = true
 		}
 		for _, t := range want.Targets {
-			if !have[normalize(t)] {
+			if !have[v1alpha1.NormalizeName(t)] {
 				return false
 			}
 		}
@@ -491,5 +490,3 @@ func less(a, b v1alpha1.EndpointKey) bool {
 	}
 	return a.SetIdentifier < b.SetIdentifier
 }
-
-func normalize(s string) string { return strings.ToLower(strings.TrimSuffix(s, ".")) }

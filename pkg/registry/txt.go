@@ -83,7 +83,7 @@ func TXTName(ownerID, recordType, dnsName string) string {
 func ownerHash(ownerID string) string { return hash.Base36(ownerID, 8) }
 
 func txtName(ownerHash, recordType, dnsName string) string {
-	name := normalizeName(dnsName)
+	name := v1alpha1.NormalizeName(dnsName)
 	if strings.HasPrefix(name, "*") {
 		name = WildcardLabel + name[1:]
 	}
@@ -95,7 +95,7 @@ func txtName(ownerHash, recordType, dnsName string) string {
 // format cannot tell "*.example.com" from a host named "wildcard.example.com", and wildcards are the
 // ones that exist.
 func ParseTXTName(txtName string) (ownerHash, recordType, dnsName string, ok bool) {
-	rest, found := strings.CutPrefix(normalizeName(txtName), Prefix)
+	rest, found := strings.CutPrefix(v1alpha1.NormalizeName(txtName), Prefix)
 	if !found {
 		return "", "", "", false
 	}
@@ -314,7 +314,7 @@ func parseTXT(txt *v1alpha1.Endpoint, ownerHash func(string) string) (*Claim, bo
 	owner := merged[OwnerKey]
 	// The name must be the one the owner writes: this checks the hash, and gives each claim a single
 	// spelling ("*" and "wildcard" would otherwise both name a wildcard's TXT).
-	if merged[VersionKey] != FormatVersion || ValidOwnerID(owner) != nil || normalizeName(txt.DNSName) != txtName(ownerHash(owner), recordType, dnsName) {
+	if merged[VersionKey] != FormatVersion || ValidOwnerID(owner) != nil || v1alpha1.NormalizeName(txt.DNSName) != txtName(ownerHash(owner), recordType, dnsName) {
 		return nil, false
 	}
 	c := &Claim{
@@ -340,9 +340,4 @@ func parseTXT(txt *v1alpha1.Endpoint, ownerHash func(string) string) (*Claim, bo
 		}
 	}
 	return c, true
-}
-
-// normalizeName is the zone-wide identity of a DNS name: lower case, no trailing dot.
-func normalizeName(name string) string {
-	return strings.ToLower(strings.TrimSuffix(name, "."))
 }

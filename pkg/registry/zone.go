@@ -135,19 +135,19 @@ func (z *Zone) Records() []*Record {
 
 // Record returns one record key, or nil when the zone neither holds nor claims it.
 func (z *Zone) Record(key v1alpha1.EndpointKey) *Record {
-	key.DNSName = normalizeName(key.DNSName)
+	key.DNSName = v1alpha1.NormalizeName(key.DNSName)
 	return z.records[key]
 }
 
 // Endpoint returns the endpoint of one key as read, ownership TXTs included, or nil.
 func (z *Zone) Endpoint(key v1alpha1.EndpointKey) *v1alpha1.Endpoint {
-	key.DNSName = normalizeName(key.DNSName)
+	key.DNSName = v1alpha1.NormalizeName(key.DNSName)
 	return z.endpoints[key]
 }
 
 // AtName returns the record keys at one name, sorted.
 func (z *Zone) AtName(name string) []*Record {
-	return z.byName[normalizeName(name)]
+	return z.byName[v1alpha1.NormalizeName(name)]
 }
 
 // Names returns the names of the records claimed by owner, sorted.
@@ -170,7 +170,7 @@ func (z *Zone) Names(owner string) []string {
 // They are what an owner must neither change nor shadow with a CNAME.
 func (z *Zone) Unclaimed(name string) []*v1alpha1.Endpoint {
 	var out []*v1alpha1.Endpoint
-	for _, e := range z.atName[normalizeName(name)] {
+	for _, e := range z.atName[v1alpha1.NormalizeName(name)] {
 		if r := z.records[e.Key()]; e.RecordType == v1alpha1.RecordTypeTXT || r == nil || !r.Owned() {
 			out = append(out, e)
 		}

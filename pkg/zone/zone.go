@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/net/publicsuffix"
 
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 )
 
@@ -82,7 +83,7 @@ func Choose(rootHost string, zones []providers.Zone, caps providers.Capabilities
 		return len(zoneName) > len(suffix) && isAtOrUnder(host, zoneName)
 	}
 	checkApex := func(z providers.Zone) (providers.Zone, error) {
-		if !wildcard && !caps.ApexRecords && normalize(z.DNSName) == host {
+		if !wildcard && !caps.ApexRecords && v1alpha1.NormalizeName(z.DNSName) == host {
 			return providers.Zone{}, fmt.Errorf("%w: %s is the apex of zone %s (%s), and this provider cannot hold records at a zone apex",
 				ErrApexNotAllowed, rootHost, z.DNSName, z.ID)
 		}
@@ -91,7 +92,7 @@ func Choose(rootHost string, zones []providers.Zone, caps providers.Capabilities
 
 	if assignedID != "" {
 		for _, z := range zones {
-			if z.ID == assignedID && holds(normalize(z.DNSName)) {
+			if z.ID == assignedID && holds(v1alpha1.NormalizeName(z.DNSName)) {
 				return checkApex(z)
 			}
 		}
@@ -100,7 +101,7 @@ func Choose(rootHost string, zones []providers.Zone, caps providers.Capabilities
 	var best, refused []providers.Zone
 	bestName := ""
 	for _, z := range zones {
-		name := normalize(z.DNSName)
+		name := v1alpha1.NormalizeName(z.DNSName)
 		switch {
 		case !isAtOrUnder(host, name):
 			// Not a parent of host: irrelevant.
@@ -134,7 +135,7 @@ func Choose(rootHost string, zones []providers.Zone, caps providers.Capabilities
 	default:
 		names := make([]string, len(zones))
 		for i, z := range zones {
-			names[i] = normalize(z.DNSName)
+			names[i] = v1alpha1.NormalizeName(z.DNSName)
 		}
 		return providers.Zone{}, fmt.Errorf("%w: %s is in none of the zones %s", ErrNoZone, rootHost, bounded(names))
 	}
@@ -143,17 +144,13 @@ func Choose(rootHost string, zones []providers.Zone, caps providers.Capabilities
 // parseHost normalizes rootHost and reports whether it was a wildcard. A "*" is only meaningful as
 // the whole first label.
 func parseHost(rootHost string) (host string, wildcard bool, err error) {
-	host = normalize(rootHost)
+	host = v1alpha1.NormalizeName(rootHost)
 	host, wildcard = strings.CutPrefix(host, "*.")
 	badLabel := func(l string) bool { return l == "" || strings.Contains(l, "*") }
 	if len(host) > maxNameLength || slices.ContainsFunc(strings.Split(host, "."), badLabel) {
 		return "", false, fmt.Errorf("%w: %q", ErrInvalidHost, rootHost)
 	}
 	return host, wildcard, nil
-}
-
-func normalize(name string) string {
-	return strings.ToLower(strings.TrimSuffix(name, "."))
 }
 
 // isAtOrUnder reports whether host is zoneName or a name below it. The empty name is the root, above

@@ -212,7 +212,7 @@ func (p *Provider) Zones(ctx context.Context) ([]providers.Zone, error) {
 			if z == nil || z.ID == nil || z.Name == nil {
 				continue
 			}
-			zones = append(zones, providers.Zone{ID: *z.ID, DNSName: normalizeName(*z.Name)})
+			zones = append(zones, providers.Zone{ID: *z.ID, DNSName: v1alpha1.NormalizeName(*z.Name)})
 		}
 	}
 	return zones, nil
@@ -247,7 +247,7 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 		return err
 	}
 	for _, ep := range append(append([]*v1alpha1.Endpoint{}, changes.Create...), changes.UpdateNew...) {
-		if ep != nil && ep.RecordType == v1alpha1.RecordTypeCNAME && normalizeName(ep.DNSName) == normalizeName(zone.DNSName) {
+		if ep != nil && ep.RecordType == v1alpha1.RecordTypeCNAME && v1alpha1.NormalizeName(ep.DNSName) == v1alpha1.NormalizeName(zone.DNSName) {
 			return providers.Errorf(providers.Permanent, "cannot put a CNAME at the apex of zone %s", zone.DNSName)
 		}
 	}
@@ -465,7 +465,3 @@ func classify(op, what string, err error) error {
 }
 
 func ptr[T any](v T) *T { return &v }
-
-func normalizeName(name string) string {
-	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
-}

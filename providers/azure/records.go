@@ -67,7 +67,7 @@ func (p *Provider) read(ctx context.Context, zone providers.Zone) (*state, error
 	if err != nil {
 		return nil, err
 	}
-	st := &state{zoneName: normalizeName(zone.DNSName), sets: map[groupKey]*armdns.RecordSet{}, decoded: map[groupKey][]*v1alpha1.Endpoint{}}
+	st := &state{zoneName: v1alpha1.NormalizeName(zone.DNSName), sets: map[groupKey]*armdns.RecordSet{}, decoded: map[groupKey][]*v1alpha1.Endpoint{}}
 	aliases := false
 	pager := p.recordSets.NewListAllByDNSZonePager(rg, zoneName, nil)
 	for pager.More() {
@@ -85,7 +85,7 @@ func (p *Provider) read(ctx context.Context, zone providers.Zone) (*state, error
 			}
 			name := st.zoneName
 			if *rs.Name != "@" {
-				name = normalizeName(*rs.Name) + "." + st.zoneName
+				name = v1alpha1.NormalizeName(*rs.Name) + "." + st.zoneName
 			}
 			key := groupKey{name, recordType}
 			st.sets[key] = rs
@@ -216,7 +216,7 @@ func decodeProfile(key groupKey, ttl v1alpha1.TTL, prof *armtrafficmanager.Profi
 func groupEndpoints(eps []*v1alpha1.Endpoint) map[groupKey][]*v1alpha1.Endpoint {
 	groups := map[groupKey][]*v1alpha1.Endpoint{}
 	for _, ep := range eps {
-		key := groupKey{normalizeName(ep.DNSName), ep.RecordType}
+		key := groupKey{v1alpha1.NormalizeName(ep.DNSName), ep.RecordType}
 		groups[key] = append(groups[key], ep)
 	}
 	return groups
@@ -397,7 +397,7 @@ func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.
 	out := make([]*v1alpha1.Endpoint, 0, len(endpoints))
 	for _, in := range endpoints {
 		ep := in.DeepCopy()
-		ep.DNSName = normalizeName(ep.DNSName)
+		ep.DNSName = v1alpha1.NormalizeName(ep.DNSName)
 		if !supportedType(ep.RecordType) {
 			return nil, providers.Errorf(providers.Permanent, "azure: %s: record type %s is not supported (A, AAAA, CNAME, TXT)", ep, ep.RecordType)
 		}

@@ -136,7 +136,7 @@ func (p *Provider) Zones(ctx context.Context) ([]providers.Zone, error) {
 			if z.PeeringConfig != nil {
 				continue
 			}
-			zones = append(zones, providers.Zone{ID: z.Name, DNSName: normalizeName(z.DnsName)})
+			zones = append(zones, providers.Zone{ID: z.Name, DNSName: v1alpha1.NormalizeName(z.DnsName)})
 		}
 		if token = resp.NextPageToken; token == "" {
 			break
@@ -309,12 +309,12 @@ func buildChange(zone providers.Zone, view map[setKey]*dns.ResourceRecordSet, ne
 	affected := map[setKey]bool{}
 	for _, list := range [][]*v1alpha1.Endpoint{changes.Create, changes.UpdateNew, changes.Delete} {
 		for _, ep := range list {
-			affected[setKey{normalizeName(ep.DNSName), ep.RecordType}] = true
+			affected[setKey{v1alpha1.NormalizeName(ep.DNSName), ep.RecordType}] = true
 		}
 	}
 	byKey := map[setKey][]*v1alpha1.Endpoint{}
 	for _, ep := range next {
-		k := setKey{normalizeName(ep.DNSName), ep.RecordType}
+		k := setKey{v1alpha1.NormalizeName(ep.DNSName), ep.RecordType}
 		if affected[k] {
 			byKey[k] = append(byKey[k], ep)
 		}
@@ -487,13 +487,13 @@ func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.
 	out := make([]*v1alpha1.Endpoint, 0, len(endpoints))
 	for _, in := range endpoints {
 		ep := in.DeepCopy()
-		ep.DNSName = normalizeName(ep.DNSName)
+		ep.DNSName = v1alpha1.NormalizeName(ep.DNSName)
 		if ep.RecordTTL == 0 {
 			ep.RecordTTL = defaultTTL
 		}
 		if nameTyped(ep.RecordType) {
 			for i, t := range ep.Targets {
-				ep.Targets[i] = normalizeName(t)
+				ep.Targets[i] = v1alpha1.NormalizeName(t)
 			}
 		}
 		weight, weighted := ep.GetProviderSpecific(v1alpha1.ProviderSpecificWeight)
@@ -649,7 +649,7 @@ func classify(err error, inChange bool) error {
 }
 
 func keyOf(rs *dns.ResourceRecordSet) setKey {
-	return setKey{normalizeName(rs.Name), rs.Type}
+	return setKey{v1alpha1.NormalizeName(rs.Name), rs.Type}
 }
 
 // canonical is a record set's value as Cloud DNS compares it for a deletion: without the "kind"
@@ -657,7 +657,7 @@ func keyOf(rs *dns.ResourceRecordSet) setKey {
 func canonical(rs *dns.ResourceRecordSet) string {
 	c := *rs
 	c.Kind = ""
-	c.Name = normalizeName(c.Name)
+	c.Name = v1alpha1.NormalizeName(c.Name)
 	if rp := c.RoutingPolicy; rp != nil {
 		p := &dns.RRSetRoutingPolicy{}
 		if rp.Wrr != nil {
@@ -690,7 +690,7 @@ func rrdatas(recordType string, targets []string) []string {
 	out := slices.Clone(targets)
 	if nameTyped(recordType) {
 		for i, t := range out {
-			out[i] = normalizeName(t) + "."
+			out[i] = v1alpha1.NormalizeName(t) + "."
 		}
 	}
 	return out
@@ -700,7 +700,7 @@ func targets(recordType string, rrdatas []string) []string {
 	out := slices.Clone(rrdatas)
 	if nameTyped(recordType) {
 		for i, t := range out {
-			out[i] = normalizeName(t)
+			out[i] = v1alpha1.NormalizeName(t)
 		}
 	}
 	return out
@@ -711,8 +711,4 @@ func first(s []string) string {
 		return ""
 	}
 	return s[0]
-}
-
-func normalizeName(name string) string {
-	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
 }

@@ -292,8 +292,8 @@ func route(zone string, records []*v1alpha1.DNSRecord, changes *providers.Change
 func coveringRecord(records []*v1alpha1.DNSRecord, ep *v1alpha1.Endpoint) *v1alpha1.DNSRecord {
 	var best *v1alpha1.DNSRecord
 	for _, r := range records {
-		root := normalizeName(r.Spec.RootHost)
-		if covers(root, ep) && (best == nil || len(root) > len(normalizeName(best.Spec.RootHost))) {
+		root := v1alpha1.NormalizeName(r.Spec.RootHost)
+		if covers(root, ep) && (best == nil || len(root) > len(v1alpha1.NormalizeName(best.Spec.RootHost))) {
 			best = r
 		}
 	}
@@ -334,7 +334,7 @@ func describedName(ep *v1alpha1.Endpoint) string {
 	if ep.RecordType != v1alpha1.RecordTypeTXT {
 		return ""
 	}
-	m := ownershipTXTName.FindStringSubmatch(normalizeName(ep.DNSName))
+	m := ownershipTXTName.FindStringSubmatch(v1alpha1.NormalizeName(ep.DNSName))
 	if m == nil {
 		return ""
 	}
@@ -350,13 +350,13 @@ func candidateRoot(ep *v1alpha1.Endpoint) string {
 	if d := describedName(ep); d != "" {
 		return d
 	}
-	return normalizeName(ep.DNSName)
+	return v1alpha1.NormalizeName(ep.DNSName)
 }
 
 // covers reports whether an authoritative record rooted at root may hold ep, by the rule the
 // DNSRecord API enforces: the root host, a name under it (under D for *.D), or an ownership TXT of it.
 func covers(root string, ep *v1alpha1.Endpoint) bool {
-	return coversName(root, normalizeName(ep.DNSName)) || (describedName(ep) == root && root != "")
+	return coversName(root, v1alpha1.NormalizeName(ep.DNSName)) || (describedName(ep) == root && root != "")
 }
 
 func coversName(root, name string) bool {

@@ -28,7 +28,7 @@ func ParseOptions(secret *corev1.Secret) (Options, error) {
 	var opts Options
 	seen := map[string]bool{}
 	for i, item := range strings.Split(string(secret.Data[v1alpha1.CoreDNSZonesKey]), ",") {
-		name := normalizeName(item)
+		name := v1alpha1.NormalizeName(item)
 		if name == "" {
 			continue
 		}
@@ -58,14 +58,10 @@ func ParseOptions(secret *corev1.Secret) (Options, error) {
 		if h, _, err := net.SplitHostPort(addr); err == nil {
 			host = h
 		}
-		if net.ParseIP(host) == nil && len(validation.IsDNS1123Subdomain(normalizeName(host))) > 0 {
+		if net.ParseIP(host) == nil && len(validation.IsDNS1123Subdomain(v1alpha1.NormalizeName(host))) > 0 {
 			return Options{}, fmt.Errorf("%s: key %s: entry %d is neither an address nor a host name", where, v1alpha1.CoreDNSNameserversKey, i+1)
 		}
 		opts.Nameservers = append(opts.Nameservers, addr)
 	}
 	return opts, nil
-}
-
-func normalizeName(name string) string {
-	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
 }

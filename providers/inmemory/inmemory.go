@@ -11,7 +11,6 @@ import (
 	"context"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,7 +91,7 @@ func (s *Store) SetMaxChangesPerBatch(n int) {
 // ZoneID is the ID of the zone with the given name. It differs from the name on purpose, so code
 // that confuses the two fails against this backend.
 func ZoneID(name string) string {
-	return "inmem-" + hash.Base36(normalizeName(name), 8)
+	return "inmem-" + hash.Base36(v1alpha1.NormalizeName(name), 8)
 }
 
 // EnsureZone creates the zone when absent and returns it.
@@ -103,7 +102,7 @@ func (s *Store) EnsureZone(name string) providers.Zone {
 }
 
 func (s *Store) ensureZone(name string) providers.Zone {
-	name = normalizeName(name)
+	name = v1alpha1.NormalizeName(name)
 	id := ZoneID(name)
 	if _, ok := s.zones[id]; !ok {
 		s.zones[id] = &zone{name: name}
@@ -256,7 +255,7 @@ func (p *Provider) Apply(_ context.Context, zone providers.Zone, changes *provid
 	}
 	// A real zone holds SOA and NS at its apex, which no CNAME may sit beside.
 	for _, ep := range slices.Concat(changes.Create, changes.UpdateNew) {
-		if ep != nil && ep.RecordType == v1alpha1.RecordTypeCNAME && normalizeName(ep.DNSName) == z.name {
+		if ep != nil && ep.RecordType == v1alpha1.RecordTypeCNAME && v1alpha1.NormalizeName(ep.DNSName) == z.name {
 			return providers.Errorf(providers.Permanent, "cannot put a CNAME at the apex of zone %s", z.name)
 		}
 	}
@@ -279,8 +278,4 @@ func copyEndpoints(eps []*v1alpha1.Endpoint) []*v1alpha1.Endpoint {
 		out[i] = ep.DeepCopy()
 	}
 	return out
-}
-
-func normalizeName(name string) string {
-	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
 }
