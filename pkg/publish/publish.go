@@ -145,6 +145,9 @@ type queue struct {
 	running bool
 	view    []*v1alpha1.Endpoint
 	viewAt  time.Time
+	// unclaimed are records no owner claims that a second read confirmed: a record a human made
+	// stays one, so the owners it conflicts with are not re-read for on every re-check.
+	unclaimed map[v1alpha1.EndpointKey]bool
 }
 
 func (q *queue) run() {
@@ -198,12 +201,14 @@ func (q *queue) cycle(waiters []*waiter) {
 			return
 		}
 		planned, batches := q.planAll(view, waiters, prov.Capabilities())
-		if !confirmed && unclaimedConflict(planned) {
+		if unclaimed := unclaimedConflicts(planned); !confirmed && q.unconfirmed(unclaimed) {
 			// A cloud's listing is not a snapshot: one that runs while another owner writes a record
 			// and its ownership TXT can hold the record without the TXT. Before an owner is told it
 			// lost to a record no owner claims, a second read confirms it.
 			confirmed, fresh, start = true, true, q.now()
 			continue
+		} else if confirmed {
+			q.confirm(unclaimed)
 		}
 		if at.Before(start) && destructive(batches) {
 			// Taking a record or targets away on the strength of a cached view could take what
@@ -223,19 +228,43 @@ func (q *queue) cycle(waiters []*waiter) {
 	}
 }
 
-// unclaimedConflict reports whether a plan conflicts with a record no owner claims.
-func unclaimedConflict(planned []*plannedWaiter) bool {
+// unclaimedConflicts returns the records no owner claims that the plans conflict with.
+func unclaimedConflicts(planned []*plannedWaiter) []v1alpha1.EndpointKey {
+	var keys []v1alpha1.EndpointKey
 	for _, pw := range planned {
 		if pw.plan == nil {
 			continue
 		}
 		for _, c := range pw.plan.Conflicts {
 			if c.WinnerOwner == "" {
-				return true
+				keys = append(keys, v1alpha1.EndpointKey{DNSName: v1alpha1.NormalizeName(c.DNSName), RecordType: c.RecordType, SetIdentifier: c.SetIdentifier})
 			}
 		}
 	}
+	return keys
+}
+
+// unconfirmed reports whether any of keys has not been confirmed unclaimed by a second read.
+func (q *queue) unconfirmed(keys []v1alpha1.EndpointKey) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, k := range keys {
+		if !q.unclaimed[k] {
+			return true
+		}
+	}
 	return false
+}
+
+func (q *queue) confirm(keys []v1alpha1.EndpointKey) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.unclaimed == nil {
+		q.unclaimed = map[v1alpha1.EndpointKey]bool{}
+	}
+	for _, k := range keys {
+		q.unclaimed[k] = true
+	}
 }
 
 // destructive reports whether the batches delete a record (not an ownership TXT) or take targets

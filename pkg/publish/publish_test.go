@@ -333,8 +333,19 @@ func TestUnclaimedRecordIsConfirmedByASecondRead(t *testing.T) {
 		v1alpha1.NewEndpoint("human.example.com", "CNAME", 60, "elsewhere.example.net")}}); err != nil {
 		t.Fatal(err)
 	}
-	out = publish(t, New(slow()), provider(store2), zone2, Request{OwnerID: "owner-c", Desired: []*v1alpha1.Endpoint{a("human.example.com", "10.0.0.3")}})
+	third := New(slow())
+	wish := Request{OwnerID: "owner-c", Desired: []*v1alpha1.Endpoint{a("human.example.com", "10.0.0.3")}}
+	out = publish(t, third, provider(store2), zone2, wish)
 	if len(out.Plan.Conflicts) == 0 || out.Plan.Conflicts[0].WinnerOwner != "" {
 		t.Errorf("conflicts with a human's record = %+v, want one with no winner owner", out.Plan.Conflicts)
+	}
+	// Once confirmed, the human's record is not re-read for on every re-check.
+	before := store2.ZoneCalls(zone2.ID)
+	wish.Previous = out.Plan.Published
+	if again := publish(t, third, provider(store2), zone2, wish); len(again.Plan.Conflicts) == 0 {
+		t.Error("the re-check lost the conflict with the human's record")
+	}
+	if after := store2.ZoneCalls(zone2.ID); after != before {
+		t.Errorf("re-check of a confirmed conflict made provider calls: %+v -> %+v", before, after)
 	}
 }
