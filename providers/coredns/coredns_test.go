@@ -25,17 +25,7 @@ import (
 var env *testenv.Env
 
 func TestMain(m *testing.M) {
-	e, err := testenv.Start(testenv.Options{WithoutGatewayAPI: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	env = e
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
-	}
-	os.Exit(code)
+	os.Exit(testenv.MainOne(m, testenv.Options{WithoutGatewayAPI: true}, &env))
 }
 
 var zoneCount atomic.Int64

@@ -141,6 +141,18 @@ func Main(m *testing.M, n int, envs *[]*Env) int {
 	return m.Run()
 }
 
+// MainOne runs a package's tests with one control plane, started with opts and stored in *env, and
+// returns the exit code for os.Exit.
+func MainOne(m *testing.M, opts Options, env **Env) int {
+	var err error
+	if *env, err = Start(opts); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer StopAll([]*Env{*env})
+	return m.Run()
+}
+
 // Eventually polls cond until it returns "" (success) or timeout passes, then fails the test with
 // the last reason cond gave.
 func Eventually(t testing.TB, timeout time.Duration, cond func() string) {

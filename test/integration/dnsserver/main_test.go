@@ -52,16 +52,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	e, err := testenv.Start(testenv.Options{WithoutGatewayAPI: true})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	env = e
-	code := m.Run()
-	if err := env.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
-	}
+	code := testenv.MainOne(m, testenv.Options{WithoutGatewayAPI: true}, &env)
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
