@@ -365,18 +365,15 @@ func (s *Store) recordSetsServer() dnsfake.RecordSetsServer {
 		Get: func(_ context.Context, resourceGroup, zoneName, name string, recordType armdns.RecordType, _ *armdns.RecordSetsClientGetOptions) (resp azfake.Responder[armdns.RecordSetsClientGetResponse], errResp azfake.ErrorResponder) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			s.calls["RecordSets.Get"]++
-			z := s.zone(resourceGroup, zoneName)
-			if z == nil {
-				errResp.SetResponseError(http.StatusNotFound, "ParentResourceNotFound")
+			r, status, code := s.lookup("RecordSets.Get", resourceGroup, zoneName, name, recordType, nil, nil)
+			if status == 0 && !r.exists {
+				status, code = http.StatusNotFound, "NotFound"
+			}
+			if status != 0 {
+				errResp.SetResponseError(status, code)
 				return
 			}
-			set, ok := z.sets[setKey{strings.ToLower(name), recordType}]
-			if !ok {
-				errResp.SetResponseError(http.StatusNotFound, "NotFound")
-				return
-			}
-			resp.SetResponse(http.StatusOK, armdns.RecordSetsClientGetResponse{RecordSet: *copySet(set)}, nil)
+			resp.SetResponse(http.StatusOK, armdns.RecordSetsClientGetResponse{RecordSet: *copySet(r.current)}, nil)
 			return
 		},
 		NewListAllByDNSZonePager: func(resourceGroup, zoneName string, _ *armdns.RecordSetsClientListAllByDNSZoneOptions) (resp azfake.PagerResponder[armdns.RecordSetsClientListAllByDNSZoneResponse]) {
@@ -402,19 +399,16 @@ func (s *Store) recordSetsServer() dnsfake.RecordSetsServer {
 		CreateOrUpdate: func(_ context.Context, resourceGroup, zoneName, name string, recordType armdns.RecordType, set armdns.RecordSet, opts *armdns.RecordSetsClientCreateOrUpdateOptions) (resp azfake.Responder[armdns.RecordSetsClientCreateOrUpdateResponse], errResp azfake.ErrorResponder) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			s.calls["RecordSets.CreateOrUpdate"]++
-			z := s.zone(resourceGroup, zoneName)
-			if z == nil {
-				errResp.SetResponseError(http.StatusNotFound, "ParentResourceNotFound")
+			var ifMatch, ifNoneMatch *string
+			if opts != nil {
+				ifMatch, ifNoneMatch = opts.IfMatch, opts.IfNoneMatch
+			}
+			r, status, code := s.lookup("RecordSets.CreateOrUpdate", resourceGroup, zoneName, name, recordType, ifMatch, ifNoneMatch)
+			if status != 0 {
+				errResp.SetResponseError(status, code)
 				return
 			}
-			key := setKey{strings.ToLower(name), recordType}
-			current, exists := z.sets[key]
-			if opts != nil && opts.IfNoneMatch != nil && *opts.IfNoneMatch == "*" && exists ||
-				opts != nil && opts.IfMatch != nil && (!exists || *opts.IfMatch != *current.Etag) {
-				errResp.SetResponseError(http.StatusPreconditionFailed, "PreconditionFailed")
-				return
-			}
+			z, key, exists := r.z, r.key, r.exists
 			if status, code := s.validateSet(resourceGroup, z, key, &set); status != 0 {
 				errResp.SetResponseError(status, code)
 				return
@@ -423,7 +417,7 @@ func (s *Store) recordSetsServer() dnsfake.RecordSetsServer {
 				errResp.SetResponseError(http.StatusTooManyRequests, "TooManyRequests")
 				return
 			}
-			status := http.StatusOK
+			status = http.StatusOK
 			if !exists {
 				status = http.StatusCreated
 			}
@@ -433,18 +427,16 @@ func (s *Store) recordSetsServer() dnsfake.RecordSetsServer {
 		Delete: func(_ context.Context, resourceGroup, zoneName, name string, recordType armdns.RecordType, opts *armdns.RecordSetsClientDeleteOptions) (resp azfake.Responder[armdns.RecordSetsClientDeleteResponse], errResp azfake.ErrorResponder) {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			s.calls["RecordSets.Delete"]++
-			z := s.zone(resourceGroup, zoneName)
-			if z == nil {
-				errResp.SetResponseError(http.StatusNotFound, "ParentResourceNotFound")
+			var ifMatch *string
+			if opts != nil {
+				ifMatch = opts.IfMatch
+			}
+			r, status, code := s.lookup("RecordSets.Delete", resourceGroup, zoneName, name, recordType, ifMatch, nil)
+			if status != 0 {
+				errResp.SetResponseError(status, code)
 				return
 			}
-			key := setKey{strings.ToLower(name), recordType}
-			current, exists := z.sets[key]
-			if opts != nil && opts.IfMatch != nil && (!exists || *opts.IfMatch != *current.Etag) {
-				errResp.SetResponseError(http.StatusPreconditionFailed, "PreconditionFailed")
-				return
-			}
+			z, key, exists := r.z, r.key, r.exists
 			if key.name == "@" && (recordType == armdns.RecordTypeSOA || recordType == armdns.RecordTypeNS) {
 				errResp.SetResponseError(http.StatusBadRequest, "BadRequest")
 				return
@@ -454,7 +446,7 @@ func (s *Store) recordSetsServer() dnsfake.RecordSetsServer {
 				return
 			}
 			delete(z.sets, key)
-			status := http.StatusOK
+			status = http.StatusOK
 			if !exists {
 				status = http.StatusNoContent
 			}
@@ -462,6 +454,31 @@ func (s *Store) recordSetsServer() dnsfake.RecordSetsServer {
 			return
 		},
 	}
+}
+
+// setRequest is the zone and the record set a request names.
+type setRequest struct {
+	z       *zone
+	key     setKey
+	current *armdns.RecordSet
+	exists  bool
+}
+
+// lookup counts the call op and finds the zone and the record set a request names, failing it as
+// Azure does: 404 ParentResourceNotFound without the zone, 412 when If-Match names another ETag (or
+// no set is there) or If-None-Match "*" finds one. Callers hold s.mu.
+func (s *Store) lookup(op, resourceGroup, zoneName, name string, recordType armdns.RecordType, ifMatch, ifNoneMatch *string) (setRequest, int, string) {
+	s.calls[op]++
+	z := s.zone(resourceGroup, zoneName)
+	if z == nil {
+		return setRequest{}, http.StatusNotFound, "ParentResourceNotFound"
+	}
+	key := setKey{strings.ToLower(name), recordType}
+	current, exists := z.sets[key]
+	if ifNoneMatch != nil && *ifNoneMatch == "*" && exists || ifMatch != nil && (!exists || *ifMatch != *current.Etag) {
+		return setRequest{}, http.StatusPreconditionFailed, "PreconditionFailed"
+	}
+	return setRequest{z, key, current, exists}, 0, ""
 }
 
 // validateSet applies Azure DNS's rules to a record set about to be written. It returns 0 when the
