@@ -13,8 +13,8 @@
 //     the distinct values, with the sets themselves in the record set's metadata, so they read back
 //     as written.
 //
-// Azure DNS has no multi-record transaction. Apply re-reads the zone, checks the batch against it
-// with providers.ApplyChanges (so a stale or contradictory batch is refused before any write), and
+// Azure DNS has no multi-record transaction. Apply checks the batch against the zone as the provider
+// last read or wrote it (listing it only when it has not) with providers.ApplyChanges (so a stale or contradictory batch is refused before any write), and
 // then writes each changed record set with an ETag precondition (If-Match, or If-None-Match for a
 // new set): a concurrent writer makes the write fail with 412, reported as StaleView, and no update
 // is lost. A profile is never edited in place: a changed profile is written under a fresh name and
@@ -146,6 +146,13 @@ type Provider struct {
 	zones         *armdns.ZonesClient
 	profiles      *armtrafficmanager.ProfilesClient
 	locks         *zoneLocks
+
+	mu sync.Mutex
+	// states are the zones as this provider last read or wrote them, by zone ID: Apply writes
+	// against them instead of listing the zone again (the engine has just read it), and their ETags
+	// make a stale one fail with 412 (a stale view, which the engine re-reads for) rather than
+	// overwrite anything.
+	states map[string]*state
 }
 
 var _ providers.Provider = (*Provider)(nil)
@@ -188,6 +195,7 @@ func newProvider(opts Options, cfg config, locks *zoneLocks, secretRef string) (
 		zones:         dnsFactory.NewZonesClient(),
 		profiles:      tmFactory.NewProfilesClient(),
 		locks:         locks,
+		states:        map[string]*state{},
 	}, nil
 }
 
@@ -227,11 +235,40 @@ func (p *Provider) Records(ctx context.Context, zone providers.Zone) ([]*v1alpha
 	if err != nil {
 		return nil, err
 	}
+	p.keep(zone.ID, st)
 	return st.endpoints(), nil
 }
 
-// Apply implements providers.Provider.
-func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *providers.Changes) error {
+// keep remembers st as the zone's state; nil forgets it.
+func (p *Provider) keep(zoneID string, st *state) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if st == nil {
+		delete(p.states, zoneID)
+		return
+	}
+	p.states[zoneID] = st
+}
+
+// kept returns the zone's state, reading it when there is none. Callers hold the zone's lock.
+func (p *Provider) kept(ctx context.Context, zone providers.Zone) (*state, error) {
+	p.mu.Lock()
+	st := p.states[zone.ID]
+	p.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	st, err := p.read(ctx, zone)
+	if err != nil {
+		return nil, err
+	}
+	p.keep(zone.ID, st)
+	return st, nil
+}
+
+// Apply implements providers.Provider. The kept state is updated write by write; after any error it is
+// forgotten, so the next Apply or read lists the zone.
+func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *providers.Changes) (err error) {
 	if changes.Empty() {
 		return nil
 	}
@@ -241,8 +278,13 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 	lock := p.locks.get(zone.ID)
 	lock.Lock()
 	defer lock.Unlock()
+	defer func() {
+		if err != nil {
+			p.keep(zone.ID, nil)
+		}
+	}()
 
-	st, err := p.read(ctx, zone)
+	st, err := p.kept(ctx, zone)
 	if err != nil {
 		return err
 	}
@@ -251,17 +293,19 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 			return providers.Errorf(providers.Permanent, "cannot put a CNAME at the apex of zone %s", zone.DNSName)
 		}
 	}
-	next, err := providers.ApplyChanges(zone.DNSName, st.endpoints(), changes)
+	current := st.endpoints()
+	next, err := providers.ApplyChanges(zone.DNSName, current, changes)
 	if err != nil {
 		return err
 	}
-	before, after := groupEndpoints(st.endpoints()), groupEndpoints(next)
+	before, after := groupEndpoints(current), groupEndpoints(next)
 
 	// Encode every changed group before writing anything, so a batch the backend cannot express
 	// changes nothing.
 	type write struct {
 		key groupKey
 		rs  encoded
+		eps []*v1alpha1.Endpoint
 	}
 	var writes []write
 	var deletes []groupKey
@@ -273,7 +317,7 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 		if err != nil {
 			return err
 		}
-		writes = append(writes, write{key, rs})
+		writes = append(writes, write{key, rs, eps})
 	}
 	for key := range before {
 		if _, ok := after[key]; !ok {
@@ -289,7 +333,7 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 	isTXT := func(key groupKey) bool { return key.recordType == v1alpha1.RecordTypeTXT }
 	for _, w := range writes {
 		if isTXT(w.key) {
-			if err := p.writeGroup(ctx, zone, st, w.key, w.rs); err != nil {
+			if err := p.writeGroup(ctx, zone, st, w.key, w.rs, w.eps); err != nil {
 				return err
 			}
 		}
@@ -303,7 +347,7 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 	}
 	for _, w := range writes {
 		if !isTXT(w.key) {
-			if err := p.writeGroup(ctx, zone, st, w.key, w.rs); err != nil {
+			if err := p.writeGroup(ctx, zone, st, w.key, w.rs, w.eps); err != nil {
 				return err
 			}
 		}
@@ -334,13 +378,16 @@ func (p *Provider) deleteGroup(ctx context.Context, zone providers.Zone, st *sta
 	if err != nil {
 		return classify("delete record set", key.String(), err)
 	}
+	delete(st.sets, key)
+	delete(st.decoded, key)
 	if profile := aliasedProfile(current); profile != "" {
 		p.deleteProfile(ctx, profile)
 	}
 	return nil
 }
 
-func (p *Provider) writeGroup(ctx context.Context, zone providers.Zone, st *state, key groupKey, rs encoded) error {
+// writeGroup writes one record set (and its Traffic Manager profile) holding eps, and updates st.
+func (p *Provider) writeGroup(ctx context.Context, zone providers.Zone, st *state, key groupKey, rs encoded, eps []*v1alpha1.Endpoint) error {
 	rg, zoneName, err := zoneRef(zone)
 	if err != nil {
 		return err
@@ -369,12 +416,17 @@ func (p *Provider) writeGroup(ctx context.Context, zone providers.Zone, st *stat
 	} else {
 		opts.IfNoneMatch = ptr("*")
 	}
-	_, err = p.recordSets.CreateOrUpdate(ctx, rg, zoneName, st.relativeName(key.name), armdns.RecordType(key.recordType), rs.set, opts)
+	out, err := p.recordSets.CreateOrUpdate(ctx, rg, zoneName, st.relativeName(key.name), armdns.RecordType(key.recordType), rs.set, opts)
 	if err != nil {
 		if newProfile != "" {
 			p.deleteProfile(ctx, newProfile)
 		}
 		return classify("write record set", key.String(), err)
+	}
+	st.sets[key] = &out.RecordSet
+	st.decoded[key] = make([]*v1alpha1.Endpoint, len(eps))
+	for i, ep := range eps {
+		st.decoded[key][i] = ep.DeepCopy()
 	}
 	if old := aliasedProfile(current); old != "" {
 		p.deleteProfile(ctx, old)
