@@ -119,9 +119,11 @@ func (e *Endpoint) Key() EndpointKey {
 }
 
 // NormalizeName is the form in which DNS names (and name targets) are compared everywhere: lower
-// case, without surrounding space or the trailing dot.
+// case, without the trailing dot. It does not trim space: a name that differs by space is another
+// name (an ownership TXT must be read exactly where it would be written); input a human typed is
+// trimmed where it is parsed.
 func NormalizeName(name string) string {
-	return strings.ToLower(strings.TrimSuffix(strings.TrimSpace(name), "."))
+	return strings.ToLower(strings.TrimSuffix(name, "."))
 }
 
 // String is a short human form used in logs and status messages.

@@ -28,7 +28,7 @@ func ParseOptions(secret *corev1.Secret) (Options, error) {
 	var opts Options
 	seen := map[string]bool{}
 	for i, item := range strings.Split(string(secret.Data[v1alpha1.CoreDNSZonesKey]), ",") {
-		name := v1alpha1.NormalizeName(item)
+		name := v1alpha1.NormalizeName(strings.TrimSpace(item))
 		if name == "" {
 			continue
 		}

@@ -27,7 +27,7 @@ func ParseOptions(secret *corev1.Secret) (Options, error) {
 	}
 	seen := map[string]bool{}
 	for i, item := range strings.Split(raw, ",") {
-		name := v1alpha1.NormalizeName(item)
+		name := v1alpha1.NormalizeName(strings.TrimSpace(item))
 		if name == "" {
 			continue
 		}
