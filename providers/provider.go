@@ -17,33 +17,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/zone"
 )
 
-// Zone is a hosted zone of a backend.
-type Zone struct {
-	// ID is the backend's identifier of the zone.
-	ID string
-	// DNSName is the zone's domain name, lower case, without a trailing dot.
-	DNSName string
-}
+// Zone is a hosted zone of a backend (see package zone).
+type Zone = zone.Zone
 
-// Changes is one batch of changes to one zone. A backend applies a batch all or nothing, so a change
-// of record type at a name (delete the A, create the CNAME) never leaves the name empty.
-type Changes struct {
-	Create []*v1alpha1.Endpoint
-	// UpdateOld[i] is replaced by UpdateNew[i]; both have the same key (name, type, set identifier).
-	UpdateOld []*v1alpha1.Endpoint
-	UpdateNew []*v1alpha1.Endpoint
-	Delete    []*v1alpha1.Endpoint
-}
-
-// Len is the number of record-set changes in the batch.
-func (c *Changes) Len() int {
-	return len(c.Create) + len(c.UpdateNew) + len(c.Delete)
-}
-
-// Empty reports whether the batch changes nothing.
-func (c *Changes) Empty() bool { return c == nil || c.Len() == 0 }
+// Changes is one batch of changes to one zone (see package batch).
+type Changes = batch.Changes
 
 // Capabilities describe what a backend can hold, so the engine plans only what the backend can apply.
 type Capabilities struct {

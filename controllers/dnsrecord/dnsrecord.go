@@ -433,7 +433,7 @@ func (r *Reconciler) chooseZone(ctx context.Context, s *scope) (providers.Zone, 
 		if err != nil {
 			return providers.Zone{}, err
 		}
-		z, err := zone.Choose(s.record.Spec.RootHost, zones, s.provider.Capabilities(), s.record.Status.ZoneID)
+		z, err := zone.Choose(s.record.Spec.RootHost, zones, s.provider.Capabilities().ApexRecords, s.record.Status.ZoneID)
 		if err == nil || attempt > 0 || !errors.Is(err, zone.ErrNoZone) {
 			return z, err
 		}
