@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 )
 
 // fuzzReader turns fuzz bytes into choices; past the end every choice is the first.

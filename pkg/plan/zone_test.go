@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 )
 
 // errStale marks a batch that the zone no longer fits: another owner wrote since the plan's view.

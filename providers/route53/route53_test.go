@@ -217,7 +217,7 @@ func TestRoutingPropertiesOnTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Apply(t.Context(), providers.Zone{ID: zoneID, DNSName: "example.com"}, &providers.Changes{Create: eps}); err != nil {
+	if err := p.Apply(t.Context(), providers.Zone{ID: zoneID, DNSName: "example.com"}, nil, &providers.Changes{Create: eps}); err != nil {
 		t.Fatal(err)
 	}
 	raw := r53.New(r53.Options{Region: "us-east-1", BaseEndpoint: aws.String(url),
@@ -291,7 +291,7 @@ func TestStaleSetsAreStaleView(t *testing.T) {
 	zone := providers.Zone{ID: emu.AddZone("example.com"), DNSName: "example.com"}
 	p := fastProvider(t, url)
 	a := v1alpha1.NewEndpoint("a.example.com", "A", 60, "192.0.2.1")
-	if err := p.Apply(t.Context(), zone, &providers.Changes{Create: []*v1alpha1.Endpoint{a}}); err != nil {
+	if err := p.Apply(t.Context(), zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{a}}); err != nil {
 		t.Fatal(err)
 	}
 	other := v1alpha1.NewEndpoint("a.example.com", "A", 60, "192.0.2.9")
@@ -302,7 +302,7 @@ func TestStaleSetsAreStaleView(t *testing.T) {
 		{UpdateOld: []*v1alpha1.Endpoint{other}, UpdateNew: []*v1alpha1.Endpoint{other}},
 		{Create: []*v1alpha1.Endpoint{other}},
 	} {
-		err := p.Apply(t.Context(), zone, c)
+		err := p.Apply(t.Context(), zone, nil, c)
 		if providers.KindOf(err) != providers.StaleView {
 			t.Errorf("Apply(%+v) = %v (%v), want a stale view", c, err, providers.KindOf(err))
 		}
@@ -351,7 +351,7 @@ func TestBatchOverTheCharacterLimitIsRefusedWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = p.Apply(t.Context(), zone, &providers.Changes{Create: txt})
+	err = p.Apply(t.Context(), zone, nil, &providers.Changes{Create: txt})
 	if providers.KindOf(err) != providers.Permanent || !strings.Contains(fmt.Sprint(err), "32000") {
 		t.Errorf("Apply of %d long TXT records = %v, want a Permanent error naming the 32000-character limit", len(txt), err)
 	}
@@ -372,7 +372,7 @@ func TestReadAwaitsInsync(t *testing.T) {
 	p := fastProvider(t, url)
 	began := time.Now()
 	for i := range 3 {
-		if err := p.Apply(t.Context(), zone, &providers.Changes{Create: []*v1alpha1.Endpoint{
+		if err := p.Apply(t.Context(), zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{
 			v1alpha1.NewEndpoint(fmt.Sprintf("a%d.example.com", i), "A", 60, "192.0.2.1")}}); err != nil {
 			t.Fatal(err)
 		}
@@ -446,7 +446,7 @@ func TestFaultsEveryBatchLandsExactlyOnce(t *testing.T) {
 	var errs []error
 	apply := func(c *providers.Changes) {
 		for range 5 {
-			err := p.Apply(t.Context(), zone, c)
+			err := p.Apply(t.Context(), zone, nil, c)
 			if err == nil {
 				return
 			}
@@ -482,7 +482,8 @@ func TestFaultsEveryBatchLandsExactlyOnce(t *testing.T) {
 	apply(&c)
 
 	emu.SetFaults(emulator.Faults{})
-	got, err := p.Records(t.Context(), zone)
+	gotView, err := p.Records(t.Context(), zone)
+	got := gotView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,11 +535,12 @@ func TestLostAnswerLandsOnce(t *testing.T) {
 		{Delete: []*v1alpha1.Endpoint{a}},
 	} {
 		emu.DropNext(1)
-		if err := p.Apply(t.Context(), zone, c); err != nil {
+		if err := p.Apply(t.Context(), zone, nil, c); err != nil {
 			t.Fatalf("Apply after a lost answer: %v", err)
 		}
 	}
-	got, err := p.Records(t.Context(), zone)
+	gotView, err := p.Records(t.Context(), zone)
+	got := gotView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -555,7 +557,7 @@ func TestLostAnswerLandsOnce(t *testing.T) {
 		t.Errorf("%d change calls for 2 batches whose first answers were lost, want 4", n)
 	}
 	// A rejection without a lost answer is not mistaken for a landed batch.
-	if err := p.Apply(t.Context(), zone, &providers.Changes{Delete: []*v1alpha1.Endpoint{a}}); providers.KindOf(err) != providers.StaleView {
+	if err := p.Apply(t.Context(), zone, nil, &providers.Changes{Delete: []*v1alpha1.Endpoint{a}}); providers.KindOf(err) != providers.StaleView {
 		t.Errorf("deleting a set that is gone = %v, want a stale view", err)
 	}
 }

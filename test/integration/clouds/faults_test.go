@@ -383,7 +383,7 @@ func faultsHuman(t testing.TB, c *cloud.Cloud) []*v1alpha1.Endpoint {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Apply(t.Context(), *zone, &providers.Changes{Create: eps}); err != nil {
+	if err := p.Apply(t.Context(), *zone, nil, &providers.Changes{Create: eps}); err != nil {
 		t.Fatal(err)
 	}
 	return eps

@@ -193,7 +193,7 @@ func TestSecretCreatedLaterIsPickedUpAtOnce(t *testing.T) {
 // failingApply refuses every batch, as a provider rejecting credentials or a record would.
 type failingApply struct{ providers.Provider }
 
-func (failingApply) Apply(context.Context, providers.Zone, *providers.Changes) error {
+func (failingApply) Apply(context.Context, providers.Zone, providers.State, *providers.Changes) error {
 	return providers.Errorf(providers.Permanent, "AccessDenied: not authorized to change zone, RequestID: 5f2c-77aa")
 }
 
