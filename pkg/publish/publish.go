@@ -149,9 +149,7 @@ type waiter struct {
 type view struct {
 	zone  *registry.Zone
 	state providers.State
-	// prov read the view; its State means nothing to another backend object.
-	prov providers.Provider
-	at   time.Time
+	at    time.Time
 }
 
 type queue struct {
@@ -164,6 +162,9 @@ type queue struct {
 	running bool
 	// view is owned by the cycle running; nil when there is none or it may be wrong.
 	view *view
+	// parsed is the index of the latest read, kept after the view is dropped: the next read reuses
+	// its parsed ownership TXTs where they are unchanged.
+	parsed *registry.Zone
 	// unclaimed are records no owner claims that a second read confirmed: a record a human made
 	// stays one, so the owners it conflicts with are not re-read for on every re-check.
 	unclaimed map[v1alpha1.EndpointKey]bool
@@ -272,26 +273,41 @@ func (q *queue) forget() {
 	q.mu.Unlock()
 }
 
-// await waits once for the backend to serve every batch of the cycle, then answers their waiters.
+// await waits once for the backend to serve every batch of the cycle, checks them, and answers
+// their waiters. The check is a read of the zone after the writes, against which every written
+// request is planned again: one that plans to no change is published as the zone now holds it, and
+// the plan made from that read names every conflict, also one that another owner's write caused
+// while ours was in flight, so a loser is told in the same pass. One that would change the zone again
+// (it changed under us) is not yet validated and is re-checked soon. The read becomes the view.
 func (q *queue) await(ctx context.Context, prov providers.Provider, written []*planned) {
 	if len(written) == 0 {
 		return
 	}
-	var err error
 	q.mu.Lock()
 	v := q.view
 	q.mu.Unlock()
-	if v != nil && slices.ContainsFunc(written, func(p *planned) bool { return p.wrote }) {
+	var err error
+	if v != nil {
 		callCtx, cancel := q.call(ctx)
 		err = prov.AwaitPropagation(callCtx, q.zone, v.state)
 		cancel()
 	}
+	var after *view
+	if err == nil {
+		q.forget()
+		after, err = q.currentView(ctx, prov, true, q.now())
+	}
 	for _, p := range written {
-		if err != nil && p.wrote {
+		if err != nil {
 			p.done <- result{outcome: Outcome{Plan: p.plan, Wrote: true}, err: err}
 			continue
 		}
-		p.done <- result{outcome: Outcome{Plan: p.plan, Wrote: p.wrote, Validated: true}}
+		again, perr := plan.Plan(plan.Input{OwnerID: p.req.OwnerID, ZoneName: q.zone.DNSName, Zone: after.zone, Previous: p.plan.Published, Desired: p.req.Desired})
+		if perr != nil || !again.Changes.Empty() {
+			p.done <- result{outcome: Outcome{Plan: p.plan, Wrote: true}}
+			continue
+		}
+		p.done <- result{outcome: Outcome{Plan: again, Wrote: true, Validated: true}}
 	}
 }
 
@@ -360,12 +376,13 @@ func destructive(batches []*pendingBatch) bool {
 }
 
 // currentView returns the queue's view, or reads the zone when there is none, it is older than
-// MaxAge, another backend object read it, or fresh asks for one read after since.
+// MaxAge, or fresh asks for one read after since. A view read through an older backend object of the
+// same Secret (rotated credentials) stays good: a Secret's type, and so its backend, cannot change.
 func (q *queue) currentView(ctx context.Context, prov providers.Provider, fresh bool, since time.Time) (*view, error) {
 	q.mu.Lock()
 	v := q.view
 	q.mu.Unlock()
-	if v != nil && v.prov == prov && q.now().Sub(v.at) <= q.opts.MaxAge && (!fresh || !v.at.Before(since)) {
+	if v != nil && q.now().Sub(v.at) <= q.opts.MaxAge && (!fresh || !v.at.Before(since)) {
 		return v, nil
 	}
 	at := q.now()
@@ -376,9 +393,12 @@ func (q *queue) currentView(ctx context.Context, prov providers.Provider, fresh 
 		q.forget()
 		return nil, err
 	}
-	v = &view{zone: registry.Read(read.Endpoints), state: read.State, prov: prov, at: at}
 	q.mu.Lock()
-	q.view = v
+	prev := q.parsed
+	q.mu.Unlock()
+	v = &view{zone: registry.ReadAgain(prev, read.Endpoints), state: read.State, at: at}
+	q.mu.Lock()
+	q.view, q.parsed = v, v.zone
 	q.mu.Unlock()
 	return v, nil
 }

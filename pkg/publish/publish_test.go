@@ -56,7 +56,7 @@ func records(t *testing.T, store *inmemory.Store, zone providers.Zone) map[strin
 	return out
 }
 
-// Requests arriving together share one listing, one batch and one validation read.
+// Requests arriving together share one listing, one batch and one read that checks the batch.
 func TestBurstBecomesOneCycle(t *testing.T) {
 	store, zone := newZone(t)
 	p, prov := New(slow()), provider(store)
@@ -75,7 +75,7 @@ func TestBurstBecomesOneCycle(t *testing.T) {
 	wg.Wait()
 	calls := store.ZoneCalls(zone.ID)
 	if calls.Apply != 1 || calls.Records != 2 {
-		t.Errorf("50 requests together: %d batches and %d listings, want 1 batch and 2 listings (plan, validation)", calls.Apply, calls.Records)
+		t.Errorf("50 requests together: %d batches and %d listings, want 1 batch and 2 listings (plan, check)", calls.Apply, calls.Records)
 	}
 	if n := len(records(t, store, zone)); n != 50 {
 		t.Errorf("zone holds %d records, want 50", n)

@@ -76,6 +76,13 @@ var (
 // by nobody. Of two endpoints with one key (a backend that returns duplicates) the first is kept.
 // The zone holds the endpoints given, not copies: callers hand over what they read.
 func Read(endpoints []*v1alpha1.Endpoint) *Zone {
+	return ReadAgain(nil, endpoints)
+}
+
+// ReadAgain is Read for a zone read before as prev (nil: none): an ownership TXT that holds what it
+// held then is not parsed again. Most of a zone does not change between two reads, and parsing its
+// ownership TXTs was most of the cost of reading it.
+func ReadAgain(prev *Zone, endpoints []*v1alpha1.Endpoint) *Zone {
 	n := len(endpoints)
 	z := &Zone{
 		records:    make(map[v1alpha1.EndpointKey]*Record, n),
@@ -95,6 +102,14 @@ func Read(endpoints []*v1alpha1.Endpoint) *Zone {
 		}
 		z.endpoints[key] = e
 		z.atName[key.DNSName] = append(z.atName[key.DNSName], e)
+		if e.RecordType == v1alpha1.RecordTypeTXT && prev != nil {
+			if old := prev.claims[key]; old != nil && old.TXT.SameValues(e) {
+				c := *old
+				c.TXT = e
+				z.claims[key] = &c
+				continue
+			}
+		}
 		if c, ok := parseTXT(e, cachedOwnerHash); ok {
 			z.claims[key] = c
 			continue

@@ -263,14 +263,15 @@ func TestStaleViewIsReported(t *testing.T) {
 	if err := a.Apply(ctx, zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{set("192.0.2.1")}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Records(ctx, zone); err != nil {
+	bView, err := b.Records(ctx, zone)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if err := a.Apply(ctx, zone, nil, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{set("192.0.2.1")}, UpdateNew: []*v1alpha1.Endpoint{set("192.0.2.2")}}); err != nil {
 		t.Fatal(err)
 	}
 	// b's view still holds 192.0.2.1: Cloud DNS refuses the deletion with 412.
-	err := b.Apply(ctx, zone, nil, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{set("192.0.2.1")}, UpdateNew: []*v1alpha1.Endpoint{set("192.0.2.3")}})
+	err = b.Apply(ctx, zone, bView.State, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{set("192.0.2.1")}, UpdateNew: []*v1alpha1.Endpoint{set("192.0.2.3")}})
 	if providers.KindOf(err) != providers.StaleView {
 		t.Fatalf("Apply from a stale view: %v, want a stale view error", err)
 	}

@@ -363,16 +363,21 @@ func TestBatchOverTheCharacterLimitIsRefusedWhole(t *testing.T) {
 	}
 }
 
-// Apply returns once Route 53 accepted a change; the next read waits until it is INSYNC, so the
-// engine's validation read sees what the name servers serve, and a burst's batches do not each wait
-// out the propagation of the one before.
-func TestReadAwaitsInsync(t *testing.T) {
+// Apply returns once Route 53 accepted a change and notes it in the view's State; AwaitPropagation
+// waits until every change so noted is INSYNC, so the engine reports what the name servers serve,
+// and a burst's batches do not each wait out the propagation of the one before. A read no longer
+// waits: it is not the engine's way of waiting.
+func TestAwaitPropagationWaitsForInsync(t *testing.T) {
 	emu, url := start(t, emulator.Options{InsyncAfter: 300 * time.Millisecond})
 	zone := providers.Zone{ID: emu.AddZone("example.com"), DNSName: "example.com"}
 	p := fastProvider(t, url)
+	read, err := p.Records(t.Context(), zone)
+	if err != nil {
+		t.Fatal(err)
+	}
 	began := time.Now()
 	for i := range 3 {
-		if err := p.Apply(t.Context(), zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{
+		if err := p.Apply(t.Context(), zone, read.State, &providers.Changes{Create: []*v1alpha1.Endpoint{
 			v1alpha1.NewEndpoint(fmt.Sprintf("a%d.example.com", i), "A", 60, "192.0.2.1")}}); err != nil {
 			t.Fatal(err)
 		}
@@ -381,13 +386,19 @@ func TestReadAwaitsInsync(t *testing.T) {
 		t.Errorf("three Applies took %s: they waited for INSYNC", took)
 	}
 	if n := emu.Calls()[emulator.OpGetChange]; n != 0 {
-		t.Errorf("%d GetChange calls before the read, want none", n)
+		t.Errorf("%d GetChange calls before AwaitPropagation, want none", n)
 	}
 	if _, err := p.Records(t.Context(), zone); err != nil {
 		t.Fatal(err)
 	}
+	if n := emu.Calls()[emulator.OpGetChange]; n != 0 {
+		t.Errorf("a read made %d GetChange calls, want none", n)
+	}
+	if err := p.AwaitPropagation(t.Context(), zone, read.State); err != nil {
+		t.Fatal(err)
+	}
 	if took := time.Since(began); took < 300*time.Millisecond {
-		t.Errorf("the read returned %s after the first change, before it was INSYNC", took)
+		t.Errorf("AwaitPropagation returned %s after the first change, before it was INSYNC", took)
 	}
 	calls := emu.Calls()
 	if calls[emulator.OpGetChange] == 0 || calls[emulator.OpGetChange] > 12 {
@@ -395,11 +406,11 @@ func TestReadAwaitsInsync(t *testing.T) {
 	}
 	// Once seen INSYNC, a change is not asked about again.
 	before := emu.Calls()[emulator.OpGetChange]
-	if _, err := p.Records(t.Context(), zone); err != nil {
+	if err := p.AwaitPropagation(t.Context(), zone, read.State); err != nil {
 		t.Fatal(err)
 	}
 	if n := emu.Calls()[emulator.OpGetChange]; n != before {
-		t.Errorf("a second read made %d GetChange calls, want none", n-before)
+		t.Errorf("a second wait made %d GetChange calls, want none", n-before)
 	}
 }
 
