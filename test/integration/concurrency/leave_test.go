@@ -168,12 +168,19 @@ type record struct {
 	published []*v1alpha1.Endpoint
 }
 
-// The DNSRecords each cluster holds: a loadbalanced tree and a simple A record that every cluster
-// merges its address into.
+// The DNSRecords each cluster holds: a loadbalanced tree with the cluster's own leaf, a
+// loadbalanced tree of a Gateway whose only address is a hostname every cluster shares (a global
+// load balancer in front of them: every record set of it is shared, so a leaver's batch changes
+// nothing but its ownership TXTs on any backend), and a simple A record every cluster merges its
+// address into.
 const (
 	treeRecord   = "app"
+	edgeRecord   = "edge"
 	mergedRecord = "merged"
 )
+
+// sharedEdge is the address of every cluster's edge Gateway.
+const sharedEdge = "global-lb.edge.example.net"
 
 // publisherOptions are a controller's, with a short gather so 200 rounds take seconds. Views stay
 // cached for up to the controller's 10 s: that staleness is what concurrent leavers meet.
@@ -198,12 +205,15 @@ func newCluster(ctx context.Context, t *testing.T, b *zoneBackend, name string, 
 		// The last of three clusters is in another geo: klb.app holds sets of one owner and of two.
 		lb = &dnsv1.LoadBalancingSpec{Weight: 80, Geo: b.geos[1]}
 	}
-	address := func(ip string) []gatewayapiv1.GatewayStatusAddress {
-		return []gatewayapiv1.GatewayStatusAddress{{Type: ptr.To(gatewayapiv1.IPAddressType), Value: ip}}
+	address := func(typ gatewayapiv1.AddressType, value string) []gatewayapiv1.GatewayStatusAddress {
+		return []gatewayapiv1.GatewayStatusAddress{{Type: ptr.To(typ), Value: value}}
 	}
+	clusterID := "kube-system-uid-of-" + name
 	for _, in := range []builder.Input{
-		{Hostname: treeRecord + "." + zoneName, Addresses: address(fmt.Sprintf("10.0.%d.1", index+1)), ClusterID: "kube-system-uid-of-" + name, LoadBalancing: lb},
-		{Hostname: mergedRecord + "." + zoneName, Addresses: address(fmt.Sprintf("10.1.0.%d", index+1))},
+		{Hostname: treeRecord + "." + zoneName, Addresses: address(gatewayapiv1.IPAddressType, fmt.Sprintf("10.0.%d.1", index+1)), ClusterID: clusterID, LoadBalancing: lb},
+		{Hostname: edgeRecord + "." + zoneName, Addresses: address(gatewayapiv1.HostnameAddressType, sharedEdge), ClusterID: clusterID,
+			LoadBalancing: &dnsv1.LoadBalancingSpec{Weight: 120, Geo: b.geos[0], DefaultGeo: true}},
+		{Hostname: mergedRecord + "." + zoneName, Addresses: address(gatewayapiv1.IPAddressType, fmt.Sprintf("10.1.0.%d", index+1))},
 	} {
 		in.GatewayName, in.GatewayNamespace = "gw", "ns-"+name
 		eps, err := builder.Build(in)
@@ -477,11 +487,13 @@ func (k roundKind) String() string {
 
 var roundKinds = []roundKind{
 	{records: []string{treeRecord}},
+	{records: []string{edgeRecord}},
 	{records: []string{mergedRecord}},
-	{records: []string{treeRecord, mergedRecord}},
+	{records: []string{treeRecord, edgeRecord, mergedRecord}},
 	{records: []string{treeRecord}, stays: true},
+	{records: []string{edgeRecord}, stays: true},
 	{records: []string{mergedRecord}, stays: true},
-	{records: []string{treeRecord, mergedRecord}, stays: true},
+	{records: []string{treeRecord, edgeRecord, mergedRecord}, stays: true},
 }
 
 // Acceptance 1 of issue 10: two and three owners of shared records leave at the same moment, 200
@@ -523,7 +535,7 @@ func runRounds(ctx context.Context, t *testing.T, b *zoneBackend, names []string
 	}
 	var all []*record
 	for _, cl := range clusters {
-		for _, name := range []string{treeRecord, mergedRecord} {
+		for _, name := range []string{treeRecord, edgeRecord, mergedRecord} {
 			all = append(all, cl.records[name])
 		}
 	}
