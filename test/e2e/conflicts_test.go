@@ -16,10 +16,12 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +30,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	gatewayapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
@@ -71,6 +74,7 @@ const (
 // next requests (the read that checks its write) wait until the winner's change has applied. That is
 // the interleaving of two clusters applying their manifests at the same moment.
 func TestTwoControllersConflictsEnd(t *testing.T) {
+	ctrllog.SetLogger(logr.Discard()) // the control planes' own logs; the controllers log to files
 	bin := buildController(t)
 	emu := route53emu.New(route53emu.Options{Zones: []string{conflictZone}, AccessKeys: conflictKeys(), RequestsPerSecond: -1})
 	srv, url, err := emu.Listen("127.0.0.1:0")
@@ -93,17 +97,16 @@ func TestTwoControllersConflictsEnd(t *testing.T) {
 		clusters[i] = startConflictCluster(t, bin, fmt.Sprintf("cluster%d", i+1), env)
 	}
 
-	t.Run("cases", func(t *testing.T) {
-		for _, kind := range conflictKinds {
-			for _, loserFirst := range []bool{false, true} {
-				c := &conflictCase{kind: kind, loserFirst: loserFirst, emu: emu, url: url, clusters: clusters}
-				t.Run(c.slug(), func(t *testing.T) {
-					t.Parallel()
-					c.run(t)
-				})
-			}
+	// The eight cases run at once whatever -parallel says (they wait, mostly on their quiet windows),
+	// each in its own namespaces with its own Secrets.
+	var wg sync.WaitGroup
+	for _, kind := range conflictKinds {
+		for _, loserFirst := range []bool{false, true} {
+			c := &conflictCase{kind: kind, loserFirst: loserFirst, emu: emu, url: url, clusters: clusters}
+			wg.Go(func() { t.Run(c.slug(), c.run) })
 		}
-	})
+	}
+	wg.Wait()
 }
 
 // conflictKind is one thing two owners want differently.
@@ -308,8 +311,7 @@ func (c *conflictCase) run(t *testing.T) {
 	if !c.loserFirst {
 		from = time.Now()
 	}
-	told := c.waitTold(t, from)
-	t.Logf("%s: loser told %.1fs after %s", c.slug(), told.Sub(from).Seconds(), map[bool]string{true: "the winner's write", false: "it started"}[c.loserFirst])
+	c.waitTold(t, from)
 
 	c.settled(t)
 	c.quiet(t)
@@ -414,26 +416,37 @@ func (c *conflictCase) waitReady(t *testing.T, side int, status metav1.Condition
 }
 
 // waitTold waits for the loser's Conflicted condition and fails when it comes later than toldWithin
-// after from (a later re-check) or not at all.
-func (c *conflictCase) waitTold(t *testing.T, from time.Time) time.Time {
+// after from (a later re-check) or not at all. It logs when the loser's Ready first named the
+// conflict too (how the controller said it before the Conflicted condition).
+func (c *conflictCase) waitTold(t *testing.T, from time.Time) {
 	t.Helper()
 	loser := c.loserSide()
+	since := map[bool]string{true: "the winner's write", false: "the loser started"}[c.loserFirst]
 	deadline := from.Add(45 * time.Second)
+	readyTold := false
 	for {
 		rec := c.clusters[loser].record(t, c.ns(), c.recordName())
 		if rec != nil {
+			if cond := meta.FindStatusCondition(rec.Status.Conditions, v1alpha1.ConditionTypeReady); !readyTold && cond != nil && cond.Reason == reasonConflicted {
+				readyTold = true
+				t.Logf("%s: the loser's Ready names the conflict %.1fs after %s", c.slug(), time.Since(from).Seconds(), since)
+			}
 			if cond := meta.FindStatusCondition(rec.Status.Conditions, conditionConflicted); cond != nil && cond.Status == metav1.ConditionTrue {
 				now := time.Now()
+				t.Logf("%s: the loser's %s=True %.1fs after %s", c.slug(), conditionConflicted, now.Sub(from).Seconds(), since)
 				if now.Sub(from) > toldWithin {
 					t.Errorf("%s: the loser (owner %s) was told only %.1fs after the winner's write, at a later re-check, not within %s (the pass that follows the write): %s",
 						c.slug(), c.owners[loser], now.Sub(from).Seconds(), toldWithin, c.describe(t, loser))
 				}
-				return now
+				return
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: the loser (owner %s) has no %s=True condition %.0fs after the winner's write: %s",
-				c.slug(), c.owners[loser], conditionConflicted, time.Since(from).Seconds(), c.describe(t, loser))
+			// The rest of the case still runs: what the zone and the statuses show, and whether anybody
+			// keeps writing, is what the engine's author needs next.
+			t.Errorf("%s: the loser (owner %s) has no %s=True condition %.0fs after %s: %s",
+				c.slug(), c.owners[loser], conditionConflicted, time.Since(from).Seconds(), since, c.describe(t, loser))
+			return
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -465,7 +478,19 @@ func (c *conflictCase) waitPublished(t *testing.T, timeout time.Duration) time.T
 func (c *conflictCase) settled(t *testing.T) {
 	t.Helper()
 	c.waitPublished(t, 20*time.Second)
-	eventually(t, 20*time.Second, func() string { return c.statusProblems(t) })
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		msg := c.statusProblems(t)
+		if msg == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			// Reported, and the quiet window still runs: a wrong status and a write loop are separate findings.
+			t.Errorf("statuses not as issue 10 defines them 20s after the zone settled: %s", msg)
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // statusProblems says how the two sides' statuses differ from issue 10's conflict semantics, or "".
@@ -552,7 +577,7 @@ func (c *conflictCase) quiet(t *testing.T) {
 		t.Errorf("%s: over the %s window %s's record passed %v times and %s's %v times, want each at least once (its re-check): the silence proves nothing",
 			c.slug(), quietWindow, c.clusters[0].name, q0, c.clusters[1].name, q1)
 	}
-	if msg := c.statusProblems(t); msg != "" {
+	if msg := c.statusProblems(t); msg != "" && !t.Failed() {
 		t.Errorf("after the quiet window: %s", msg)
 	}
 }
