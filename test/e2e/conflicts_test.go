@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,7 +195,6 @@ type conflictCase struct {
 	// claimant with the lowest owner ID (pkg/plan).
 	winner int
 	owners [2]string
-	uids   [2]string
 }
 
 func (c *conflictCase) slug() string {
@@ -230,7 +228,8 @@ func (c *conflictCase) leaf(side int) string {
 	return hash.Base36(c.clusters[side].clusterID, 6) + "-" + hash.Base36("gw-"+c.ns(), 6) + ".klb." + c.host()
 }
 
-// accessKey is the key of one side's Secret in one case: the emulator counts and holds by key.
+// accessKeyOf is the key of one side's Secret in one case (side 9: the test's reader): the emulator
+// counts and holds requests by key.
 func accessKeyOf(slug string, side int) string {
 	return strings.ToUpper(fmt.Sprintf("AKIA%s%d", strings.ReplaceAll(slug, "-", ""), side+1))
 }
@@ -267,7 +266,6 @@ func (c *conflictCase) run(t *testing.T) {
 				}
 				return ""
 			})
-			c.uids[side] = string(rec.UID)
 			c.owners[side] = hash.Base36(string(rec.UID), 8)
 		}
 	}
@@ -332,11 +330,7 @@ func (c *conflictCase) gatewayAndPolicy(t *testing.T, side int) {
 		if err := cl.c.Get(context.Background(), client.ObjectKeyFromObject(gw), gw); err != nil {
 			return err
 		}
-		ip := c.gatewayIP(side)
-		if _, err := netip.ParseAddr(ip); err != nil {
-			return err
-		}
-		gw.Status.Addresses = []gatewayapiv1.GatewayStatusAddress{{Type: ptr.To(gatewayapiv1.IPAddressType), Value: ip}}
+		gw.Status.Addresses = []gatewayapiv1.GatewayStatusAddress{{Type: ptr.To(gatewayapiv1.IPAddressType), Value: c.gatewayIP(side)}}
 		gw.Status.Listeners = []gatewayapiv1.ListenerStatus{{
 			Name: "web", AttachedRoutes: 1,
 			Conditions: []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed", LastTransitionTime: metav1.Now()}},
@@ -501,6 +495,12 @@ func (c *conflictCase) statusProblems(t *testing.T) string {
 	wrec, lrec := c.clusters[w].record(t, c.ns(), c.recordName()), c.clusters[l].record(t, c.ns(), c.recordName())
 	if wrec == nil || lrec == nil {
 		return "a record is gone"
+	}
+	for side, rec := range map[int]*v1alpha1.DNSRecord{w: wrec, l: lrec} {
+		// The winner was worked out from these owner IDs (status.ownerID: spec.ownerID, else hash8 of the UID).
+		if rec.Status.OwnerID != c.owners[side] {
+			problems = append(problems, fmt.Sprintf("%s's record has status.ownerID %q, want %q", c.clusters[side].name, rec.Status.OwnerID, c.owners[side]))
+		}
 	}
 	if got := condition(wrec, v1alpha1.ConditionTypeReady); got != "True "+v1alpha1.ReasonProviderSuccess+": "+msgProviderSuccess {
 		problems = append(problems, fmt.Sprintf("winner (owner %s) Ready is %q, want True %s", c.owners[w], got, v1alpha1.ReasonProviderSuccess))
