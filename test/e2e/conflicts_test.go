@@ -602,7 +602,8 @@ func (c *conflictCase) readZone() ([]*v1alpha1.Endpoint, error) {
 	}
 	for _, z := range zones {
 		if z.DNSName == conflictZone {
-			return p.Records(ctx, z)
+			read, err := p.Records(ctx, z)
+			return read.Endpoints, err
 		}
 	}
 	return nil, fmt.Errorf("zone %s not listed", conflictZone)

@@ -296,11 +296,11 @@ func read(ctx context.Context, t *testing.T, b *zoneBackend) zoneState {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eps, err := prov.Records(ctx, findZone(ctx, t, b, prov))
+	read, err := prov.Records(ctx, findZone(ctx, t, b, prov))
 	if err != nil {
 		t.Fatalf("%s: reading the zone: %v", b.name, err)
 	}
-	return zoneState{endpoints: eps, zone: registry.Read(eps)}
+	return zoneState{endpoints: read.Endpoints, zone: registry.Read(read.Endpoints)}
 }
 
 // foreign is what the test puts in the zone before any owner joins and what must never change: a
@@ -333,7 +333,7 @@ func seedForeign(ctx context.Context, t *testing.T, b *zoneBackend) *foreign {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := prov.Apply(ctx, zone, &providers.Changes{Create: human}); err != nil {
+	if err := prov.Apply(ctx, zone, nil, &providers.Changes{Create: human}); err != nil {
 		t.Fatalf("%s: creating the records no owner claims: %v", b.name, err)
 	}
 
