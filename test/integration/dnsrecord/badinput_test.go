@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
-	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 )
@@ -57,9 +56,9 @@ func TestBadInput(t *testing.T) {
 	cases := []struct {
 		name, host, provider, reason, message string
 	}{
-		{"missing secret", "a.example.com", "nope", dnsrecord.ReasonProviderSecretMissing, "secret " + cl.ns + "/nope not found"},
-		{"no default provider", "b.example.com", "", dnsrecord.ReasonProviderSecretMissing, "no providerRef and no secret labelled kuadrant.io/default-provider=true"},
-		{"unsupported type", "c.example.com", "aws", dnsrecord.ReasonUnsupportedProvider, `has type "kuadrant.io/aws", which is not supported or not enabled`},
+		{"missing secret", "a.example.com", "nope", v1alpha1.ReasonProviderSecretMissing, "secret " + cl.ns + "/nope not found"},
+		{"no default provider", "b.example.com", "", v1alpha1.ReasonProviderSecretMissing, "no providerRef and no secret labelled kuadrant.io/default-provider=true"},
+		{"unsupported type", "c.example.com", "aws", v1alpha1.ReasonUnsupportedProvider, `has type "kuadrant.io/aws", which is not supported or not enabled`},
 		{"public suffix", "co.uk", "suffix", v1alpha1.ReasonDNSProviderError, "Unable to find suitable zone in provider: "},
 		{"two zones of one name", "app.twins.example.com", "twins", v1alpha1.ReasonDNSProviderError, "Unable to find suitable zone in provider: "},
 	}
@@ -142,7 +141,7 @@ func TestSecretDeletedBeforeRecord(t *testing.T) {
 		}
 		return ""
 	})
-	expectEvent(t, cl, dnsrecord.ReasonProviderSecretMissing)
+	expectEvent(t, cl, v1alpha1.ReasonProviderSecretMissing)
 }
 
 // A record waiting for its provider Secret, or for a default-provider Secret, is published as soon
@@ -165,8 +164,8 @@ func TestSecretCreatedLaterIsPickedUpAtOnce(t *testing.T) {
 	}
 	for _, name := range []string{"by-ref", "by-default"} {
 		eventually(t, 10*time.Second, func() string {
-			if c := ready(cl.get(t, name)); c == nil || c.Reason != dnsrecord.ReasonProviderSecretMissing {
-				return fmt.Sprintf("%s: Ready %v, want %s", name, c, dnsrecord.ReasonProviderSecretMissing)
+			if c := ready(cl.get(t, name)); c == nil || c.Reason != v1alpha1.ReasonProviderSecretMissing {
+				return fmt.Sprintf("%s: Ready %v, want %s", name, c, v1alpha1.ReasonProviderSecretMissing)
 			}
 			return ""
 		})
