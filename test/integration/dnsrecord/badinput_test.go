@@ -114,36 +114,6 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// A record whose provider Secret is deleted first is released after the grace period instead of
-// hanging on its finalizer forever, and an event says its records may remain.
-func TestSecretDeletedBeforeRecord(t *testing.T) {
-	store := inmemory.NewStore()
-	cl := startClusters(t, 1, store, fastOptions(), nil)[0]
-	const z = "orphan.example.com"
-	store.EnsureZone(z)
-	cl.secret(t, z)
-	cl.record(t, "web", "app."+z, a("app."+z, 60, "10.8.0.1"))
-	eventually(t, 10*time.Second, func() string {
-		if c := ready(cl.get(t, "web")); c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Sprintf("Ready %v", c)
-		}
-		return ""
-	})
-	if err := cl.c.Delete(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "provider", Namespace: cl.ns}}); err != nil {
-		t.Fatal(err)
-	}
-	cl.delete(t, "web")
-	eventually(t, 15*time.Second, func() string {
-		r := &v1alpha1.DNSRecord{}
-		if err := cl.c.Get(t.Context(), keyOf(cl, "web"), r); !apierrors.IsNotFound(err) {
-			c := ready(r)
-			return fmt.Sprintf("record still there (Ready %v)", c)
-		}
-		return ""
-	})
-	expectEvent(t, cl, v1alpha1.ReasonProviderSecretMissing)
-}
-
 // A record waiting for its provider Secret, or for a default-provider Secret, is published as soon
 // as the Secret appears, not at its next backoff retry: the backoff here is 5 minutes, so only the
 // controller's Secret watch can bring the records to Ready within the test.
