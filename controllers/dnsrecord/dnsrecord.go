@@ -216,11 +216,11 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 // write.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	rec := s.record
-	if c := conditions.Get(rec.Status.Conditions, v1alpha1.ConditionTypeReady); c != nil {
-		r.reasons.set(s.key, c.Reason)
-	}
 	if rec.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(rec, v1alpha1.RecordFinalizer) {
 		return nil
+	}
+	if c := conditions.Get(rec.Status.Conditions, v1alpha1.ConditionTypeReady); c != nil {
+		r.reasons.set(s.key, c.Reason)
 	}
 	rec.Status.ObservedGeneration = rec.Generation
 	if equality.Semantic.DeepEqual(s.before.Status, rec.Status) {

@@ -67,9 +67,11 @@ func (r *Reconciler) secretEvents() handler.EventHandler {
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			r.backends.SecretChanged(e.ObjectNew.GetUID(), e.ObjectNew.GetResourceVersion())
-			// A label change can move the default provider away from records of the old object.
-			r.enqueueRecordsOf(ctx, e.ObjectOld, q)
 			r.enqueueRecordsOf(ctx, e.ObjectNew, q)
+			if isDefault(e.ObjectOld) != isDefault(e.ObjectNew) {
+				// The default provider moved: the records that had it publish with another now.
+				r.enqueueRecordsOf(ctx, e.ObjectOld, q)
+			}
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) {
 			r.backends.SecretChanged(e.Object.GetUID(), "")
@@ -88,11 +90,15 @@ func (r *Reconciler) enqueueRecordsOf(ctx context.Context, secret client.Object,
 	if err := r.Client.List(ctx, list, client.InNamespace(secret.GetNamespace())); err != nil {
 		return
 	}
-	isDefault := secret.GetLabels()[v1alpha1.DefaultProviderLabel] == "true"
+	def := isDefault(secret)
 	for i := range list.Items {
 		rec := &list.Items[i]
-		if ref := rec.Spec.ProviderRef; (ref != nil && ref.Name == secret.GetName()) || (ref == nil && isDefault) {
+		if ref := rec.Spec.ProviderRef; (ref != nil && ref.Name == secret.GetName()) || (ref == nil && def) {
 			q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(rec)})
 		}
 	}
+}
+
+func isDefault(secret client.Object) bool {
+	return secret.GetLabels()[v1alpha1.DefaultProviderLabel] == "true"
 }
