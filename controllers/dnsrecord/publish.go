@@ -80,9 +80,10 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, error,
 	case len(unpublished) > 0:
 		// Some record this owner wants is not in the zone at all: its traffic does not flow there.
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonConflicted, conflictMessage(unpublished))
-	case !out.Validated:
+	case !out.Validated && len(out.Plan.Conflicts) == 0:
 		// Nothing to write, yet the zone does not hold what we publish: it changed under the cached
-		// view. Re-read soon rather than report success.
+		// view. Re-read soon rather than report success. (With conflicts, the zone holds the
+		// winners' values where this owner's wishes differ, which the plan has just said.)
 		r.Publisher.Forget(s.backend.Account, s.zone)
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonAwaitingValidation, v1alpha1.MessageAwaitingValidation)
 		return ctrl.Result{RequeueAfter: r.Options.ValidationRetry}, nil, true

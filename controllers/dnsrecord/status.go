@@ -32,11 +32,11 @@ func (r *Reconciler) setConflicted(s *scope, cs []plan.Conflict) {
 		return
 	}
 	msg := conflictMessage(cs)
-	was := conditions.Get(rec.Status.Conditions, v1alpha1.ConditionTypeConflicted)
+	wasTrue := conditions.IsTrue(rec.Status.Conditions, v1alpha1.ConditionTypeConflicted)
 	conditionOrder.Set(&rec.Status.Conditions, rec.Generation, metav1.Condition{
 		Type: v1alpha1.ConditionTypeConflicted, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonConflicted, Message: msg,
 	})
-	if was == nil || was.Status != metav1.ConditionTrue {
+	if !wasTrue {
 		r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, v1alpha1.ReasonConflicted, "Publish", "%s", msg)
 	}
 }

@@ -311,8 +311,9 @@ func TestDeletionReleasesOnPermanentErrors(t *testing.T) {
 			r.waitReady(t, "web")
 
 			tc.breakIt(t, r, stop, &revoked, &zoneDeleted)
-			deleted := time.Now()
 			r.delete(t, "web")
+			// The grace runs from metadata.deletionTimestamp, which has a precision of seconds.
+			deleted := r.get(t, "web").DeletionTimestamp.Time
 			// Held while the grace runs, saying why and what happens next.
 			eventually(t, grace, func() string {
 				rec, ok := r.exists(t, "web")
