@@ -42,7 +42,6 @@ func (r *Reconciler) connectForDeletion(ctx context.Context, s *scope) (ctrl.Res
 	secret, err := r.providerSecret(ctx, rec)
 	switch {
 	case err == nil:
-		s.secret = secret
 		if s.backend, err = r.backends.Backend(ctx, s.key, secret, providers.Env{Client: r.Client, Namespace: secret.Namespace}); err != nil {
 			return r.releaseOrWait(ctx, s, v1alpha1.ReasonUnsupportedProvider, err)
 		}

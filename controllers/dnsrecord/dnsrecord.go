@@ -127,11 +127,10 @@ type scope struct {
 	record *v1alpha1.DNSRecord
 	// before is the record as read, for the status patch.
 	before *v1alpha1.DNSRecord
-	// backend is the provider the record publishes with; zone is where.
+	// backend is the provider the record publishes with (on deletion, possibly one built from a
+	// Secret that is gone); zone is where.
 	backend *backends.Backend
 	zone    providers.Zone
-	// secret is the provider Secret, nil when the pass works with a backend whose Secret is gone.
-	secret *corev1.Secret
 }
 
 // phase is one step of a pass; done ends the pass with res and err.

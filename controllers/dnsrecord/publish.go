@@ -38,7 +38,6 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error,
 		r.setReady(s, metav1.ConditionFalse, secretReason(err), err.Error())
 		return ctrl.Result{}, err, true
 	}
-	s.secret = secret
 	rec.Status.ProviderRef = v1alpha1.ProviderRef{Name: secret.Name}
 	if s.backend, err = r.backends.Backend(ctx, s.key, secret, providers.Env{Client: r.Client, Namespace: secret.Namespace}); err != nil {
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonUnsupportedProvider, err.Error())
