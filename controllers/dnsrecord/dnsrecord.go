@@ -121,6 +121,8 @@ type providerEntry struct {
 	version   string
 	provider  providers.Provider
 	zoneScope string
+	// records is the backend itself when it serves whole records (providers.RecordBackend).
+	records providers.RecordBackend
 }
 
 // zoneScoper is implemented by backends whose Secret selects where zones are listed (a project, a
@@ -184,8 +186,10 @@ type scope struct {
 	provider providers.Provider
 	// zoneScope is the backend's ZoneScope, if it has one.
 	zoneScope string
-	account   string
-	zone      providers.Zone
+	// records is set when the backend serves whole records: no zone, plan or registry.
+	records providers.RecordBackend
+	account string
+	zone    providers.Zone
 }
 
 // Reconcile runs one pass and writes the status once.
@@ -264,6 +268,9 @@ func (r *Reconciler) reconcile(ctx context.Context, s *scope) (ctrl.Result, erro
 		}
 		rec.Status = *status
 	}
+	if s.records != nil {
+		return r.ensureWhole(ctx, s)
+	}
 	desired, err := s.provider.AdjustEndpoints(copyEndpoints(rec.Spec.Endpoints))
 	if err != nil {
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonValidationError, err.Error())
@@ -310,10 +317,15 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error,
 	}
 	s.secret = secret
 	rec.Status.ProviderRef = v1alpha1.ProviderRef{Name: secret.Name}
-	if s.provider, s.zoneScope, err = r.provider(ctx, secret); err != nil {
+	e, err := r.provider(ctx, secret)
+	if err != nil {
 		r.setReady(s, metav1.ConditionFalse, ReasonUnsupportedProvider, err.Error())
 		res, err := r.backoff(s, err)
 		return res, err, true
+	}
+	s.provider, s.zoneScope, s.records = e.provider, e.zoneScope, e.records
+	if s.records != nil {
+		return ctrl.Result{}, nil, false
 	}
 	s.account = secret.Namespace + "/" + secret.Name + "/" + string(secret.UID)
 	if s.zone, err = r.chooseZone(ctx, s); err != nil {
@@ -331,7 +343,8 @@ func (r *Reconciler) delete(ctx context.Context, s *scope) (ctrl.Result, error) 
 	if !controllerutil.ContainsFinalizer(rec, v1alpha1.RecordFinalizer) {
 		return ctrl.Result{}, nil
 	}
-	if rec.Status.ZoneID != "" && len(rec.Status.Endpoints) > 0 {
+	// A record backend publishes without a zone, so endpoints alone say something was published.
+	if len(rec.Status.Endpoints) > 0 {
 		if res, err, done := r.connect(ctx, s); done {
 			if errors.Is(err, errSecretMissing) && time.Since(rec.DeletionTimestamp.Time) > r.Options.OrphanGrace {
 				// Without credentials the zone cannot be reached; holding the record forever helps
@@ -342,6 +355,9 @@ func (r *Reconciler) delete(ctx context.Context, s *scope) (ctrl.Result, error) 
 				return r.removeFinalizer(ctx, s)
 			}
 			return res, err
+		}
+		if s.records != nil {
+			return r.removeWhole(ctx, s)
 		}
 		out, err := r.Publisher.Publish(ctx, s.provider, s.account, s.zone, publish.Request{
 			OwnerID: rec.Status.OwnerID, Previous: rec.Status.Endpoints,
@@ -400,29 +416,32 @@ func (r *Reconciler) providerSecret(ctx context.Context, rec *v1alpha1.DNSRecord
 	}
 }
 
-// provider builds the backend of a Secret once per Secret version, and returns its zone scope.
-func (r *Reconciler) provider(ctx context.Context, secret *corev1.Secret) (providers.Provider, string, error) {
+// provider builds the backend of a Secret once per Secret version.
+func (r *Reconciler) provider(ctx context.Context, secret *corev1.Secret) (providerEntry, error) {
 	key := string(secret.UID)
 	r.mu.Lock()
 	e, ok := r.providers[key]
 	r.mu.Unlock()
 	if ok && e.version == secret.ResourceVersion {
-		return e.provider, e.zoneScope, nil
+		return e, nil
 	}
 	p, err := r.Factory.New(ctx, secret, providers.Env{Client: r.Client, Namespace: secret.Namespace})
 	if err != nil {
-		return nil, "", err
+		return providerEntry{}, err
 	}
 	e = providerEntry{version: secret.ResourceVersion}
 	// The instrumented wrapper has only the Provider methods.
 	if zs, ok := p.(zoneScoper); ok {
 		e.zoneScope = zs.ZoneScope()
 	}
+	if rb, ok := p.(providers.RecordBackend); ok {
+		e.records = rb
+	}
 	e.provider = providers.Instrument(p)
 	r.mu.Lock()
 	r.providers[key] = e
 	r.mu.Unlock()
-	return e.provider, e.zoneScope, nil
+	return e, nil
 }
 
 // chooseZone picks the zone, from a zone list reused for ZoneListMaxAge. A miss re-lists once if the
@@ -467,6 +486,40 @@ func (r *Reconciler) zoneList(ctx context.Context, s *scope, refresh bool) ([]pr
 	}
 	l.at, l.zones = time.Now(), zones
 	return zones, nil
+}
+
+// ensureWhole hands the record to a backend that serves whole records, and writes what it reports.
+func (r *Reconciler) ensureWhole(ctx context.Context, s *scope) (ctrl.Result, error) {
+	rec := s.record
+	st, err := s.records.EnsureRecord(ctx, rec.DeepCopy())
+	if err != nil {
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonProviderError, fmt.Sprintf(msgProviderError, stableMessage(err)))
+		return r.backoff(s, err)
+	}
+	rec.Status.Endpoints = st.Endpoints
+	r.setReady(s, st.Ready.Status, st.Ready.Reason, st.Ready.Message)
+	if st.Healthy != nil {
+		meta.SetStatusCondition(&rec.Status.Conditions, metav1.Condition{
+			Type: v1alpha1.ConditionTypeHealthy, Status: st.Healthy.Status, Reason: st.Healthy.Reason, Message: st.Healthy.Message,
+			ObservedGeneration: rec.Generation,
+		})
+	} else {
+		meta.RemoveStatusCondition(&rec.Status.Conditions, v1alpha1.ConditionTypeHealthy)
+	}
+	r.forget(client.ObjectKeyFromObject(rec))
+	if st.RecheckAfter > 0 {
+		return ctrl.Result{RequeueAfter: jitter(st.RecheckAfter)}, nil
+	}
+	return r.recheck(s, false), nil
+}
+
+// removeWhole withdraws the record from a backend that serves whole records, then releases it.
+func (r *Reconciler) removeWhole(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if err := s.records.RemoveRecord(ctx, s.record.DeepCopy()); err != nil {
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonProviderError, fmt.Sprintf(msgProviderError, stableMessage(err)))
+		return r.backoff(s, err)
+	}
+	return r.removeFinalizer(ctx, s)
 }
 
 func (r *Reconciler) recordOutcome(s *scope, out publish.Outcome) {
