@@ -174,7 +174,11 @@ func checkLoadBalancing(o Options, in intent) error {
 		}
 		primary := o.GeoTag == o.PrimaryGeoTag
 		if in.defaultGeo != primary {
-			return fmt.Errorf("loadBalancing.defaultGeo is %t but this cluster (geo tag %s) is %s the primary %s of %s=%s: defaultGeo marks the cluster every client goes to, which is k8gb's primary; set defaultGeo to %t", in.defaultGeo, o.GeoTag, map[bool]string{true: "", false: "not"}[primary], o.PrimaryGeoTag, StrategyKey, StrategyFailover, primary)
+			role := "not the primary"
+			if primary {
+				role = "the primary"
+			}
+			return fmt.Errorf("loadBalancing.defaultGeo is %t but this cluster (geo tag %s) is %s %s of %s=%s: defaultGeo marks the cluster every client goes to, which is k8gb's primary; set defaultGeo to %t", in.defaultGeo, o.GeoTag, role, o.PrimaryGeoTag, StrategyKey, StrategyFailover, primary)
 		}
 	}
 	return nil
