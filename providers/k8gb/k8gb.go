@@ -322,6 +322,9 @@ func (p *Provider) apply(ctx context.Context, rec *v1alpha1.DNSRecord, want *uns
 		}
 	}
 	labels := updated.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
 	maps.Copy(labels, want.GetLabels())
 	updated.SetLabels(labels)
 	// The exposed-address annotations are ours to set and to drop; others' annotations stay.
