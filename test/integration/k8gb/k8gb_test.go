@@ -169,7 +169,7 @@ func TestListenerPolicy(t *testing.T) {
 }
 
 // Bad input: a Secret without the geo tag, a strategy k8gb cannot express, a listener whose route
-// lists no hostname, a same-named Gslb that is not ours. Each is a stable condition with bounded
+// lists no hostname, a wildcard listener, a same-named Gslb that is not ours. Each is a stable condition with bounded
 // passes, and the foreign Gslb is never changed or deleted.
 func TestBadInput(t *testing.T) {
 	cl := startCluster(t)
@@ -177,11 +177,13 @@ func TestBadInput(t *testing.T) {
 	cl.secret(t, "no-geo-tag", false, map[string]string{k8gb.StrategyKey: "roundRobin"})
 	cl.gateway(t, "gw", []string{"10.4.0.1"}, map[string]string{
 		"nogeo": "nogeo.bad.example.com", "weight": "weight.bad.example.com", "nohost": "nohost.bad.example.com", "taken": "taken.bad.example.com",
+		"wild": "*.wild.bad.example.com",
 	})
 	cl.route(t, "nogeo", "gw", "nogeo", "nogeo.bad.example.com")
 	cl.route(t, "weight", "gw", "weight", "weight.bad.example.com")
 	cl.route(t, "nohost", "gw", "nohost")
 	cl.route(t, "taken", "gw", "taken", "taken.bad.example.com")
+	cl.route(t, "wild", "gw", "wild", "*.wild.bad.example.com")
 	foreign := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"strategy": map[string]any{"type": "failover", "primaryGeoTag": "us"}}}}
 	foreign.SetGroupVersionKind(k8gb.GslbKind)
 	foreign.SetNamespace(cl.ns)
@@ -195,12 +197,14 @@ func TestBadInput(t *testing.T) {
 	})
 	cl.policy(t, "nohost", "gw", "nohost", nil)
 	cl.policy(t, "taken", "gw", "taken", nil)
+	cl.policy(t, "wild", "gw", "wild", nil)
 
 	cl.settles(t, "gw-nogeo", "False UnsupportedProvider: provider secret "+cl.ns+"/no-geo-tag: key K8GB_GEO_TAG is required")
 	cl.settles(t, "gw-weight", "False ProviderError: The DNS provider failed to ensure the record: loadBalancing.weight 200 cannot be expressed without K8GB_WEIGHTS")
 	cl.settles(t, "gw-nohost", "False ProviderError: The DNS provider failed to ensure the record: no HTTPRoute accepted on listener nohost of Gateway "+cl.ns+"/gw can be handed to k8gb for nohost.bad.example.com: HTTPRoute "+cl.ns+"/nohost does not list hostname nohost.bad.example.com")
 	cl.settles(t, "gw-taken", "False ProviderError: The DNS provider failed to ensure the record: Gslb "+cl.ns+"/gw-taken exists and was not created by this controller for DNSRecord "+cl.ns+"/gw-taken; it is never adopted or changed")
-	for _, name := range []string{"gw-nogeo", "gw-weight", "gw-nohost"} {
+	cl.settles(t, "gw-wild", "False ProviderError: The DNS provider failed to ensure the record: k8gb cannot serve the wildcard hostname *.wild.bad.example.com")
+	for _, name := range []string{"gw-nogeo", "gw-weight", "gw-nohost", "gw-wild"} {
 		if cl.gslb(t, name) != nil {
 			t.Errorf("Gslb %s was created for a record that cannot be expressed", name)
 		}
