@@ -51,6 +51,15 @@ func TestSimplePolicy(t *testing.T) {
 		t.Errorf("status.endpoints %s, want the one A record handed to k8gb", got)
 	}
 	cl.policyIs(t, "simple", dnspolicy.ConditionEnforced, "True Enforced: DNSPolicy has been successfully enforced")
+	// Looking at k8gb's status every poll writes nothing while nothing changes.
+	before, passes, gslbVersion := cl.record(t, "gw-api").ResourceVersion, cl.passes("gw-api"), cl.gslb(t, "gw-api").GetResourceVersion()
+	time.Sleep(6 * statusPoll)
+	if now := cl.record(t, "gw-api"); now.ResourceVersion != before || cl.gslb(t, "gw-api").GetResourceVersion() != gslbVersion {
+		t.Errorf("a steady record or its Gslb was rewritten: record %s -> %s, Gslb %s -> %s", before, now.ResourceVersion, gslbVersion, cl.gslb(t, "gw-api").GetResourceVersion())
+	}
+	if n := cl.passes("gw-api") - passes; n < 1 || n > 8 {
+		t.Errorf("%v passes in %s, want about one per %s", n, 6*statusPoll, statusPoll)
+	}
 
 	// Unhealthy reads as unhealthy on the record and the policy.
 	cl.gslbStatus(t, "gw-api", "eu", map[string]string{"api.example.com": "Unhealthy"}, map[string][]string{})
