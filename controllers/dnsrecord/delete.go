@@ -59,6 +59,9 @@ func (r *Reconciler) connectForDeletion(ctx context.Context, s *scope) (ctrl.Res
 		return ctrl.Result{}, err, true
 	}
 
+	if s.backend.Records != nil {
+		return ctrl.Result{}, nil, false // it serves the whole record: no zone
+	}
 	if rec.Status.ZoneID != "" {
 		s.zone = providers.Zone{ID: rec.Status.ZoneID, DNSName: rec.Status.ZoneDomainName}
 		return ctrl.Result{}, nil, false
@@ -87,6 +90,17 @@ func (r *Reconciler) connectForDeletion(ctx context.Context, s *scope) (ctrl.Res
 // withdraw publishes nothing for this owner, then releases the record.
 func (r *Reconciler) withdraw(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
 	rec := s.record
+	if s.backend.Records != nil {
+		if err := s.backend.Records.RemoveRecord(ctx, rec.DeepCopy()); err != nil {
+			if providers.KindOf(err) == providers.Permanent {
+				return r.releaseOrWait(ctx, s, v1alpha1.ReasonProviderError, fmt.Errorf(v1alpha1.MessageProviderError, err.Error()))
+			}
+			r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonProviderError, fmt.Sprintf(v1alpha1.MessageProviderError, err.Error()))
+			return ctrl.Result{}, err, true
+		}
+		res, err := r.removeFinalizer(ctx, s)
+		return res, err, true
+	}
 	out, err := r.Publisher.Publish(ctx, s.backend.Provider, s.backend.Account, s.zone, publish.Request{
 		OwnerID: ownerID(rec), Previous: rec.Status.Endpoints,
 	})

@@ -43,6 +43,9 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error,
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonUnsupportedProvider, err.Error())
 		return ctrl.Result{}, err, true
 	}
+	if s.backend.Records != nil {
+		return ctrl.Result{}, nil, false // it serves the whole record: no zone
+	}
 	if s.zone, err = r.chooseZone(ctx, s); err != nil {
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonDNSProviderError, fmt.Sprintf(v1alpha1.MessageNoZone, zoneProblem(s, err)))
 		return ctrl.Result{}, err, true
@@ -53,6 +56,9 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error,
 
 // publish hands the desired endpoints to the zone's queue and reports the outcome.
 func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+	if s.backend.Records != nil {
+		return r.ensureWhole(ctx, s)
+	}
 	rec := s.record
 	prov := s.backend.Provider
 	desired, err := prov.AdjustEndpoints(copyEndpoints(rec.Spec.Endpoints))
@@ -127,6 +133,29 @@ func (r *Reconciler) recordOutcome(s *scope, out publish.Outcome) {
 		conflicts.WithLabelValues(c.Field).Inc()
 	}
 	r.setConflicted(s, out.Plan.Conflicts)
+}
+
+// ensureWhole hands the record to a backend that serves whole records, and writes what it reports.
+func (r *Reconciler) ensureWhole(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+	rec := s.record
+	st, err := s.backend.Records.EnsureRecord(ctx, rec.DeepCopy())
+	if err != nil {
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonProviderError, fmt.Sprintf(v1alpha1.MessageProviderError, err.Error()))
+		return ctrl.Result{}, err, true
+	}
+	rec.Status.Endpoints = st.Endpoints
+	r.setReady(s, st.Ready.Status, st.Ready.Reason, st.Ready.Message)
+	if st.Healthy != nil {
+		conditionOrder.Set(&rec.Status.Conditions, rec.Generation, metav1.Condition{
+			Type: v1alpha1.ConditionTypeHealthy, Status: st.Healthy.Status, Reason: st.Healthy.Reason, Message: st.Healthy.Message,
+		})
+	} else {
+		conditionOrder.Remove(&rec.Status.Conditions, v1alpha1.ConditionTypeHealthy)
+	}
+	if st.RecheckAfter > 0 {
+		return ctrl.Result{RequeueAfter: jitter(st.RecheckAfter)}, nil, true
+	}
+	return r.recheck(s, false), nil, true
 }
 
 func copyEndpoints(eps []*v1alpha1.Endpoint) []*v1alpha1.Endpoint {

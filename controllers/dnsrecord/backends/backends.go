@@ -38,6 +38,9 @@ type Backend struct {
 	Account string
 	// Secret is the Secret the backend was built from.
 	Secret types.NamespacedName
+	// Records is the backend itself when it serves whole records (providers.RecordBackend: k8gb):
+	// such a record has no zone, plan or ownership records.
+	Records providers.RecordBackend
 
 	uid     types.UID
 	version string
@@ -130,6 +133,9 @@ func (c *Cache) Backend(ctx context.Context, record types.NamespacedName, secret
 		// A wrapper has only the Provider methods: ask the backend itself.
 		if zs, ok := p.(zoneScoper); ok {
 			b.ZoneScope = zs.ZoneScope()
+		}
+		if rb, ok := p.(providers.RecordBackend); ok {
+			b.Records = rb
 		}
 		if c.Wrap != nil {
 			p = c.Wrap(p)
