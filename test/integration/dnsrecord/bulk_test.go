@@ -2,17 +2,25 @@ package dnsrecord_test
 
 import (
 	"fmt"
+	"net/http"
+	"sort"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
+	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
 // createMany creates n records at once (concurrently, as a policy controller or a GitOps sync does).
@@ -106,3 +114,110 @@ func BenchmarkReady64(b *testing.B) {
 		b.ReportMetric(time.Since(start).Seconds(), "s-to-all-ready")
 	}
 }
+
+// BenchmarkReady1000 creates 1,000 records at once in one zone and measures the time until all are
+// Ready, and the controller's writes to the API server per record until then. The writes are counted
+// by a wrapper around the manager's own HTTP transport (POST, PUT, PATCH and DELETE it sends), so
+// the benchmark's creates and reads, and other managers in the process, are not among them.
+func BenchmarkReady1000(b *testing.B) {
+	const n = 1000
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		store := inmemory.NewStore()
+		z := fmt.Sprintf("bench1000-%d.example.com", i)
+		store.EnsureZone(z)
+		factory := providers.NewFactory()
+		factory.Register(v1alpha1.SecretTypeInMemory, inmemory.NewConstructor(store))
+		writes := &writeCounter{}
+		counted := &testenv.Env{Config: rest.CopyConfig(envs[0].Config), Client: envs[0].Client}
+		counted.Config.Wrap(writes.wrap)
+		ns := testenv.StartManager(b, counted, "bench1000-", func(mgr ctrl.Manager) error {
+			return app.AddControllers(mgr, app.Options{EnableRecordController: true}, factory, dnsrecord.DefaultOptions())
+		})
+		cl := &cluster{name: "cluster-0", c: envs[0].Client, ns: ns}
+		cl.secret(b, z)
+		writes.reset() // the manager's start-up, not the records
+		b.StartTimer()
+		start := time.Now()
+		createMany(b, cl, n, z)
+		for {
+			// Listing 1,000 records is work for the API server the controller shares: poll at
+			// 100 ms, not BenchmarkReady64's 10 ms.
+			if r, _ := allReady(b, cl); r == n {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		elapsed := time.Since(start)
+		b.StopTimer()
+		total, by := writes.counts()
+		b.ReportMetric(elapsed.Seconds(), "s-to-all-ready")
+		b.ReportMetric(float64(total)/n, "writes/record")
+		b.Logf("%d records Ready in %s; controller writes until then: %d (%s)", n, elapsed.Round(time.Millisecond), total, by)
+		if got := len(records(b, store, z)); got != n {
+			b.Fatalf("zone holds %d records, want %d", got, n)
+		}
+	}
+}
+
+// writeCounter counts the API-server writes one client sends, by method and resource.
+type writeCounter struct {
+	mu sync.Mutex
+	by map[string]int
+	n  atomic.Int64
+}
+
+func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		switch req.Method {
+		case http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete:
+			w.n.Add(1)
+			w.mu.Lock()
+			if w.by == nil {
+				w.by = map[string]int{}
+			}
+			w.by[req.Method+" "+resource(req.URL.Path)]++
+			w.mu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+func (w *writeCounter) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.by = nil
+	w.n.Store(0)
+}
+
+// counts returns the total and a breakdown such as "PATCH dnsrecords=1000, PATCH dnsrecords/status=2000".
+func (w *writeCounter) counts() (int64, string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var parts []string
+	for k, v := range w.by {
+		parts = append(parts, fmt.Sprintf("%s=%d", k, v))
+	}
+	sort.Strings(parts)
+	return w.n.Load(), strings.Join(parts, ", ")
+}
+
+// resource names what a request path writes: the resource, with /status for the status subresource
+// (/apis/<group>/<version>/namespaces/<ns>/<resource>[/<name>[/status]]).
+func resource(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	for i, p := range parts {
+		if p == "namespaces" && i+2 < len(parts) {
+			rest := parts[i+2:]
+			if len(rest) >= 3 {
+				return rest[0] + "/" + rest[2]
+			}
+			return rest[0]
+		}
+	}
+	return path
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
