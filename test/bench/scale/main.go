@@ -14,10 +14,11 @@
 // controller process (so a fresh inmemory zone and a clean VmHWM) and a fresh namespace.
 //
 // -inprocess runs the same controller (app.Run, as main does) inside this process instead, for
-// profiles: -cpuprofile covers the create-to-Ready phase, with the controller's goroutines labelled
-// side=controller (go tool pprof -tagfocus side=controller); -memprofile writes heap profiles at
-// the first create (.base), at half Ready (.half) and at all Ready, so `go tool pprof -base
-// X.base X` shows the allocations of the run alone. RSS and CPU then include the harness.
+// profiles: -cpuprofile covers the create-to-Ready phase (and X.delete the deletions), with the
+// controller's goroutines labelled side=controller (go tool pprof -tagfocus side=controller);
+// -memprofile writes heap profiles at the first create (.base), at half Ready (.half) and at all
+// Ready, and at the deletions' start and end (.delete.base, .delete), so `go tool pprof -base
+// X.base X` shows the allocations of a phase alone. RSS and CPU then include the harness.
 package main
 
 import (
@@ -105,8 +106,8 @@ func run() error {
 	flag.DurationVar(&c.deleteTimeout, "delete-timeout", 10*time.Minute, "per size: stop waiting for the deletions after this long")
 	flag.DurationVar(&c.progress, "progress", 10*time.Second, "print Ready records, RSS and CPU this often (0: never)")
 	flag.BoolVar(&c.inProcess, "inprocess", false, "run the controller in this process (for profiles); one size only")
-	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "with -inprocess: CPU profile of the create-to-Ready phase")
-	flag.StringVar(&c.memProfile, "memprofile", "", "with -inprocess: heap profiles at the first create (.base), half Ready (.half) and all Ready")
+	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "with -inprocess: CPU profile of the create-to-Ready phase (and of the deletions, with suffix .delete)")
+	flag.StringVar(&c.memProfile, "memprofile", "", "with -inprocess: heap profiles at the first create (.base), half Ready (.half), all Ready, and the deletions' start and end (.delete.base, .delete)")
 	flag.StringVar(&c.binary, "controller", "", "controller binary to run (default: built from ./cmd/dnspolicy-controller)")
 	flag.Parse()
 	for _, s := range strings.Split(*sizes, ",") {
@@ -364,7 +365,7 @@ func (h *harness) bench(ctx context.Context, env *envtest.Environment, c *config
 	if err != nil {
 		return r, err
 	}
-	if err := ctl.profileStart(c); err != nil {
+	if err := ctl.profileStart(c, ""); err != nil {
 		return r, err
 	}
 	start := time.Now()
@@ -405,7 +406,7 @@ func (h *harness) bench(ctx context.Context, env *envtest.Environment, c *config
 	if err != nil {
 		return r, err
 	}
-	ctl.profileStop(c)
+	ctl.profileStop(c, "")
 	if err := <-created; err != nil {
 		return r, fmt.Errorf("creating the records: %w", err)
 	}
@@ -435,6 +436,9 @@ func (h *harness) bench(ctx context.Context, env *envtest.Environment, c *config
 	if err != nil {
 		return r, err
 	}
+	if err := ctl.profileStart(c, ".delete"); err != nil {
+		return r, err
+	}
 	start = time.Now()
 	if err := parallel(ctx, n, c.creators, func(ctx context.Context, i int) error {
 		return client.IgnoreNotFound(h.client.Delete(ctx, specs[i].DeepCopy()))
@@ -462,6 +466,7 @@ func (h *harness) bench(ctx context.Context, env *envtest.Environment, c *config
 		}
 	}
 	r.deleteTime = time.Since(start)
+	ctl.profileStop(c, ".delete")
 	after, err = ctl.sample(h)
 	if err != nil {
 		return r, err
@@ -818,12 +823,14 @@ func (ctl *controller) printProgress(start time.Time, what string, done, n int) 
 		time.Since(start).Seconds(), done, n, what, mib(rss), mib(hwm), cpu, loadAverage())
 }
 
-func (ctl *controller) profileStart(c *config) error {
-	ctl.heapProfile(c, ".base")
+// profileStart starts the CPU profile of one phase, written to the -cpuprofile file with suffix,
+// and writes the heap profile of the phase's start.
+func (ctl *controller) profileStart(c *config, suffix string) error {
+	ctl.heapProfile(c, suffix+".base")
 	if c.cpuProfile == "" {
 		return nil
 	}
-	f, err := os.Create(c.cpuProfile)
+	f, err := os.Create(c.cpuProfile + suffix)
 	if err != nil {
 		return err
 	}
@@ -831,13 +838,13 @@ func (ctl *controller) profileStart(c *config) error {
 	return pprof.StartCPUProfile(f)
 }
 
-func (ctl *controller) profileStop(c *config) {
+func (ctl *controller) profileStop(c *config, suffix string) {
 	if ctl.cpuFile != nil {
 		pprof.StopCPUProfile()
 		_ = ctl.cpuFile.Close()
 		ctl.cpuFile = nil
 	}
-	ctl.heapProfile(c, "")
+	ctl.heapProfile(c, suffix)
 }
 
 // heapProfile writes the heap profile to the -memprofile file with suffix, when profiling.
