@@ -46,7 +46,10 @@ import (
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// Secrets: get is all a record with providerRef needs. The namespace's default-provider lookup
+// (list) and the Secret watch (list, watch) are granted per namespace by
+// config/rbac/provider_secrets_role.yaml, never cluster-wide (config/rbac/README.md).
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Condition messages Kuadrant's tooling matches verbatim (DESIGN 4b).
@@ -88,6 +91,9 @@ type Options struct {
 	// MaxConcurrentReconciles lets many records wait on one zone's queue at once, which is what lets
 	// the queue batch them.
 	MaxConcurrentReconciles int
+	// NoSecretWatch leaves out the watch of Secrets' metadata, for a ServiceAccount that may only
+	// get Secrets (config/rbac/README.md): a changed provider Secret is used at the next pass.
+	NoSecretWatch bool
 }
 
 // DefaultOptions are the production timings.
@@ -147,15 +153,17 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.failures = map[types.NamespacedName]int{}
 	r.providers = map[string]providerEntry{}
 	r.zones = map[string]*zoneList{}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("dnsrecord").
 		// Status writes do not change the generation, so our own status updates never trigger a pass.
-		For(&v1alpha1.DNSRecord{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1alpha1.DNSRecord{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	if !r.Options.NoSecretWatch {
 		// A fixed or rotated provider Secret takes effect at once rather than at the records' next
 		// backoff retry (up to MaxBackoff away). Only metadata is cached: the controller never
 		// holds other Secrets' contents, and reads its own when a pass needs them.
-		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.recordsOfSecret), builder.OnlyMetadata).
-		WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
+		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.recordsOfSecret), builder.OnlyMetadata)
+	}
+	return b.WithOptions(controller.Options{MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles}).
 		Complete(r)
 }
 
