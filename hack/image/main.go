@@ -269,4 +269,3 @@ func writeArchive(out string, img v1.Image, ref string, mtime time.Time) error {
 	}
 	return os.Rename(out+".tmp", out)
 }
-
