@@ -223,4 +223,3 @@ func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *u
 	t.Fatalf("no %s %s in the render", kind, name)
 	return nil
 }
-

@@ -131,7 +131,7 @@ func publishLoadbalanced(t *testing.T, c client.Client, ns string, byRef bool) {
 	}
 	policy := &dnsv1.DNSPolicy{
 		ObjectMeta: metav1.ObjectMeta{Name: "loadbalanced", Namespace: ns},
-		Spec: dnsv1.DNSPolicySpec{LoadBalancing: &dnsv1.LoadBalancingSpec{Weight: 120, Geo: "IE", DefaultGeo: true}},
+		Spec:       dnsv1.DNSPolicySpec{LoadBalancing: &dnsv1.LoadBalancingSpec{Weight: 120, Geo: "IE", DefaultGeo: true}},
 	}
 	policy.Spec.TargetRef.Group = gatewayapiv1.GroupName
 	policy.Spec.TargetRef.Kind = "Gateway"
