@@ -59,7 +59,12 @@ func startControlPlane(t *testing.T) *controlPlane {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env := &envtest.Environment{CRDDirectoryPaths: gw, ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: assets, Scheme: apis.Scheme()}
+	env := &envtest.Environment{
+		CRDDirectoryPaths: gw, ErrorIfCRDPathMissing: true, BinaryAssetsDirectory: assets, Scheme: apis.Scheme(),
+		// A loaded machine (2 cores shared by several test binaries) can take longer than the
+		// default 20 s to bring kube-apiserver up.
+		ControlPlaneStartTimeout: 2 * time.Minute,
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("starting envtest: %v", err)

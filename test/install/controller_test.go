@@ -3,9 +3,14 @@
 package install_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,7 +20,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -23,8 +29,7 @@ import (
 	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
-	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
-	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -44,48 +49,78 @@ func containerArgs(t *testing.T, u *unstructured.Unstructured) ([]string, *appsv
 	return nil, nil
 }
 
-// runController runs the controller as the Deployment would: options parsed from its args by the
-// binary's own parser, talking to the API server as the ServiceAccount (impersonated; the test's
-// admin credentials are not used). Only what cannot work outside a pod is changed: the endpoints
-// listen nowhere (no server beyond loopback), and the leader-election namespace, which a pod reads
-// from its ServiceAccount token's folder, is named.
+// runController runs the controller binary with the Deployment's args, talking to the API server
+// as the ServiceAccount: its kubeconfig impersonates the ServiceAccount, so the test's admin rights
+// are not used. Only what cannot work outside a pod is added after the Deployment's args (the last
+// value of a flag wins): the kubeconfig; the metrics and health endpoints are off (the Deployment's
+// ":8080" would listen beyond loopback); and the leader-election namespace, which a pod reads from
+// its ServiceAccount token's folder, is named.
 func runController(t *testing.T, cp *controlPlane, deployment *unstructured.Unstructured) {
 	t.Helper()
 	args, _ := containerArgs(t, deployment)
-	opts, err := app.Parse(args, func(string) (string, bool) { return "", false })
-	if err != nil {
+	if _, err := app.Parse(args, func(string) (string, bool) { return "", false }); err != nil {
 		t.Fatalf("the Deployment's args %v do not parse: %v", args, err)
 	}
-	opts.MetricsBindAddress, opts.HealthProbeBindAddress = "0", "0"
-	opts.LeaderElectionNamespace = controllerNamespace
-	opts.LogLevel, opts.LogFormat = "error", "console"
-
-	cfg := rest.CopyConfig(cp.cfg)
-	cfg.Impersonate = rest.ImpersonationConfig{UserName: serviceAccount, Groups: serviceAccountGroups}
-	mgr, err := app.NewManager(cfg, opts)
-	if err != nil {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cp.cfg.Host, CertificateAuthorityData: cp.cfg.CAData}
+	cfg.AuthInfos["service-account"] = &clientcmdapi.AuthInfo{
+		ClientCertificateData: cp.cfg.CertData, ClientKeyData: cp.cfg.KeyData,
+		Impersonate: serviceAccount, ImpersonateGroups: serviceAccountGroups,
+	}
+	cfg.Contexts["service-account"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "service-account"}
+	cfg.CurrentContext = "service-account"
+	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	factory, err := app.NewFactory(opts.Providers, inmemory.NewStore())
-	if err != nil {
+	args = append(args, "--kubeconfig="+kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
+		"--leader-election-namespace="+controllerNamespace, "--log-format=console")
+	var logs bytes.Buffer
+	cmd := exec.Command(controllerBinary(t), args...)
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	recordOpts := dnsrecord.DefaultOptions()
-	recordOpts.MinRecheck, recordOpts.MaxRecheck = 200*time.Millisecond, 2*time.Second
-	recordOpts.MinBackoff, recordOpts.MaxBackoff = 200*time.Millisecond, 2*time.Second
-	recordOpts.ValidationRetry = 100 * time.Millisecond
-	if err := app.AddControllers(mgr, opts, factory, recordOpts); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("controller stopped with: %v", err)
+		_ = cmd.Process.Signal(os.Interrupt)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("controller log:\n%s", logs.String())
 		}
 	})
+}
+
+var (
+	binaryOnce sync.Once
+	binaryPath string
+	binaryErr  error
+)
+
+// controllerBinary builds the controller once per test binary.
+func controllerBinary(t *testing.T) string {
+	t.Helper()
+	binaryOnce.Do(func() {
+		root, err := controlplane.RepoRoot()
+		if err != nil {
+			binaryErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "dnspolicy-install-test-")
+		if err != nil {
+			binaryErr = err
+			return
+		}
+		binaryPath = filepath.Join(dir, "dnspolicy-controller")
+		cmd := exec.Command("go", "build", "-o", binaryPath, "./cmd/dnspolicy-controller")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			binaryErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binaryErr != nil {
+		t.Fatal(binaryErr)
+	}
+	return binaryPath
 }
 
 // publishLoadbalanced creates, in namespace ns, an inmemory provider Secret for example.com, a

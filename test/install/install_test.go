@@ -46,6 +46,7 @@ func TestDefaultInstall(t *testing.T) {
 	// A provider Secret named by providerRef is read with get, the least a direct read needs.
 	cp.expect(t, true, access{verb: "get", resource: "secrets", namespace: "gateways", name: "provider"})
 	cp.expect(t, false, escalation("gateways")...)
+	cp.expect(t, true, finalizers(""))
 	got := cp.writable(t, "gateways", controllerNamespace)
 	want := sorted(controllerWrites("", true), controllerWrites("gateways", true), controllerWrites(controllerNamespace, true), leaseWrites())
 	if d := diffLines(got, want); d != "" {
@@ -94,6 +95,8 @@ func TestNamespacedInstall(t *testing.T) {
 		access{verb: "get", resource: "namespaces", name: "other"},
 	)
 	cp.expect(t, false, escalation("gateways")...)
+	cp.expect(t, true, finalizers("gateways"))
+	cp.expect(t, false, finalizers(""), finalizers("other"))
 	got := cp.writable(t, "gateways", "other", controllerNamespace)
 	want := sorted(controllerWrites("gateways", true), leaseWrites())
 	if d := diffLines(got, want); d != "" {
@@ -121,6 +124,7 @@ func TestRendersAreAccepted(t *testing.T) {
 		if !slices.Contains(args, "--enable-policy-controller=false") {
 			t.Errorf("record-only args %v do not turn the policy controller off", args)
 		}
+		cp.expect(t, true, finalizers(""))
 		got := cp.writable(t, "gateways", controllerNamespace)
 		want := sorted(controllerWrites("", false), controllerWrites("gateways", false), controllerWrites(controllerNamespace, false), leaseWrites())
 		if d := diffLines(got, want); d != "" {
@@ -137,6 +141,9 @@ func TestRendersAreAccepted(t *testing.T) {
 		cp.apply(t, golden(t, "kustomize-prometheus.yaml"))
 	})
 	t.Run("helm default", func(t *testing.T) {
+		// The chart's selector adds app.kubernetes.io/instance, and a Deployment's selector is
+		// immutable: moving from kustomize to the chart means deleting the Deployment first.
+		cp.deleteDeployment(t)
 		cp.apply(t, golden(t, "helm-default.yaml"))
 		args := deploymentArgs(t, cp)
 		for _, want := range []string{"--leader-elect=true", "--watch-provider-secrets=false"} {
@@ -218,4 +225,14 @@ func parseArgs(t *testing.T, args []string) app.Options {
 		t.Fatalf("the binary refuses the Deployment's args %v: %v", args, err)
 	}
 	return o
+}
+
+// deleteDeployment deletes the controller's Deployment (no garbage collector runs here, and a
+// Deployment has no finalizer, so it is gone at once).
+func (cp *controlPlane) deleteDeployment(t *testing.T) {
+	t.Helper()
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: controllerNamespace, Name: "dnspolicy-controller"}}
+	if err := cp.c.Delete(context.Background(), d); client.IgnoreNotFound(err) != nil {
+		t.Fatal(err)
+	}
 }

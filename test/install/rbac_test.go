@@ -41,9 +41,14 @@ func (a access) String() string {
 // allowed asks the API server whether the ServiceAccount may make the request.
 func (cp *controlPlane) allowed(t *testing.T, a access) bool {
 	t.Helper()
+	return cp.allowedAs(t, serviceAccount, serviceAccountGroups, a)
+}
+
+func (cp *controlPlane) allowedAs(t *testing.T, user string, groups []string, a access) bool {
+	t.Helper()
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User:   serviceAccount,
-		Groups: serviceAccountGroups,
+		User:   user,
+		Groups: groups,
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
 			Verb: a.verb, Group: a.group, Resource: a.resource, Subresource: a.subresource, Namespace: a.namespace, Name: a.name,
 		},
@@ -67,8 +72,14 @@ func (cp *controlPlane) expect(t *testing.T, want bool, requests ...access) {
 // writeVerbs are every verb that changes something, or lets a caller act as someone else.
 var writeVerbs = []string{"create", "update", "patch", "delete", "deletecollection"}
 
-// writable lists every write the ServiceAccount may make, over every resource and subresource the
-// API server serves, cluster-wide and in each namespace given; lines are access strings, sorted.
+// nobody is a ServiceAccount no manifest mentions: what it may do, every authenticated user may
+// (the self-reviews of Kubernetes' default roles), and is not granted by an install.
+const nobody = "system:serviceaccount:default:nobody"
+
+// writable lists every write the ServiceAccount may make beyond what every authenticated user may,
+// over every resource and subresource the API server serves (finalizers, which an admission plugin
+// checks rather than an API, are asked about separately), cluster-wide and in each namespace given;
+// lines are access strings, sorted.
 func (cp *controlPlane) writable(t *testing.T, namespaces ...string) []string {
 	t.Helper()
 	dc, err := discovery.NewDiscoveryClientForConfig(cp.cfg)
@@ -99,7 +110,7 @@ func (cp *controlPlane) writable(t *testing.T, namespaces ...string) []string {
 						continue
 					}
 					seen[a.String()] = true
-					if cp.allowed(t, a) {
+					if cp.allowed(t, a) && !cp.allowedAs(t, nobody, []string{"system:authenticated"}, a) {
 						out = append(out, a.String())
 					}
 				}
@@ -120,12 +131,11 @@ func writes(group, resource, sub, namespace string, verbs ...string) []string {
 }
 
 // controllerWrites is everything the controller writes, in one scope ("" = cluster-wide): its
-// DNSRecords (both controllers and the endpoint backend), their status and finalizers, the status
+// DNSRecords (both controllers and the endpoint backend), their status, the status
 // of DNSPolicies and Gateways, and events. policy says whether the policy side is installed.
 func controllerWrites(namespace string, policy bool) []string {
 	out := writes("kuadrant.io", "dnsrecords", "", namespace, "create", "update", "patch", "delete")
 	out = append(out, writes("kuadrant.io", "dnsrecords", "status", namespace, "update", "patch")...)
-	out = append(out, writes("kuadrant.io", "dnsrecords", "finalizers", namespace, "update")...)
 	out = append(out, writes("events.k8s.io", "events", "", namespace, "create", "patch")...)
 	if policy {
 		out = append(out, writes("kuadrant.io", "dnspolicies", "status", namespace, "update", "patch")...)
@@ -174,4 +184,10 @@ func escalation(namespace string) []access {
 		{verb: "escalate", group: "rbac.authorization.k8s.io", resource: "clusterroles"},
 		{verb: "create", resource: "serviceaccounts", subresource: "token", namespace: controllerNamespace, name: "dnspolicy-controller"},
 	}
+}
+
+// finalizers is the update of DNSRecords' finalizers the record controller needs (the record's
+// finalizer holds its deletion until its records left the zone).
+func finalizers(namespace string) access {
+	return access{verb: "update", group: "kuadrant.io", resource: "dnsrecords", subresource: "finalizers", namespace: namespace}
 }
