@@ -32,15 +32,20 @@ func TestImage(t *testing.T) {
 	}
 	want := strings.TrimSpace(string(version))
 	dir := t.TempDir()
-	var archives []string
+	var archives, digests []string
 	for _, name := range []string{"first.oci.tar", "second.oci.tar"} {
 		out := filepath.Join(dir, name)
 		cmd := exec.Command("make", "-s", "image", "IMAGE_ARCHIVE="+out)
 		cmd.Dir = root
-		if b, err := cmd.CombinedOutput(); err != nil {
+		b, err := cmd.Output()
+		if err != nil {
 			t.Fatalf("make image: %v\n%s", err, b)
 		}
 		archives = append(archives, out)
+		digests = append(digests, strings.TrimSpace(string(b)))
+	}
+	if digests[0] != digests[1] || !strings.HasPrefix(digests[0], "sha256:") {
+		t.Errorf("two builds of one commit gave digests %q and %q", digests[0], digests[1])
 	}
 	a, err := os.ReadFile(archives[0])
 	if err != nil {
