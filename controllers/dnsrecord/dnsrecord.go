@@ -48,7 +48,7 @@ import (
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords/finalizers,verbs=update
 // Secrets: get is all a record with providerRef needs. The namespace's default-provider lookup
 // (list) and the Secret watch (list, watch) are granted per namespace by
-// config/rbac/provider_secrets_role.yaml, never cluster-wide (config/rbac/README.md).
+// config/rbac/base/provider_secrets_role.yaml, never cluster-wide (config/rbac/README.md).
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
