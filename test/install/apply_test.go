@@ -92,7 +92,19 @@ func scheme() *runtime.Scheme {
 // golden reads the objects of one render under golden/.
 func golden(t *testing.T, name string) []*unstructured.Unstructured {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("golden", name))
+	return objectsOf(t, filepath.Join("golden", name))
+}
+
+// samples reads the objects of one file of config/samples.
+func samples(t *testing.T, name string) []*unstructured.Unstructured {
+	t.Helper()
+	return objectsOf(t, filepath.Join("..", "..", "config", "samples", name))
+}
+
+func objectsOf(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	name := path
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,16 +4,22 @@ package install_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
+	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
 // The cluster-wide install (config/default): the controller, running with only its ServiceAccount's
@@ -235,4 +241,38 @@ func (cp *controlPlane) deleteDeployment(t *testing.T) {
 	if err := cp.c.Delete(context.Background(), d); client.IgnoreNotFound(err) != nil {
 		t.Fatal(err)
 	}
+}
+
+// The record-only install (config/record-only, what stands in for Kuadrant's dns-operator): the
+// record controller alone, with only that install's rights, publishes the sample DNSRecord.
+func TestRecordOnlyInstall(t *testing.T) {
+	cp := startControlPlane(t)
+	cp.namespaces(t, "gateways")
+	objs := golden(t, "kustomize-record-only.yaml")
+	cp.apply(t, objs)
+	runController(t, cp, find(t, objs, "Deployment", "dnspolicy-controller"))
+
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "inmemory-credentials", Namespace: "gateways"},
+		Type:       v1alpha1.SecretTypeInMemory,
+		StringData: map[string]string{v1alpha1.InMemInitZonesKey: "example.com"},
+	}
+	if err := cp.c.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	sample := samples(t, "dnsrecord_loadbalanced.yaml")[0]
+	sample.SetNamespace("gateways")
+	if err := cp.c.Create(context.Background(), sample); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, 60*time.Second, func() string {
+		rec := &v1alpha1.DNSRecord{}
+		if err := cp.c.Get(context.Background(), client.ObjectKey{Namespace: "gateways", Name: sample.GetName()}, rec); err != nil {
+			return err.Error()
+		}
+		if cond := meta.FindStatusCondition(rec.Status.Conditions, v1alpha1.ConditionTypeReady); cond == nil || cond.Status != metav1.ConditionTrue {
+			return fmt.Sprintf("record Ready: %+v", cond)
+		}
+		return ""
+	})
 }
