@@ -10,6 +10,19 @@ export DNSPOLICY_CACHE := $(CACHE)
 CONTROLLER_GEN_VERSION ?= v0.23.0
 CONTROLLER_GEN = $(CACHE)/bin/controller-gen-$(CONTROLLER_GEN_VERSION)
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
+# One release number for the binary (--version), the image tag, the chart and the CSV.
+VERSION := $(shell cat VERSION)
+IMG_REPO ?= ghcr.io/dnspolicy/dnspolicy-controller
+IMG ?= $(IMG_REPO):v$(VERSION)
+LDFLAGS = -s -w -buildid= -X github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app.Version=$(VERSION)
+KUSTOMIZE_VERSION ?= v5.8.1
+KUSTOMIZE = $(CACHE)/bin/kustomize-$(KUSTOMIZE_VERSION)
+HELM_VERSION ?= v3.22.0
+HELM = $(CACHE)/bin/helm-$(HELM_VERSION)
+# The Kubernetes release charts are rendered and linted for (the one envtest runs).
+HELM_KUBE_VERSION ?= v1.37.2
+OPM_VERSION ?= v1.60.0
+OPM = $(CACHE)/bin/opm-$(OPM_VERSION)
 PKGS = ./...
 
 ##@ General
@@ -27,7 +40,7 @@ run: ## Run the controller: against the current cluster if it answers, else a lo
 
 .PHONY: build
 build: ## Build the controller binary into bin/.
-	go build -o bin/dnspolicy-controller ./cmd/dnspolicy-controller
+	go build -trimpath -ldflags "$(LDFLAGS)" -o bin/dnspolicy-controller ./cmd/dnspolicy-controller
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
@@ -37,6 +50,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 manifests: $(CONTROLLER_GEN) ## Generate the CRDs under config/crd/bases and the ClusterRole under config/rbac.
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=dnspolicy-controller paths=./cmd/... paths=./controllers/... paths=./providers/... output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) rbac:roleName=dnspolicy-controller paths=./cmd/... paths=./controllers/dnsrecord/... paths=./controllers/dnsserver/... paths=./providers/... output:rbac:artifacts:config=config/rbac/record-only
 
 .PHONY: fmt
 fmt: ## Format the Go code.
@@ -55,6 +69,7 @@ verify: $(CONTROLLER_GEN) ## Fail when generated files are stale, code is unform
 	  rm -rf "$$snap"
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt would change: $$out"; exit 1; }
 	go vet ./...
+	@$(MAKE) -s verify-install
 
 ##@ Test
 
@@ -110,3 +125,69 @@ dns-tools: ## Install BIND, dig and dnsperf from Debian when missing.
 
 $(CONTROLLER_GEN):
 	@hack/tool.sh controller-gen sigs.k8s.io/controller-tools/cmd/controller-gen $(CONTROLLER_GEN_VERSION) >/dev/null
+
+##@ Install (image, kustomize, Helm, OLM; docs/install.md)
+
+IMAGE_ARCHIVE = bin/dnspolicy-controller-$(VERSION).oci.tar
+
+.PHONY: image
+image: ## Build the container image as an OCI archive under bin/ (no container engine; same commit, same digest).
+	@dpkg-query -W ca-certificates >/dev/null 2>&1 || apt-get install -y --no-install-recommends ca-certificates >/dev/null
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 go build -trimpath -ldflags "$(LDFLAGS)" -o bin/image/dnspolicy-controller ./cmd/dnspolicy-controller
+	go run ./hack/image -binary bin/image/dnspolicy-controller -version $(VERSION) -ref $(IMG) \
+	  -revision "$$(git rev-parse HEAD)" -source-date-epoch "$$(git log -1 --format=%ct)" -out $(IMAGE_ARCHIVE)
+
+# What install-generate writes; verify-install regenerates it and fails when it differs.
+INSTALL_GENERATED = config/manager/kustomization.yaml charts/dnspolicy-controller bundle catalog test/install/golden
+KUSTOMIZE_OVERLAYS = default record-only namespaced prometheus
+
+.PHONY: install-generate
+install-generate: $(KUSTOMIZE) $(HELM) ## Write the chart's CRDs and rules, the image tag, the rendered overlays and chart (golden files), the bundles and the catalog.
+	@rm -rf charts/dnspolicy-controller/crds && mkdir -p charts/dnspolicy-controller/crds charts/dnspolicy-controller/files test/install/golden
+	@cp config/crd/bases/*.yaml charts/dnspolicy-controller/crds/
+	@cp config/rbac/role.yaml charts/dnspolicy-controller/files/role.yaml
+	@cp config/rbac/record-only/role.yaml charts/dnspolicy-controller/files/role-record-only.yaml
+	@sed -i -E 's/^version: .*/version: $(VERSION)/; s/^appVersion: .*/appVersion: "$(VERSION)"/' charts/dnspolicy-controller/Chart.yaml
+	@cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	@for o in $(KUSTOMIZE_OVERLAYS); do $(KUSTOMIZE) build config/$$o > test/install/golden/kustomize-$$o.yaml; done
+	@$(HELM) template dnspolicy-controller charts/dnspolicy-controller --namespace dnspolicy-system --include-crds --kube-version $(HELM_KUBE_VERSION) > test/install/golden/helm-default.yaml
+	@$(HELM) template dnspolicy-controller charts/dnspolicy-controller --namespace dnspolicy-system --include-crds --kube-version $(HELM_KUBE_VERSION) \
+	  -f test/install/testdata/values-full.yaml > test/install/golden/helm-full.yaml
+	@$(HELM) template dnspolicy-controller charts/dnspolicy-controller --namespace dnspolicy-system --include-crds --kube-version $(HELM_KUBE_VERSION) \
+	  -f test/install/testdata/values-namespaced.yaml > test/install/golden/helm-namespaced.yaml
+	@$(MAKE) -s bundle
+
+.PHONY: verify-install
+verify-install: $(KUSTOMIZE) $(HELM) $(OPM) ## Fail when the install files (chart, renders, bundles, catalog) are stale; lint the chart, validate the bundles and the catalog.
+	@snap=$$(mktemp -d); for p in $(INSTALL_GENERATED); do mkdir -p "$$snap/$$(dirname $$p)"; cp -r $$p "$$snap/$$p"; done; \
+	  $(MAKE) -s install-generate >/dev/null; \
+	  for p in $(INSTALL_GENERATED); do if ! diff -r "$$snap/$$p" $$p; then \
+	    echo "install files were stale ($$p) and have been regenerated: review and commit them"; rm -rf "$$snap"; exit 1; fi; done; \
+	  rm -rf "$$snap"
+	@$(MAKE) -s helm-lint catalog-validate
+
+.PHONY: helm-lint
+helm-lint: $(HELM) ## Lint the chart with default values and with everything turned on.
+	$(HELM) lint --strict --kube-version $(HELM_KUBE_VERSION) charts/dnspolicy-controller
+	$(HELM) lint --strict --kube-version $(HELM_KUBE_VERSION) charts/dnspolicy-controller -f test/install/testdata/values-full.yaml
+	$(HELM) lint --strict --kube-version $(HELM_KUBE_VERSION) charts/dnspolicy-controller -f test/install/testdata/values-namespaced.yaml
+
+.PHONY: bundle
+bundle: ## Generate the OLM bundles (full, and record side as Kuadrant's dns-operator) and the catalog from config/, and validate them.
+	go run ./hack/bundle -version $(VERSION) -image $(IMG)
+
+.PHONY: catalog-validate
+catalog-validate: $(OPM) ## Validate the file-based catalog with opm.
+	$(OPM) validate catalog
+
+.PHONY: install-tools
+install-tools: $(KUSTOMIZE) $(HELM) $(OPM) ## Build kustomize, helm and opm into the cache (once).
+
+$(KUSTOMIZE):
+	@hack/tool.sh kustomize sigs.k8s.io/kustomize/kustomize/v5 $(KUSTOMIZE_VERSION) >/dev/null
+
+$(HELM):
+	@hack/tool.sh helm helm.sh/helm/v3/cmd/helm $(HELM_VERSION) >/dev/null
+
+$(OPM):
+	@OPM_VERSION=$(OPM_VERSION) hack/opm.sh >/dev/null

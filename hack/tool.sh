@@ -10,7 +10,10 @@ if [ ! -x "$bin" ]; then
   tmp=$(mktemp -d)
   GOBIN="$tmp" go install "$pkg@$version" >&2
   mkdir -p "$CACHE_ROOT/bin"
-  mv "$tmp/$(basename "${pkg%%@*}")" "$bin"
+  # go install names the binary after the last path element that is not a major version (/v5).
+  base=$(basename "$pkg")
+  [[ "$base" =~ ^v[0-9]+$ ]] && base=$(basename "$(dirname "$pkg")")
+  mv "$tmp/$base" "$bin"
   rm -rf "$tmp"
 fi
 echo "$bin"

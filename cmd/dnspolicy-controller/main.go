@@ -17,6 +17,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	if opts.PrintVersion {
+		fmt.Println(app.Version)
+		return
+	}
 	log := opts.Logger()
 	ctrl.SetLogger(log)
 	cfg, err := opts.RESTConfig()

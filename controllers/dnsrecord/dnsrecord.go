@@ -45,7 +45,10 @@ import (
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords/finalizers,verbs=update
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// Secrets: get is all a record with providerRef needs. The namespace's default-provider lookup
+// (list) and the Secret watch (list, watch) are granted per namespace by
+// config/rbac/base/provider_secrets_role.yaml, never cluster-wide (config/rbac/README.md).
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Options tune the timing of the controller.
@@ -71,6 +74,9 @@ type Options struct {
 	// MaxConcurrentReconciles lets many records wait on one zone's queue at once, which is what lets
 	// the queue batch them.
 	MaxConcurrentReconciles int
+	// NoSecretWatch leaves out the watch of Secrets' metadata, for a ServiceAccount that may only
+	// get Secrets (config/rbac/README.md): a changed provider Secret is used at the next pass.
+	NoSecretWatch bool
 }
 
 // DefaultOptions are the production timings.
@@ -103,21 +109,23 @@ var conditionOrder = conditions.Order(v1alpha1.ConditionOrder)
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.backends = &backends.Cache{Factory: r.Factory, Wrap: providers.Instrument, Idle: r.Options.BackendIdle}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("dnsrecord").
 		// Status writes do not change the generation, so our own status updates never trigger a pass.
-		For(&v1alpha1.DNSRecord{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&v1alpha1.DNSRecord{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	if !r.Options.NoSecretWatch {
 		// A fixed or rotated provider Secret takes effect at once rather than at the records' next
 		// retry (up to MaxBackoff away), and drops the backend built from its old version. Only
 		// metadata is cached: the controller never holds other Secrets' contents, and reads its own
 		// when a pass needs them.
-		Watches(&corev1.Secret{}, r.secretEvents(), builder.OnlyMetadata).
-		WithOptions(controller.Options{
-			MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles,
-			// Per record, exponential: a record that keeps failing is retried less and less often,
-			// whatever the others do.
-			RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](r.Options.MinBackoff, r.Options.MaxBackoff),
-		}).
+		b = b.Watches(&corev1.Secret{}, r.secretEvents(), builder.OnlyMetadata)
+	}
+	return b.WithOptions(controller.Options{
+		MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles,
+		// Per record, exponential: a record that keeps failing is retried less and less often,
+		// whatever the others do.
+		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](r.Options.MinBackoff, r.Options.MaxBackoff),
+	}).
 		Complete(r)
 }
 

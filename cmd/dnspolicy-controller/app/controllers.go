@@ -70,11 +70,14 @@ func NewFactory(enabled []string, store *inmemory.Store) (*providers.Factory, er
 }
 
 // RBAC of the manager itself (leader election); each controller's markers sit in its package.
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// The Lease lives in the controller's own namespace ("system" is replaced by kustomize and the chart),
+// so this is a Role there, not a ClusterRole.
+// +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // AddControllers adds the enabled controllers to the manager.
 func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, recordOpts dnsrecord.Options) error {
 	if o.EnableRecordController {
+		recordOpts.NoSecretWatch = o.NoProviderSecretWatch
 		r := &dnsrecord.Reconciler{
 			Client:       mgr.GetClient(),
 			SecretReader: mgr.GetAPIReader(),

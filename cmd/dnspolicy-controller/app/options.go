@@ -46,7 +46,18 @@ type Options struct {
 	DNSSecondaries map[string][]string
 	// DNSNameservers are the NS names of every served zone.
 	DNSNameservers []string
+	// NoProviderSecretWatch (--watch-provider-secrets=false) runs the record controller without its
+	// watch of Secrets' metadata, which needs list and watch on Secrets wherever the controller
+	// watches; a changed provider Secret is then used at the record's next pass. config/rbac/README.md
+	// says when to turn the watch off.
+	NoProviderSecretWatch bool
+	// PrintVersion prints Version and exits.
+	PrintVersion bool
 }
+
+// Version is the release this binary was built from, set by the Makefile from the VERSION file
+// (-ldflags -X); a plain `go build` reports "unknown".
+var Version = "unknown"
 
 // DefaultOptions are the options of a binary started with no flags.
 func DefaultOptions() Options {
@@ -84,6 +95,8 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	fs.StringVar(&o.DNSGeoIPDatabase, "dns-geoip-database", o.DNSGeoIPDatabase, "MaxMind-format (country or city) database the DNS server locates clients with; empty: every client gets the default geo.")
 	tsigKeys := fs.String("dns-tsig-keys", "", "Comma-separated name:base64secret HMAC-SHA256 keys; a peer signing with one may transfer zones (AXFR).")
 	secondaries := fs.String("dns-secondaries", "", "Comma-separated zone=host:port secondaries sent a NOTIFY when their zone changes.")
+	watchSecrets := fs.Bool("watch-provider-secrets", !o.NoProviderSecretWatch, "Watch Secrets' metadata so a changed provider Secret is used at once; needs list and watch on Secrets in every watched namespace. Off: a changed Secret is used at the record's next pass.")
+	fs.BoolVar(&o.PrintVersion, "version", false, "Print the version and exit.")
 	nameservers := fs.String("dns-nameservers", "", "Comma-separated NS names of every served zone (the first is the SOA's primary); empty: ns1.<zone>.")
 
 	var envErr error
@@ -100,6 +113,7 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
+	o.NoProviderSecretWatch = !*watchSecrets
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}

@@ -55,3 +55,24 @@ func TestParseRejectsBadValues(t *testing.T) {
 		t.Error("a bad environment value was accepted")
 	}
 }
+
+// --watch-provider-secrets defaults to on (the record controller watches Secrets' metadata) and
+// --version only asks for the version.
+func TestParseSecretWatchAndVersion(t *testing.T) {
+	o, err := Parse(nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.NoProviderSecretWatch || o.PrintVersion {
+		t.Errorf("defaults: %+v", o)
+	}
+	if o, err = Parse([]string{"--watch-provider-secrets=false", "--version"}, env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if !o.NoProviderSecretWatch || !o.PrintVersion {
+		t.Errorf("flags not applied: %+v", o)
+	}
+	if o, err = Parse(nil, env(map[string]string{"DNSPOLICY_WATCH_PROVIDER_SECRETS": "false"})); err != nil || !o.NoProviderSecretWatch {
+		t.Errorf("environment not applied: %v %+v", err, o)
+	}
+}
