@@ -2,8 +2,11 @@
 // returns, and the explicit map from provider Secret type to backend constructor.
 //
 // A backend knows nothing about owners: it lists zones, reads a zone's record sets (ownership TXT
-// records included, as plain TXT), and applies a batch of changes to one zone atomically. Ownership,
-// merging and conflict resolution live in pkg/registry and pkg/plan.
+// records included, as plain TXT) with the State it needs to write against them, and applies a
+// batch of changes to one zone atomically, refusing the whole batch as a stale view when the zone is
+// not what the batch assumes (the sets it deletes, updates and requires). It keeps no copy of a zone:
+// the engine owns the one view and hands the State back with every batch. Ownership, merging and
+// conflict resolution live in pkg/registry and pkg/plan.
 package providers
 
 import (

@@ -350,3 +350,54 @@ func TestUnclaimedRecordIsConfirmedByASecondRead(t *testing.T) {
 		t.Errorf("re-check of a confirmed conflict made provider calls: %+v -> %+v", before, after)
 	}
 }
+
+// pickyProvider refuses, as permanent, any batch that writes a record at one name: a record the
+// backend cannot take, in a batch it shares with records it can.
+type pickyProvider struct {
+	providers.Provider
+	refuse string
+}
+
+func (p pickyProvider) Apply(ctx context.Context, zone providers.Zone, st providers.State, c *providers.Changes) error {
+	for _, ep := range slices.Concat(c.Create, c.UpdateNew) {
+		if ep.DNSName == p.refuse {
+			return providers.Errorf(providers.Permanent, "InvalidChangeBatch: %s cannot be written", ep.DNSName)
+		}
+	}
+	return p.Provider.Apply(ctx, zone, st, c)
+}
+
+// A batch refused as permanent is retried with each request alone: the bad record fails alone, and
+// the records it shared the batch with are published in the same cycle.
+func TestPermanentFailureFailsOnlyItsRequest(t *testing.T) {
+	store, zone := newZone(t)
+	p := New(slow())
+	prov := pickyProvider{Provider: provider(store), refuse: "bad.example.com"}
+	names := []string{"good1.example.com", "bad.example.com", "good2.example.com"}
+	errs := make([]error, len(names))
+	outs := make([]Outcome, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			outs[i], errs[i] = p.Publish(t.Context(), prov, "account", zone, Request{OwnerID: fmt.Sprintf("owner-%d", i), Desired: []*v1alpha1.Endpoint{a(name, "10.0.0.1")}})
+		}()
+	}
+	wg.Wait()
+	for i, name := range names {
+		switch {
+		case name == "bad.example.com" && providers.KindOf(errs[i]) != providers.Permanent:
+			t.Errorf("%s: error %v, want the backend's permanent refusal", name, errs[i])
+		case name != "bad.example.com" && (errs[i] != nil || !outs[i].Wrote || !outs[i].Validated):
+			t.Errorf("%s: error %v, wrote %v, validated %v; want it published beside the bad record", name, errs[i], outs[i].Wrote, outs[i].Validated)
+		}
+	}
+	got := records(t, store, zone)
+	if _, ok := got["bad.example.com A"]; ok || len(got) != 2 {
+		t.Errorf("zone holds %v, want the two good records only", got)
+	}
+	if calls := store.ZoneCalls(zone.ID); calls.Apply != 2 {
+		t.Errorf("%d batches applied, want 2 (the good records alone after the shared batch failed)", calls.Apply)
+	}
+}
