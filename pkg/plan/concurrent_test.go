@@ -4,13 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
@@ -25,28 +21,7 @@ import (
 // what the rules give for the owners' wishes. Each run ends with every owner leaving at once, from one
 // view, and the zone must hold only the human's records.
 func TestConcurrentPlanners(t *testing.T) {
-	seed := *seedFlag
-	if seed == 0 {
-		seed = time.Now().UnixNano()
-	}
-	t.Logf("seed %d (rerun with -plan.seed=%d)", seed, seed)
-	const runs = 10000
-	var next atomic.Int64
-	var failed atomic.Bool
-	var wg sync.WaitGroup
-	for w := runtime.GOMAXPROCS(0); w > 0; w-- {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1) - 1; i < runs && !failed.Load(); i = next.Add(1) - 1 {
-				if err := concurrentRun(rand.New(rand.NewSource(seed + i))); err != nil {
-					failed.Store(true)
-					t.Errorf("seed %d, run %d: %v", seed, i, err)
-				}
-			}
-		}()
-	}
-	wg.Wait()
+	runSeeded(t, 10000, concurrentRun)
 }
 
 func concurrentRun(rng *rand.Rand) error {

@@ -32,14 +32,17 @@ var (
 // alone), the ownership TXTs exactly the live owners' wishes, the human's records untouched, and
 // each batch must pass the apply-time check, apply to a strict zone, and re-plan to nothing.
 func TestInterleavings(t *testing.T) {
+	runSeeded(t, 10000, interleaving)
+}
+
+// runSeeded runs n random cases spread over the cores. Case i draws from its own source, seed+i, so
+// it replays alone; the seed is logged, and -plan.seed picks it.
+func runSeeded(t *testing.T, n int64, run func(*rand.Rand) error) {
 	seed := *seedFlag
 	if seed == 0 {
 		seed = time.Now().UnixNano()
 	}
 	t.Logf("seed %d (rerun with -plan.seed=%d)", seed, seed)
-	// Interleaving i draws from its own source, seed+i, so it replays alone and the work can spread
-	// over the cores.
-	const interleavings = 10000
 	var next atomic.Int64
 	var failed atomic.Bool
 	var wg sync.WaitGroup
@@ -47,10 +50,10 @@ func TestInterleavings(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := next.Add(1) - 1; i < interleavings && !failed.Load(); i = next.Add(1) - 1 {
-				if err := interleaving(rand.New(rand.NewSource(seed + i))); err != nil {
+			for i := next.Add(1) - 1; i < n && !failed.Load(); i = next.Add(1) - 1 {
+				if err := run(rand.New(rand.NewSource(seed + i))); err != nil {
 					failed.Store(true)
-					t.Errorf("seed %d, interleaving %d: %v", seed, i, err)
+					t.Errorf("seed %d, case %d: %v", seed, i, err)
 				}
 			}
 		}()
