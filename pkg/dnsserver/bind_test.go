@@ -28,7 +28,7 @@ func querySOASerial(addr, zone string) (uint32, error) {
 func TestBINDSecondary(t *testing.T) {
 	const key = "transfer-key."
 	secret := bind.TSIGKey(t, "transfer-key")
-	s := startServer(t, Options{TSIGKeys: map[string]string{key: secret}, NotifyKey: key})
+	s := startServer(t, Options{TSIGKeys: []TSIGKey{{Name: key, Secret: secret}}, TransferKeys: map[string][]string{"example.com": {key}}})
 	secondary := bind.FreeAddr(t)
 	log := bind.StartSecondary(t, secondary, "example.com", s.Addr(), "transfer-key", secret)
 	data := ZoneData{Endpoints: exampleZone(), Nameservers: []string{"ns1.example.com", "ns2.example.net"}, Secondaries: []string{secondary}}

@@ -12,7 +12,7 @@ import (
 // never panic, and whatever it sends must be a well-formed response to that query that fits the
 // transport. Seeds: testdata/fuzz/FuzzHandler and the queries below.
 func FuzzHandler(f *testing.F) {
-	s, err := New(Options{GeoIPDatabase: writeGeoDB(f), TSIGKeys: map[string]string{testKey: testSecret}})
+	s, err := New(Options{GeoIPDatabase: writeGeoDB(f), TSIGKeys: testKeys, TransferKeys: testTransferKeys})
 	if err != nil {
 		f.Fatal(err)
 	}

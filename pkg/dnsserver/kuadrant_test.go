@@ -55,7 +55,7 @@ func kuadrantZone(t testing.TB) []*v1alpha1.Endpoint {
 }
 
 func TestKuadrantShapedRecords(t *testing.T) {
-	s := startServer(t, Options{GeoIPDatabase: writeGeoDB(t), TSIGKeys: map[string]string{testKey: testSecret}})
+	s := startServer(t, Options{GeoIPDatabase: writeGeoDB(t), TSIGKeys: testKeys, TransferKeys: testTransferKeys})
 	st := setZone(t, s, "k.example.com", ZoneData{Endpoints: kuadrantZone(t)})
 	if len(st.Skipped) != 0 {
 		t.Fatalf("skipped %q", st.Skipped)
