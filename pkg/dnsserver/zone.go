@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -210,8 +211,10 @@ type group struct {
 	name    string
 	rrtype  uint16
 	members map[string]*draft
-	// sources are the sources that contributed, sorted, to tell them when the set is refused.
+	// sources are the sources that contributed, to tell them when the set is refused.
 	sources []string
+	// tooLarge: a record of the set cannot be sent in one message (reported with its endpoint).
+	tooLarge bool
 }
 
 // draft is one record set before encoding.
@@ -315,11 +318,11 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ref
 			if ttl == 0 {
 				ttl = defaultTTL
 			}
-			values, rrs, problems := parseTargets(name, rrtype, ttl, ep.Targets)
+			values, rrs, problems, tooLarge := parseTargets(name, rrtype, ttl, ep.Targets)
 			for _, p := range problems {
 				skip(ep, "%s", p)
 			}
-			if len(rrs) == 0 {
+			if len(rrs) == 0 && !tooLarge {
 				if len(problems) == 0 {
 					skip(ep, "no targets")
 				}
@@ -334,6 +337,9 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ref
 			if src.Name != "" && !slices.Contains(g.sources, src.Name) {
 				g.sources = append(g.sources, src.Name)
 			}
+			// A record too large to send makes its whole set unservable: the rest alone would be a
+			// wrong answer.
+			g.tooLarge = g.tooLarge || tooLarge
 			d := g.members[ep.SetIdentifier]
 			if d == nil {
 				d = &draft{setID: ep.SetIdentifier, ttl: ttl, records: map[string]dns.RR{}}
@@ -415,14 +421,17 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ref
 		ts := typeSet{rrtype: g.rrtype}
 		drafts := sortedDrafts(g.members)
 		var encErr error
-		if len(drafts) == 1 && drafts[0].geo == nil && drafts[0].weight == nil {
+		switch {
+		case g.tooLarge:
+			encErr = errors.New("a record of the set is over the size one DNS message can carry")
+		case len(drafts) == 1 && drafts[0].geo == nil && drafts[0].weight == nil:
 			values, rrs := drafts[0].sorted()
 			if g.rrtype == dns.TypeCNAME && len(rrs) > 1 {
 				refused.add(g.sources, fmt.Sprintf("%s CNAME: several targets, serving %s", g.name, values[0]))
 				rrs = rrs[:1]
 			}
 			ts.static, encErr = encodeSet(origin, rrs)
-		} else {
+		default:
 			ts.routed, encErr = newRoutedSet(origin, g.rrtype, drafts)
 		}
 		for _, d := range drafts {
@@ -592,7 +601,7 @@ func (rs *routedSet) unlocated(origin string, rrtype uint16) (*rrset, error) {
 
 // parseTargets turns endpoint targets into records; values are their normalised forms, for
 // deduplication and change detection.
-func parseTargets(name string, rrtype uint16, ttl uint32, targets []string) (values []string, rrs []dns.RR, problems []string) {
+func parseTargets(name string, rrtype uint16, ttl uint32, targets []string) (values []string, rrs []dns.RR, problems []string, tooLarge bool) {
 	hdr := header(name, rrtype, ttl)
 	bp := packBuffers.Get().(*[]byte)
 	defer packBuffers.Put(bp)
@@ -611,6 +620,7 @@ func parseTargets(name string, rrtype uint16, ttl uint32, targets []string) (val
 			return
 		}
 		if end > maxSetWire {
+			tooLarge = true
 			problems = append(problems, fmt.Sprintf("target %.40q... is %d bytes of record data, over the %d one DNS message can carry",
 				value, end, maxSetWire))
 			return
@@ -655,7 +665,7 @@ func parseTargets(name string, rrtype uint16, ttl uint32, targets []string) (val
 			add(rr.String(), rr)
 		}
 	}
-	return values, rrs, problems
+	return values, rrs, problems, tooLarge
 }
 
 // txtStrings reads a TXT target the way external-dns providers do: a quoted value is zone-file text
