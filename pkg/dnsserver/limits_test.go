@@ -166,7 +166,9 @@ func TestTCPLimits(t *testing.T) {
 		s := startServer(t, Options{TCPIdleTimeout: 200 * time.Millisecond})
 		simpleZone(t, s)
 		closedByServer(t, tcpConn(t, s, "127.0.0.1"))
-		waitUntil(t, func() bool { return metricValue(t, s, "dnspolicy_dnsserver_tcp_connections_closed_total", `cause="idle"`) == 1 })
+		waitUntil(t, func() bool {
+			return metricValue(t, s, "dnspolicy_dnsserver_tcp_connections_closed_total", `cause="idle"`) == 1
+		})
 	})
 }
 

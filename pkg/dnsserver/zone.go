@@ -213,8 +213,10 @@ type group struct {
 	members map[string]*draft
 	// sources are the sources that contributed, to tell them when the set is refused.
 	sources []string
-	// tooLarge: a record of the set cannot be sent in one message (reported with its endpoint).
+	// tooLarge: a record of the set cannot be sent in one message (reported with its endpoint, to
+	// the sources in told).
 	tooLarge bool
+	told     []string
 }
 
 // draft is one record set before encoding.
@@ -224,6 +226,19 @@ type draft struct {
 	records map[string]dns.RR // by normalised value, so duplicates collapse
 	geo     []string
 	weight  *uint64
+}
+
+// describe names an endpoint in a refusal, briefly: a refusal is shown in a status condition, and
+// the endpoints refused for size hold thousands of targets or kilobytes of text.
+func describe(ep *v1alpha1.Endpoint) string {
+	s := fmt.Sprintf("%.80s %s", ep.DNSName, ep.RecordType)
+	if ep.SetIdentifier != "" {
+		s += fmt.Sprintf(" (set %.40q)", ep.SetIdentifier)
+	}
+	if targets := strings.Join(ep.Targets, ","); len(targets) <= 100 {
+		return s + " " + targets
+	}
+	return s + fmt.Sprintf(" (%d targets)", len(ep.Targets))
 }
 
 // refusals collects what a build left out, by source.
@@ -276,7 +291,7 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ref
 			srcs = nil
 		}
 		skip := func(ep *v1alpha1.Endpoint, format string, args ...any) {
-			refused.add(srcs, fmt.Sprintf("%s: %s", ep, fmt.Sprintf(format, args...)))
+			refused.add(srcs, fmt.Sprintf("%s: %s", describe(ep), fmt.Sprintf(format, args...)))
 		}
 		for _, ep := range src.Endpoints {
 			if ep == nil {
@@ -339,7 +354,10 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ref
 			}
 			// A record too large to send makes its whole set unservable: the rest alone would be a
 			// wrong answer.
-			g.tooLarge = g.tooLarge || tooLarge
+			if tooLarge {
+				g.tooLarge = true
+				g.told = append(g.told, src.Name)
+			}
 			d := g.members[ep.SetIdentifier]
 			if d == nil {
 				d = &draft{setID: ep.SetIdentifier, ttl: ttl, records: map[string]dns.RR{}}
@@ -442,7 +460,15 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ref
 			// The set cannot be sent in one message. Serving part of it would be a wrong answer; the
 			// name answers SERVFAIL for this type instead, so resolvers neither cache a denial nor a
 			// partial set, and the rest of the zone is served.
-			refused.add(g.sources, fmt.Sprintf("%s %s: %v; the record set is not served", g.name, dns.TypeToString[g.rrtype], encErr))
+			var untold []string
+			for _, src := range g.sources {
+				if !slices.Contains(g.told, src) {
+					untold = append(untold, src)
+				}
+			}
+			if !g.tooLarge || len(untold) > 0 {
+				refused.add(untold, fmt.Sprintf("%s %s: %v; the record set is not served", g.name, dns.TypeToString[g.rrtype], encErr))
+			}
 			if g.rrtype != dns.TypeNS {
 				n := nodeAt(g.name)
 				n.sets = append(n.sets, typeSet{rrtype: g.rrtype, refused: true})
@@ -610,19 +636,19 @@ func parseTargets(name string, rrtype uint16, ttl uint32, targets []string) (val
 		if slices.Contains(values, value) {
 			return
 		}
-		// Data over the protocol's limits (a character-string over 255 bytes, record data over
-		// 65,535) cannot be sent; say so here rather than fail when the set is encoded.
+		// Data over the protocol's limits (record data over what a message carries, a
+		// character-string over 255 bytes) cannot be sent; say so here rather than fail when the
+		// set is encoded.
 		c := dns.Copy(rr)
 		c.Header().Name = "."
-		end, err := dns.PackRR(c, buf, 0, nil, false)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("target %.40q... cannot be encoded: %v", value, err))
-			return
-		}
-		if end > maxSetWire {
+		if size := dns.Len(c); size > maxSetWire {
 			tooLarge = true
 			problems = append(problems, fmt.Sprintf("target %.40q... is %d bytes of record data, over the %d one DNS message can carry",
-				value, end, maxSetWire))
+				value, size, maxSetWire))
+			return
+		}
+		if _, err := dns.PackRR(c, buf, 0, nil, false); err != nil {
+			problems = append(problems, fmt.Sprintf("target %.40q... cannot be encoded: %v", value, err))
 			return
 		}
 		values = append(values, value)
