@@ -1,7 +1,9 @@
 package dnsserver
 
 import (
+	"net"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -129,5 +131,48 @@ func TestFudgeIsCapped(t *testing.T) {
 	}
 	if r := query(2*time.Minute, 60); r.Rcode != dns.RcodeNotAuth || r.IsTsig().Error != dns.RcodeBadTime {
 		t.Errorf("outside a fudge smaller than the cap: %v", r)
+	}
+}
+
+// A captured signed transfer request, replayed once the server's clock has moved past the fudge,
+// is refused with BADTIME; the same bytes were accepted when fresh.
+func TestReplayedRequestIsRefused(t *testing.T) {
+	var offset atomic.Int64
+	s := startServer(t, Options{TSIGKeys: testKeys, TransferKeys: testTransferKeys,
+		Now: func() time.Time { return time.Now().Add(time.Duration(offset.Load())) }})
+	simpleZone(t, s)
+	m := new(dns.Msg).SetQuestion("example.com.", dns.TypeSOA)
+	m.SetTsig(testKey, dns.HmacSHA256, 300, time.Now().Unix())
+	captured, _, err := dns.TsigGenerate(m, testSecret, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send := func() *dns.Msg {
+		conn, err := net.Dial("udp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.Write(captured); err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 4096)
+		n, err := conn.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := new(dns.Msg)
+		if err := resp.Unpack(buf[:n]); err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	if r := send(); r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+		t.Fatalf("fresh: %v", r)
+	}
+	offset.Store(int64(301 * time.Second))
+	if r := send(); r.Rcode != dns.RcodeNotAuth || r.IsTsig() == nil || r.IsTsig().Error != dns.RcodeBadTime {
+		t.Fatalf("replayed after 301 s: %v", r)
 	}
 }
