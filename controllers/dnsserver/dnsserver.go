@@ -185,6 +185,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	for i := range list.Items {
 		rec := &list.Items[i]
 		key := client.ObjectKeyFromObject(rec)
+		// Every record of the zone counts for the serial, entitled or not: were a namespace's
+		// entitlement withdrawn, the serial must still not go back, or secondaries would keep the
+		// content they have.
+		if t := lastChange(rec); t.After(changed) {
+			changed = t
+		}
 		if !entitled[rec.Namespace] {
 			verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonNotEntitled,
 				Message: fmt.Sprintf("namespace %s may not serve records in zone %s: %s; nothing of this record is served", rec.Namespace, zone, why)}
@@ -195,9 +201,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			if ep != nil {
 				endpoints++
 			}
-		}
-		if t := lastChange(rec); t.After(changed) {
-			changed = t
 		}
 		verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionTrue, Reason: ReasonServed,
 			Message: fmt.Sprintf("served in zone %s by the embedded DNS server", zone)}

@@ -1,8 +1,13 @@
+//go:build integration
+
 package dnsserver_test
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -25,8 +30,15 @@ func TestBINDSecondaryFollowsRecords(t *testing.T) {
 		v1alpha1.NewEndpoint("www.s.example.com", "A", 60, "192.0.2.1"),
 	})
 	bindAddr := bind.FreeAddr(t)
+	// The key reaches the server as an operator gives it: tsig-keygen's output in a file (a mounted
+	// Secret), never a flag value.
+	keyFile := filepath.Join(t.TempDir(), "tsig.conf")
+	if err := os.WriteFile(keyFile, []byte(fmt.Sprintf("key \"xfr\" {\n\talgorithm hmac-sha256;\n\tsecret \"%s\";\n};\n", secret)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	srv := startManager(t, nil, func(o *app.Options) {
-		o.DNSTSIGKeys = map[string]string{"xfr": secret}
+		o.DNSServer.TSIGKeyFile = keyFile
+		o.DNSServer.TransferKeys = map[string][]string{"s.example.com": {"xfr"}}
 		o.DNSSecondaries = map[string][]string{"s.example.com": {bindAddr}}
 	})
 	eventually(t, 10*time.Second, srv.addr, "www.s.example.com", dns.TypeA, netip.Addr{}, "NOERROR 192.0.2.1")
