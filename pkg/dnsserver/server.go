@@ -137,7 +137,7 @@ type Server struct {
 	wg     sync.WaitGroup
 
 	netMu     sync.Mutex
-	udp       *net.UDPConn
+	udp       []*net.UDPConn
 	tcp       net.Listener
 	conns     map[net.Conn]struct{}
 	perSource map[netip.Addr]int
@@ -428,7 +428,7 @@ func (s *Server) Start() error {
 	if s.started {
 		return errors.New("dnsserver: already started")
 	}
-	udp, tcp, err := listen(s.addr)
+	udp, tcp, err := listen(s.addr, runtime.GOMAXPROCS(0))
 	if err != nil {
 		return err
 	}
@@ -437,10 +437,11 @@ func (s *Server) Start() error {
 		s.wg.Add(1)
 		go s.watchGeo()
 	}
-	// One reader per CPU: each owns its buffers, so answering needs no coordination.
-	for range runtime.GOMAXPROCS(0) {
+	// One reader per CPU, each on its own socket (SO_REUSEPORT: the kernel spreads clients over
+	// them), with its own buffers: answering needs no coordination, not even on a socket's queue.
+	for _, c := range udp {
 		s.wg.Add(1)
-		go s.serveUDP(udp)
+		go s.serveUDP(c)
 	}
 	s.wg.Add(1)
 	go s.serveTCP(tcp)
@@ -452,8 +453,10 @@ func (s *Server) Start() error {
 	return nil
 }
 
-// listen opens UDP and TCP on the same address; with port 0, on the same free port.
-func listen(addr string) (*net.UDPConn, net.Listener, error) {
+// listen opens TCP and n UDP sockets on the same address; with port 0, on the same free port.
+// Several UDP sockets share the port through SO_REUSEPORT where the system has it; elsewhere there
+// is one, read by n readers.
+func listen(addr string, n int) ([]*net.UDPConn, net.Listener, error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("dnsserver: address %q: %w", addr, err)
@@ -465,7 +468,7 @@ func listen(addr string) (*net.UDPConn, net.Listener, error) {
 			return nil, nil, err
 		}
 		port := tcp.Addr().(*net.TCPAddr).Port
-		udp, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ap.Addr(), uint16(port))))
+		udp, err := listenUDP(netip.AddrPortFrom(ap.Addr(), uint16(port)), n)
 		if err == nil {
 			return udp, tcp, nil
 		}
@@ -478,14 +481,37 @@ func listen(addr string) (*net.UDPConn, net.Listener, error) {
 	return nil, nil, lastErr
 }
 
+func listenUDP(ap netip.AddrPort, n int) ([]*net.UDPConn, error) {
+	lc := net.ListenConfig{Control: reusePort}
+	var out []*net.UDPConn
+	for i := range n {
+		pc, err := lc.ListenPacket(context.Background(), "udp", ap.String())
+		if err != nil {
+			for _, c := range out {
+				_ = c.Close()
+			}
+			return nil, err
+		}
+		out = append(out, pc.(*net.UDPConn))
+		if i == 0 && !reusePortSupported {
+			// One socket, read by n readers.
+			for range n - 1 {
+				out = append(out, out[0])
+			}
+			break
+		}
+	}
+	return out, nil
+}
+
 // Addr returns the address the server listens on, once started.
 func (s *Server) Addr() netip.AddrPort {
 	s.netMu.Lock()
 	defer s.netMu.Unlock()
-	if s.udp == nil {
+	if len(s.udp) == 0 {
 		return netip.AddrPort{}
 	}
-	return s.udp.LocalAddr().(*net.UDPAddr).AddrPort()
+	return s.udp[0].LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
 // Shutdown stops listening, closes open connections and NOTIFY rounds, and waits for them to end or
@@ -494,8 +520,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancel()
 	s.netMu.Lock()
 	var errs []error
-	if s.udp != nil {
-		errs = append(errs, s.udp.Close())
+	for i, c := range s.udp {
+		if i == 0 || c != s.udp[0] {
+			errs = append(errs, c.Close())
+		}
 	}
 	if s.tcp != nil {
 		errs = append(errs, s.tcp.Close())
