@@ -75,7 +75,8 @@ const (
 type Reconciler struct {
 	// Client reads DNSRecords from the manager's cache and writes their Served condition.
 	Client client.Client
-	// SecretReader lists kuadrant.io/coredns Secrets straight from the API server (no Secret cache).
+	// SecretReader lists kuadrant.io/coredns Secrets straight from the API server (no Secret cache);
+	// nil means Client.
 	SecretReader client.Reader
 	// Namespaces limits the Secrets read to these namespaces (the manager's watched namespaces);
 	// empty means every namespace.
@@ -271,13 +272,17 @@ func (r *Reconciler) entitled(ctx context.Context, zone string) (map[string]bool
 	if r.OnlyListedZones {
 		return out, "the zone is not listed in --dns-zone-namespaces", nil
 	}
+	reader := r.SecretReader
+	if reader == nil {
+		reader = r.Client
+	}
 	namespaces := r.Namespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
 	for _, ns := range namespaces {
 		var secrets corev1.SecretList
-		if err := r.SecretReader.List(ctx, &secrets, client.InNamespace(ns),
+		if err := reader.List(ctx, &secrets, client.InNamespace(ns),
 			client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("type", string(v1alpha1.SecretTypeCoreDNS))}); err != nil {
 			return nil, "", fmt.Errorf("listing %s Secrets: %w", v1alpha1.SecretTypeCoreDNS, err)
 		}

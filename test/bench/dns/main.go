@@ -571,7 +571,7 @@ func updateLatency(n int) (time.Duration, []time.Duration, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := (&dnsservercontroller.Reconciler{Client: mgr.GetClient(), Server: srv}).SetupWithManager(mgr); err != nil {
+	if err := (&dnsservercontroller.Reconciler{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Server: srv}).SetupWithManager(mgr); err != nil {
 		return 0, nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -586,6 +586,11 @@ func updateLatency(n int) (time.Duration, []time.Duration, error) {
 	bg := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-dns"}}
 	if err := c.Create(bg, ns); err != nil {
+		return 0, nil, err
+	}
+	// The namespace is entitled to the zone as a publisher's is: by a provider Secret listing it.
+	if err := c.Create(bg, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "coredns"},
+		Type: v1alpha1.SecretTypeCoreDNS, StringData: map[string]string{v1alpha1.CoreDNSZonesKey: zoneName}}); err != nil {
 		return 0, nil, err
 	}
 	host := "www." + zoneName
