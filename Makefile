@@ -89,7 +89,7 @@ bench: envtest ## Run the benchmarks (planning, 64 records to Ready); figures go
 COREDNS_VERSION ?= v1.15.0
 
 .PHONY: bench-dns
-bench-dns: envtest dns-tools ## Benchmark the embedded DNS server against CoreDNS and BIND with dnsperf; figures go in docs/benchmarks.md.
+bench-dns: envtest dns-tools ## Benchmark the embedded DNS server against CoreDNS, BIND, Knot DNS and NSD with dnsperf (QPS, p50/p99); figures go in docs/benchmarks.md.
 	go run ./test/bench/dns -coredns "$$(hack/tool.sh coredns github.com/coredns/coredns $(COREDNS_VERSION))" $(ARGS)
 
 .PHONY: bench-clouds
