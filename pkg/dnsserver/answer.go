@@ -34,10 +34,13 @@ type responder struct {
 	refusal string
 	// rcode is the (extended) rcode of the answer finish built.
 	rcode int
+	// shard is this responder's copy of the query counters.
+	shard int
 }
 
 func newResponder(s *Server) *responder {
-	return &responder{s: s, out: make([]byte, 0, dns.MaxMsgSize), cands: make([]int, 0, 16)}
+	return &responder{s: s, out: make([]byte, 0, dns.MaxMsgSize), cands: make([]int, 0, 16),
+		shard: int(s.stats.nextShard.Add(1) % statShards)}
 }
 
 // handle answers one message and returns the bytes to send back, or nil to send nothing. The result
@@ -64,9 +67,9 @@ func (r *responder) handle(msg []byte) []byte {
 // count adds an answer to the metrics: by zone, type and rcode, and truncations and refusals.
 func (r *responder) count(out []byte) {
 	st := &r.s.stats
-	q := &st.unzoned
+	q := &st.unzoned[r.shard]
 	if r.entry != nil {
-		q = &r.entry.stats.queries
+		q = &r.entry.stats.queries[r.shard]
 	}
 	if r.xfr != nil {
 		q.add(r.req.qtype, dns.RcodeSuccess)

@@ -38,10 +38,17 @@ func init() {
 	}
 }
 
+// statShards spreads the query counters of a zone over copies, one per reader (UDP readers take
+// one each, TCP connections share them round-robin), so readers on different cores never write to
+// the same cache line; a scrape adds the copies up.
+const statShards = 8
+
 // queryStats counts answers by query type and rcode, for one zone (or for names in no zone).
 type queryStats struct {
 	n [13][8]atomic.Uint64
 }
+
+type shardedQueryStats [statShards]queryStats
 
 func (q *queryStats) add(qtype uint16, rcode int) {
 	t := uint8(len(statTypes))
@@ -62,7 +69,8 @@ const (
 
 // serverStats are the server-wide counters.
 type serverStats struct {
-	unzoned          queryStats
+	unzoned          shardedQueryStats
+	nextShard        atomic.Uint32
 	truncatedUDP     atomic.Uint64
 	truncatedTCP     atomic.Uint64
 	refusedNoZone    atomic.Uint64
@@ -86,7 +94,7 @@ type serverStats struct {
 
 // zoneStats are the counters of one zone; they live as long as the zone is served.
 type zoneStats struct {
-	queries         queryStats
+	queries         shardedQueryStats
 	transfersOK     atomic.Uint64
 	transfersFailed atomic.Uint64
 	buildsOK        atomic.Uint64
@@ -131,10 +139,14 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
-	queries := func(zone string, q *queryStats) {
-		for t := range q.n {
-			for rc := range q.n[t] {
-				if v := q.n[t][rc].Load(); v > 0 {
+	queries := func(zone string, q *shardedQueryStats) {
+		for t := range q[0].n {
+			for rc := range q[0].n[t] {
+				var v uint64
+				for i := range q {
+					v += q[i].n[t][rc].Load()
+				}
+				if v > 0 {
 					counter(descQueries, v, zone, typeName(t), rcodeName(rc))
 				}
 			}
