@@ -82,10 +82,17 @@ func run() error {
 	duration := flag.Duration("duration", 10*time.Second, "dnsperf run length per server")
 	clients := flag.Int("clients", 8, "dnsperf clients (-c)")
 	coredns := flag.String("coredns", "", "CoreDNS v1.15.0 binary")
-	updates := flag.Int("updates", 21, "DNSRecord updates timed for (c)")
+	updates := flag.Int("updates", 21, "DNSRecord updates timed for (c); 0 skips (c)")
 	latencyQPS := flag.Int("latency-qps", 20000, "query rate of the latency run of each server (dnsperf -Q)")
 	latencyDuration := flag.Duration("latency-duration", 5*time.Second, "length of the latency run of each server")
+	peerList := flag.String("peers", "coredns,bind,knot,nsd", "peers measured beside our server on (a), a comma list of coredns, bind, knot, nsd")
 	flag.Parse()
+	peers := map[string]bool{}
+	for _, p := range strings.Split(*peerList, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			peers[p] = true
+		}
+	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 
 	for _, tool := range []string{"dnsperf", "named", "knotd", "nsd"} {
@@ -93,7 +100,7 @@ func run() error {
 			return fmt.Errorf("%s not found: run `bash hack/dns-tools.sh`", tool)
 		}
 	}
-	if *coredns == "" {
+	if *coredns == "" && peers["coredns"] {
 		return errors.New("-coredns is required (make bench-dns builds it into the cache)")
 	}
 	loadBefore := loadAverage()
@@ -136,15 +143,19 @@ func run() error {
 		return fmt.Errorf("our server: %w", err)
 	}
 	add("(a) static", "dnspolicy embedded", "", m)
+	ratios := map[string]float64{}
 	for _, peer := range []struct {
-		name  string
-		start server
+		key, name string
+		start     server
 	}{
-		{"CoreDNS v1.15.0 (file)", corednsCommand(dir, *coredns, zoneFile)},
-		{"BIND " + version("named", "-v"), namedCommand(dir, zoneFile)},
-		{"Knot DNS " + version("knotd", "--version"), knotCommand(dir, zoneFile)},
-		{"NSD " + version("nsd", "-v"), nsdCommand(dir, zoneFile)},
+		{"coredns", "CoreDNS v1.15.0 (file)", corednsCommand(dir, *coredns, zoneFile)},
+		{"bind", "BIND " + version("named", "-v"), namedCommand(dir, zoneFile)},
+		{"knot", "Knot DNS " + version("knotd", "--version"), knotCommand(dir, zoneFile)},
+		{"nsd", "NSD " + version("nsd", "-v"), nsdCommand(dir, zoneFile)},
 	} {
+		if !peers[peer.key] {
+			continue
+		}
 		m, err := withProcess(dir, peer.start, func(addr netip.AddrPort) (measure, error) {
 			return perf(addr, queries)
 		})
@@ -152,6 +163,7 @@ func run() error {
 			return fmt.Errorf("%s: %w", peer.name, err)
 		}
 		add("(a) static", peer.name, "", m)
+		ratios[peer.key] = m.qps
 	}
 
 	// (b) loadbalanced with ECS
@@ -177,23 +189,29 @@ func run() error {
 	add("(b) loadbalanced + ECS", "dnspolicy embedded", "CNAME -> geo (IE of IE/US/default) -> weighted (2 targets) -> A, one answer of 4 records", m)
 
 	// (c) update to served
-	median, samples, err := updateLatency(*updates)
-	if err != nil {
-		return fmt.Errorf("update latency: %w", err)
+	var median time.Duration
+	var samples []time.Duration
+	if *updates > 0 {
+		if median, samples, err = updateLatency(*updates); err != nil {
+			return fmt.Errorf("update latency: %w", err)
+		}
 	}
 
-	core, knot := results[1].qps, results[3].qps
+	ratio := func(r result, peer string) string {
+		if base, ok := ratios[peer]; ok && strings.HasPrefix(r.what, "(a)") {
+			return fmt.Sprintf("%.2fx", r.qps/base)
+		}
+		return "-"
+	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(w, "mix\tserver\tQPS\tavg latency ms\tvs CoreDNS\tvs Knot\tp50 ms @%d qps\tp99 ms @%d qps\tnote\n", *latencyQPS, *latencyQPS)
 	for _, r := range results {
-		vsCore, vsKnot := "-", "-"
-		if strings.HasPrefix(r.what, "(a)") {
-			vsCore, vsKnot = fmt.Sprintf("%.2fx", r.qps/core), fmt.Sprintf("%.2fx", r.qps/knot)
-		}
-		fmt.Fprintf(w, "%s\t%s\t%.0f\t%.3f\t%s\t%s\t%.3f\t%.3f\t%s\n", r.what, r.server, r.qps, r.latency, vsCore, vsKnot, r.p50, r.p99, r.note)
+		fmt.Fprintf(w, "%s\t%s\t%.0f\t%.3f\t%s\t%s\t%.3f\t%.3f\t%s\n", r.what, r.server, r.qps, r.latency, ratio(r, "coredns"), ratio(r, "knot"), r.p50, r.p99, r.note)
 	}
-	fmt.Fprintf(w, "(c) DNSRecord update -> served\tdnspolicy embedded\t-\tmedian %.1f\t-\t-\t-\t-\t%d updates, min %.1f ms, max %.1f ms\n",
-		ms(median), len(samples), ms(slices.Min(samples)), ms(slices.Max(samples)))
+	if len(samples) > 0 {
+		fmt.Fprintf(w, "(c) DNSRecord update -> served\tdnspolicy embedded\t-\tmedian %.1f\t-\t-\t-\t-\t%d updates, min %.1f ms, max %.1f ms\n",
+			ms(median), len(samples), ms(slices.Min(samples)), ms(slices.Max(samples)))
+	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
