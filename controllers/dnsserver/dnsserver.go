@@ -311,10 +311,13 @@ func (r *Reconciler) report(ctx context.Context, records []v1alpha1.DNSRecord, v
 		if !ok {
 			continue
 		}
+		// Written only when the verdict changes, not for every new generation: each status write
+		// moves the record's resourceVersion, and its writers (the coredns backend, dns-operator)
+		// write with the version they read, so every needless write costs them a retry.
+		// observedGeneration is the generation the verdict was last written for.
 		want.ObservedGeneration = rec.Generation
 		have := meta.FindStatusCondition(rec.Status.Conditions, ConditionServed)
-		if have != nil && have.Status == want.Status && have.Reason == want.Reason && have.Message == want.Message &&
-			have.ObservedGeneration == want.ObservedGeneration {
+		if have != nil && have.Status == want.Status && have.Reason == want.Reason && have.Message == want.Message {
 			continue
 		}
 		want.LastTransitionTime = metav1.Now()

@@ -42,6 +42,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -631,11 +632,14 @@ func updateLatency(n int) (time.Duration, []time.Duration, error) {
 	var samples []time.Duration
 	for i := 1; i <= n; i++ {
 		want := fmt.Sprintf("192.0.2.%d", i)
-		if err := c.Get(bg, client.ObjectKeyFromObject(rec), rec); err != nil {
-			return 0, nil, err
-		}
-		rec.Spec.Endpoints[0].Targets = v1alpha1.Targets{want}
-		if err := c.Update(bg, rec); err != nil {
+		// The server writes the record's Served condition, so an update may meet a newer version.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := c.Get(bg, client.ObjectKeyFromObject(rec), rec); err != nil {
+				return err
+			}
+			rec.Spec.Endpoints[0].Targets = v1alpha1.Targets{want}
+			return c.Update(bg, rec)
+		}); err != nil {
 			return 0, nil, err
 		}
 		start := time.Now()

@@ -17,6 +17,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -151,11 +152,14 @@ func TestChangesRestartAndRemoval(t *testing.T) {
 
 	var took []time.Duration
 	for i, target := range []string{"192.0.2.2", "192.0.2.3", "192.0.2.4"} {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
-			t.Fatal(err)
-		}
-		rec.Spec.Endpoints[0].Targets = v1alpha1.Targets{target}
-		if err := env.Client.Update(ctx, rec); err != nil {
+		// The server writes the record's Served condition, so an update may meet a newer version.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
+				return err
+			}
+			rec.Spec.Endpoints[0].Targets = v1alpha1.Targets{target}
+			return env.Client.Update(ctx, rec)
+		}); err != nil {
 			t.Fatal(err)
 		}
 		took = append(took, eventually(t, time.Second, m.addr, "www.c.example.com", dns.TypeA, netip.Addr{}, "NOERROR "+target))

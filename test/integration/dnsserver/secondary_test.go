@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -61,11 +62,14 @@ func TestBINDSecondaryFollowsRecords(t *testing.T) {
 	}
 	waitBIND("NOERROR 192.0.2.1")
 
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
-		t.Fatal(err)
-	}
-	rec.Spec.Endpoints[0].Targets = v1alpha1.Targets{"192.0.2.2"}
-	if err := env.Client.Update(ctx, rec); err != nil {
+	// The server writes the record's Served condition, so an update may meet a newer version.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
+			return err
+		}
+		rec.Spec.Endpoints[0].Targets = v1alpha1.Targets{"192.0.2.2"}
+		return env.Client.Update(ctx, rec)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	waitBIND("NOERROR 192.0.2.2")
