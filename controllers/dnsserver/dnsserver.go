@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -93,6 +94,18 @@ type Reconciler struct {
 	// OnlyListedZones serves no zone that ZoneNamespaces does not list: provider Secrets entitle
 	// nobody. For clusters where tenants may create Secrets of any type.
 	OnlyListedZones bool
+
+	// secrets caches the namespaces provider Secrets entitle, by zone, so that a record change is
+	// served without a call to the API server. Any Secret event moves secretsGen, and the next
+	// reconcile of each zone lists the Secrets again.
+	mu         sync.Mutex
+	secretsGen uint64
+	secrets    map[string]entitlement
+}
+
+type entitlement struct {
+	gen        uint64
+	namespaces map[string]bool
 }
 
 // SetupWithManager registers the server and the controller that feeds it. Neither needs leadership:
@@ -141,8 +154,12 @@ func zoneOf(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: zone}}}
 }
 
-// allZones is every zone some authoritative record names.
+// allZones is every zone some authoritative record names. It is called for Secret events, so it
+// also forgets what Secrets entitled.
 func (r *Reconciler) allZones(ctx context.Context, _ client.Object) []reconcile.Request {
+	r.mu.Lock()
+	r.secretsGen++
+	r.mu.Unlock()
 	var records v1alpha1.DNSRecordList
 	if err := r.Client.List(ctx, &records, client.MatchingLabels{v1alpha1.AuthoritativeRecordLabel: "true"}); err != nil {
 		log.FromContext(ctx).Error(err, "listing authoritative records after a Secret changed")
@@ -272,6 +289,14 @@ func (r *Reconciler) entitled(ctx context.Context, zone string) (map[string]bool
 	if r.OnlyListedZones {
 		return out, "the zone is not listed in --dns-zone-namespaces", nil
 	}
+	why := fmt.Sprintf("no %s Secret in the namespace lists the zone in %s", v1alpha1.SecretTypeCoreDNS, v1alpha1.CoreDNSZonesKey)
+	r.mu.Lock()
+	gen := r.secretsGen
+	cached, ok := r.secrets[zone]
+	r.mu.Unlock()
+	if ok && cached.gen == gen {
+		return cached.namespaces, why, nil
+	}
 	reader := r.SecretReader
 	if reader == nil {
 		reader = r.Client
@@ -297,7 +322,15 @@ func (r *Reconciler) entitled(ctx context.Context, zone string) (map[string]bool
 			}
 		}
 	}
-	return out, fmt.Sprintf("no %s Secret in the namespace lists the zone in %s", v1alpha1.SecretTypeCoreDNS, v1alpha1.CoreDNSZonesKey), nil
+	r.mu.Lock()
+	if r.secrets == nil {
+		r.secrets = map[string]entitlement{}
+	}
+	// Stored with the generation read before the list: a Secret event during it leaves the entry
+	// stale, and the zone is reconciled again for that event.
+	r.secrets[zone] = entitlement{gen: gen, namespaces: out}
+	r.mu.Unlock()
+	return out, why, nil
 }
 
 // report writes each record's Served condition where it differs from what the record shows, by
