@@ -46,7 +46,8 @@ const (
 	RFC2136TSIGAlgorithmKey                   = "RFC2136_TSIG_ALGORITHM"
 	RFC2136ZonesKey                           = "RFC2136_ZONES"
 
-	// SecretTypeK8gb hands hostnames to an installed k8gb. Key: optional K8GB_NAMESPACE.
+	// SecretTypeK8gb hands hostnames to an installed k8gb. Keys: K8GB_GEO_TAG, optional K8GB_STRATEGY,
+	// K8GB_PRIMARY_GEO_TAG, K8GB_WEIGHTS (defined in providers/k8gb) and K8GB_NAMESPACE.
 	SecretTypeK8gb   corev1.SecretType = "kuadrant.io/k8gb"
 	K8gbNamespaceKey                   = "K8GB_NAMESPACE"
 
