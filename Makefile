@@ -83,7 +83,7 @@ test-integration: envtest ## Run the envtest integration tests (real kube-apiser
 	go test $(GO_TEST_FLAGS) ./test/... ./providers/... ./controllers/...
 
 .PHONY: bench
-bench: envtest ## Run the benchmarks (planning, 64 records to Ready); figures go in docs/benchmarks.md.
+bench: envtest ## Run the benchmarks (planning, 64 and 1,000 records to Ready); figures go in docs/benchmarks.md.
 	go test -run '^$$' -bench . -benchtime 5x ./pkg/plan/ ./test/integration/dnsrecord/
 
 COREDNS_VERSION ?= v1.15.0
@@ -95,6 +95,10 @@ bench-dns: envtest dns-tools ## Benchmark the embedded DNS server against CoreDN
 .PHONY: bench-clouds
 bench-clouds: envtest ## Time 64 loadbalanced DNSRecords to Ready on the emulated Route 53, Cloud DNS and Azure (~5 min; ARGS=-clouds=aws); figures go in docs/benchmarks.md.
 	go run ./test/bench/clouds $(ARGS)
+
+.PHONY: bench-scale
+bench-scale: envtest ## 1,000, 5,000 and 10,000 DNSRecords at once beside 10,000 Secrets against the controller binary: time to Ready, CPU-s and writes per record, RSS (ARGS=-records=1000); figures go in docs/benchmarks.md.
+	go run ./test/bench/scale $(ARGS)
 
 .PHONY: envtest
 envtest: ## Build kube-apiserver, etcd and kubectl into the cache (once, ~6 min).

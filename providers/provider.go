@@ -31,9 +31,6 @@ type Changes = batch.Changes
 type Capabilities struct {
 	// ApexRecords: the backend can hold A/AAAA/TXT records at the zone apex (CNAME never can).
 	ApexRecords bool
-	// RoutingPolicies: weighted and geo record sets are native; without it, sets that share a name
-	// are published as one multi-value answer and the record's status says so.
-	RoutingPolicies bool
 	// MaxChangesPerBatch is the most record-set changes one Apply takes; 0 means no limit.
 	MaxChangesPerBatch int
 	// BatchFits, when set, reports whether a batch within MaxChangesPerBatch also fits the backend's

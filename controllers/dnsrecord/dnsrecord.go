@@ -79,7 +79,7 @@ func DefaultOptions() Options {
 		MinRecheck: 30 * time.Second, MaxRecheck: 15 * time.Minute,
 		MinBackoff: time.Second, MaxBackoff: 5 * time.Minute,
 		ValidationRetry: time.Second, OrphanGrace: 5 * time.Minute,
-		ZoneListMaxAge: time.Minute, BackendIdle: backends.DefaultIdle, MaxConcurrentReconciles: 64,
+		ZoneListMaxAge: time.Minute, BackendIdle: backends.DefaultIdle, MaxConcurrentReconciles: 256,
 	}
 }
 

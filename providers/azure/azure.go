@@ -197,7 +197,7 @@ func (p *Provider) Name() string { return ProviderName }
 
 // Capabilities implements providers.Provider.
 func (p *Provider) Capabilities() providers.Capabilities {
-	return providers.Capabilities{ApexRecords: true, RoutingPolicies: true, MaxChangesPerBatch: MaxChangesPerBatch}
+	return providers.Capabilities{ApexRecords: true, MaxChangesPerBatch: MaxChangesPerBatch}
 }
 
 // Zones implements providers.Provider: the DNS zones of the Secret's resource group.

@@ -135,21 +135,19 @@ func geoSets(f *fixture) {
 }
 
 // routingSetsReadBack writes sets that share a name and checks that they read back as adjusted, that
-// adjusting them again changes nothing (so a plan comparing desired with read state is stable), and,
-// where the backend has routing policies, that every set kept its identifier and routing property.
+// adjusting them again changes nothing (so a plan comparing desired with read state is stable), and
+// that every set kept its identifier and routing property (every backend holds routing policies).
 func (f *fixture) routingSetsReadBack(desired []*v1alpha1.Endpoint, property string) {
 	adjusted := f.adjust(desired...)
-	if f.p.Capabilities().RoutingPolicies {
-		if len(adjusted) != len(desired) {
-			f.t.Fatalf("AdjustEndpoints turned %d sets into %d, want each set kept", len(desired), len(adjusted))
+	if len(adjusted) != len(desired) {
+		f.t.Fatalf("AdjustEndpoints turned %d sets into %d, want each set kept", len(desired), len(adjusted))
+	}
+	for i, ep := range adjusted {
+		if ep.SetIdentifier != desired[i].SetIdentifier {
+			f.t.Errorf("AdjustEndpoints changed the set identifier of %s to %q", desired[i], ep.SetIdentifier)
 		}
-		for i, ep := range adjusted {
-			if ep.SetIdentifier != desired[i].SetIdentifier {
-				f.t.Errorf("AdjustEndpoints changed the set identifier of %s to %q", desired[i], ep.SetIdentifier)
-			}
-			if _, ok := ep.GetProviderSpecific(property); !ok {
-				f.t.Errorf("AdjustEndpoints dropped %s from %s", property, desired[i])
-			}
+		if _, ok := ep.GetProviderSpecific(property); !ok {
+			f.t.Errorf("AdjustEndpoints dropped %s from %s", property, desired[i])
 		}
 	}
 	f.create(adjusted)

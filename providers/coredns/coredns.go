@@ -85,7 +85,7 @@ func (p *Provider) Name() string { return ProviderName }
 // Capabilities implements providers.Provider. The DNS server routes geo and weighted sets itself,
 // and a zone apex is just another name of an authoritative record.
 func (p *Provider) Capabilities() providers.Capabilities {
-	return providers.Capabilities{ApexRecords: true, RoutingPolicies: true}
+	return providers.Capabilities{ApexRecords: true}
 }
 
 // Zones implements providers.Provider: the Secret's ZONES, each its own ID.

@@ -53,7 +53,7 @@ func (p *Provider) Name() string { return ProviderName }
 // Capabilities implements providers.Provider. Routing properties are stored as given, for the DNS
 // server that serves the zone to interpret.
 func (p *Provider) Capabilities() providers.Capabilities {
-	return providers.Capabilities{ApexRecords: true, RoutingPolicies: true}
+	return providers.Capabilities{ApexRecords: true}
 }
 
 // Zones implements providers.Provider.

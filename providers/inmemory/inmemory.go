@@ -199,7 +199,6 @@ func (p *Provider) Capabilities() providers.Capabilities {
 	defer p.store.mu.Unlock()
 	return providers.Capabilities{
 		ApexRecords:        true,
-		RoutingPolicies:    true,
 		MaxChangesPerBatch: p.store.maxChangesPerBatch,
 	}
 }

@@ -114,7 +114,7 @@ func (p *Provider) Name() string { return ProviderName }
 
 // Capabilities implements providers.Provider.
 func (p *Provider) Capabilities() providers.Capabilities {
-	return providers.Capabilities{ApexRecords: true, RoutingPolicies: true, MaxChangesPerBatch: MaxChangesPerBatch,
+	return providers.Capabilities{ApexRecords: true, MaxChangesPerBatch: MaxChangesPerBatch,
 		BatchFits: func(c *providers.Changes) bool {
 			batch, err := changeBatch(c)
 			return err != nil || withinLimits(batch) == nil // a batch that cannot be encoded fails in Apply, alone
