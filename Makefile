@@ -80,7 +80,7 @@ test: envtest dns-tools verify ## Build what tests need and run every test tier,
 
 # Each fuzz target runs FUZZTIME beyond its seed corpus (which `go test` always runs).
 FUZZTIME ?= 10s
-FUZZ_TARGETS = FuzzHandler:./pkg/dnsserver FuzzPlan:./pkg/plan FuzzParseTXT:./pkg/registry FuzzChoose:./pkg/zone FuzzBuild:./pkg/builder
+FUZZ_TARGETS = FuzzHandler:./pkg/dnsserver FuzzZone:./pkg/dnsserver FuzzPlan:./pkg/plan FuzzParseTXT:./pkg/registry FuzzChoose:./pkg/zone FuzzBuild:./pkg/builder
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
@@ -104,7 +104,7 @@ bench: envtest ## Run the benchmarks (planning, 64 and 1,000 records to Ready); 
 COREDNS_VERSION ?= v1.15.0
 
 .PHONY: bench-dns
-bench-dns: envtest dns-tools ## Benchmark the embedded DNS server against CoreDNS and BIND with dnsperf; figures go in docs/benchmarks.md.
+bench-dns: envtest dns-tools ## Benchmark the embedded DNS server against CoreDNS, BIND, Knot DNS and NSD with dnsperf (QPS, p50/p99); figures go in docs/benchmarks.md.
 	go run ./test/bench/dns -coredns "$$(hack/tool.sh coredns github.com/coredns/coredns $(COREDNS_VERSION))" $(ARGS)
 
 .PHONY: bench-clouds

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Installs Debian's BIND (named, nsupdate, tsig-keygen), dig and dnsperf when any is missing. DNS tests
-# check answers with these real tools. Needs root (or sudo) and the Debian package archive.
+# Installs Debian's BIND (named, nsupdate, tsig-keygen), dig and dnsperf, and the peers `make bench-dns`
+# compares against (Knot DNS's knotd and knotc, NSD), when any is missing. DNS tests check answers with
+# these real tools. Needs root (or sudo) and the Debian package archive.
 set -euo pipefail
 missing=()
-for tool in named nsupdate tsig-keygen dig dnsperf; do
+for tool in named nsupdate tsig-keygen dig dnsperf knotd knotc nsd; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
-echo "hack/dns-tools: installing bind9, bind9-utils, bind9-dnsutils, dnsperf (missing: ${missing[*]})" >&2
+echo "hack/dns-tools: installing bind9, bind9-utils, bind9-dnsutils, dnsperf, knot, nsd (missing: ${missing[*]})" >&2
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
   command -v sudo >/dev/null 2>&1 || { echo "hack/dns-tools: need root or sudo to install ${missing[*]}" >&2; exit 1; }
@@ -15,5 +16,12 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 $sudo apt-get update -qq >&2
-$sudo apt-get install -y -qq --no-install-recommends bind9 bind9-utils bind9-dnsutils dnsperf >&2
-# The package may enable a named service on systems with an init; tests start their own named.
+# policy-rc.d keeps the packages' services (named, knot, nsd) from starting where an init runs them:
+# tests and benchmarks start their own servers on loopback ports.
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | $sudo tee "$policy" >/dev/null
+  $sudo chmod +x "$policy"
+  trap '$sudo rm -f "$policy"' EXIT
+fi
+$sudo apt-get install -y -qq --no-install-recommends bind9 bind9-utils bind9-dnsutils dnsperf knot nsd >&2

@@ -1,6 +1,14 @@
 // Package dnsserver feeds the embedded authoritative DNS server (pkg/dnsserver) from the API
-// server: a zone is the union of the authoritative DNSRecords labelled with its name, in every
-// watched namespace (DESIGN 4b), whoever wrote them, our coredns backend or Kuadrant's dns-operator.
+// server: a zone is the union of the authoritative DNSRecords labelled with its name (DESIGN 4b) in
+// the namespaces entitled to the zone, whoever wrote them, our coredns backend or Kuadrant's
+// dns-operator.
+//
+// Tenancy: any namespace can create a DNSRecord with the authoritative labels, so a label alone
+// proves nothing. A namespace contributes to a zone only when the operator listed it for that zone
+// (ZoneNamespaces), or, for zones not listed there and unless OnlyListedZones is set, when it holds a
+// kuadrant.io/coredns provider Secret whose ZONES names the zone. The zone's apex NS and SOA come from
+// the server's configuration and never from records. Every authoritative record of the zone gets a
+// Served condition saying whether, and how much of it, is served, and why not.
 //
 // Every replica runs it, leader or not: each serves the same answers from the same objects. Because
 // the data lives in the API server, a restarted server serves again as soon as its cache has synced.
@@ -9,12 +17,21 @@ package dnsserver
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -23,30 +40,88 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
+	"github.com/dnspolicy/dnspolicy-controller/providers/coredns"
+)
+
+// +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords,verbs=get;list;watch
+// +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+
+// The Served condition of an authoritative record, owned by this controller (server-side apply
+// with FieldOwner, so it never overwrites the record controller's conditions).
+const (
+	ConditionServed = "Served"
+	// ReasonServed: every endpoint of the record is served.
+	ReasonServed = "Served"
+	// ReasonRecordsRefused: some endpoints or record sets cannot be served (the message says which
+	// and why); the rest are.
+	ReasonRecordsRefused = "RecordsRefused"
+	// ReasonNotEntitled: the record's namespace may not contribute to its zone; nothing of it is served.
+	ReasonNotEntitled = "NotEntitled"
+	// ReasonZoneError: the zone could not be built at all (the server's own configuration is wrong).
+	ReasonZoneError = "ZoneError"
+
+	fieldOwner = "dnspolicy-dnsserver"
+	// maxMessageReasons bounds how many refusals a condition message lists.
+	maxMessageReasons = 5
 )
 
 // Reconciler serves one zone per reconcile request; the request's Name is the zone name.
 type Reconciler struct {
-	// Client reads DNSRecords from the manager's cache.
-	Client client.Reader
+	// Client reads DNSRecords from the manager's cache and writes their Served condition.
+	Client client.Client
+	// SecretReader lists kuadrant.io/coredns Secrets straight from the API server (no Secret cache);
+	// nil means Client.
+	SecretReader client.Reader
+	// Namespaces limits the Secrets read to these namespaces (the manager's watched namespaces);
+	// empty means every namespace.
+	Namespaces []string
 	// Server is the DNS server the zones go to. SetupWithManager starts and stops it with the manager.
 	Server *dnsserver.Server
 	// Nameservers are the NS targets of every zone; empty means ns1.<zone>.
 	Nameservers []string
 	// Secondaries are host:port addresses to NOTIFY, by zone name.
 	Secondaries map[string][]string
+	// ZoneNamespaces lists, by zone name, the namespaces entitled to the zone. A zone listed here is
+	// served from those namespaces only, whatever Secrets exist.
+	ZoneNamespaces map[string][]string
+	// OnlyListedZones serves no zone that ZoneNamespaces does not list: provider Secrets entitle
+	// nobody. For clusters where tenants may create Secrets of any type.
+	OnlyListedZones bool
+
+	// secrets caches the namespaces provider Secrets entitle, by zone, so that a record change is
+	// served without a call to the API server. Any Secret event moves secretsGen, and the next
+	// reconcile of each zone lists the Secrets again.
+	mu         sync.Mutex
+	secretsGen uint64
+	secrets    map[string]entitlement
+}
+
+type entitlement struct {
+	gen        uint64
+	namespaces map[string]bool
 }
 
 // SetupWithManager registers the server and the controller that feeds it. Neither needs leadership:
 // every replica answers queries.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	if err := mgr.Add(&server{Server: r.Server, log: mgr.GetLogger().WithName("dnsserver")}); err != nil {
+	logger := mgr.GetLogger().WithName("dnsserver")
+	if err := mgr.Add(&server{Server: r.Server, log: logger}); err != nil {
 		return err
+	}
+	if err := metrics.Registry.Register(r.Server.Collector()); err != nil {
+		// Only a second server in one process (tests running several managers) gets here; the
+		// first one's metrics are the ones exported.
+		if !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+			return err
+		}
+		logger.Info("DNS server metrics already registered by another server in this process")
 	}
 	authoritative, err := predicate.LabelSelectorPredicate(metav1.LabelSelector{
 		MatchLabels: map[string]string{v1alpha1.AuthoritativeRecordLabel: "true"},
@@ -54,13 +129,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err != nil {
 		return err
 	}
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("dnsserver").
 		// A record's zone label may change; the map function sees the old object too, so the zone
-		// it left is served again without it.
-		Watches(&v1alpha1.DNSRecord{}, handler.EnqueueRequestsFromMapFunc(zoneOf), builder.WithPredicates(authoritative)).
-		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 4}).
-		Complete(r)
+		// it left is served again without it. Status writes (ours and the record controller's)
+		// change nothing served, so only spec and label changes count.
+		Watches(&v1alpha1.DNSRecord{}, handler.EnqueueRequestsFromMapFunc(zoneOf), builder.WithPredicates(authoritative,
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 4})
+	if !r.OnlyListedZones {
+		// A provider Secret created, changed or deleted can change who is entitled to any zone. The
+		// watch is on metadata only (shared with the record controller's); the Secrets themselves
+		// are read from the API server when a zone is reconciled.
+		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.allZones), builder.OnlyMetadata)
+	}
+	return b.Complete(r)
 }
 
 func zoneOf(_ context.Context, obj client.Object) []reconcile.Request {
@@ -71,7 +154,30 @@ func zoneOf(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: zone}}}
 }
 
-// Reconcile serves a zone from its authoritative records, or stops serving it when none is left.
+// allZones is every zone some authoritative record names. It is called for Secret events, so it
+// also forgets what Secrets entitled.
+func (r *Reconciler) allZones(ctx context.Context, _ client.Object) []reconcile.Request {
+	r.mu.Lock()
+	r.secretsGen++
+	r.mu.Unlock()
+	var records v1alpha1.DNSRecordList
+	if err := r.Client.List(ctx, &records, client.MatchingLabels{v1alpha1.AuthoritativeRecordLabel: "true"}); err != nil {
+		log.FromContext(ctx).Error(err, "listing authoritative records after a Secret changed")
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []reconcile.Request
+	for i := range records.Items {
+		if zone := records.Items[i].Labels[v1alpha1.CoreDNSZoneNameLabel]; zone != "" && !seen[zone] {
+			seen[zone] = true
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKey{Name: zone}})
+		}
+	}
+	return out
+}
+
+// Reconcile serves a zone from the authoritative records of its entitled namespaces, or stops
+// serving it when none is left, and tells each record of the zone what of it is served.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	zone := req.Name
 	var list v1alpha1.DNSRecordList
@@ -80,42 +186,191 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}); err != nil {
 		return ctrl.Result{}, err
 	}
+	entitled, why, err := r.entitled(ctx, zone)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	// Records are read in a fixed order so every replica builds the same zone from the same objects.
 	slices.SortFunc(list.Items, func(a, b v1alpha1.DNSRecord) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	var (
-		endpoints []*v1alpha1.Endpoint
+		sources   []dnsserver.Source
 		changed   time.Time
+		endpoints int
+		verdicts  = map[client.ObjectKey]metav1.Condition{}
 	)
 	for i := range list.Items {
 		rec := &list.Items[i]
-		for _, ep := range rec.Spec.Endpoints {
-			if ep != nil {
-				endpoints = append(endpoints, ep)
-			}
-		}
+		key := client.ObjectKeyFromObject(rec)
+		// Every record of the zone counts for the serial, entitled or not: were a namespace's
+		// entitlement withdrawn, the serial must still not go back, or secondaries would keep the
+		// content they have.
 		if t := lastChange(rec); t.After(changed) {
 			changed = t
 		}
+		if !entitled[rec.Namespace] {
+			verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonNotEntitled,
+				Message: fmt.Sprintf("namespace %s may not serve records in zone %s: %s; nothing of this record is served", rec.Namespace, zone, why)}
+			continue
+		}
+		sources = append(sources, dnsserver.Source{Name: key.String(), Endpoints: rec.Spec.Endpoints})
+		for _, ep := range rec.Spec.Endpoints {
+			if ep != nil {
+				endpoints++
+			}
+		}
+		verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionTrue, Reason: ReasonServed,
+			Message: fmt.Sprintf("served in zone %s by the embedded DNS server", zone)}
 	}
-	if len(endpoints) == 0 {
+	if endpoints == 0 {
 		r.Server.RemoveZone(zone)
-		return ctrl.Result{}, nil
+		return ctrl.Result{}, r.report(ctx, list.Items, verdicts)
 	}
 	st, err := r.Server.SetZone(zone, dnsserver.ZoneData{
-		Endpoints:   endpoints,
+		Sources:     sources,
 		Nameservers: r.Nameservers,
 		Secondaries: r.Secondaries[zone],
 		Changed:     changed,
 	})
 	if err != nil {
+		for _, src := range sources {
+			key := keyOf(src.Name)
+			verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonZoneError,
+				Message: fmt.Sprintf("zone %s cannot be served: %v", zone, err)}
+		}
+		_ = r.report(ctx, list.Items, verdicts)
 		return ctrl.Result{}, fmt.Errorf("serving zone %s: %w", zone, err)
 	}
-	if st.Changed {
-		log.FromContext(ctx).V(1).Info("serving zone", "zone", zone, "serial", st.Serial, "records", len(list.Items), "skipped", st.Skipped)
+	for name, reasons := range st.Refused {
+		verdicts[keyOf(name)] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonRecordsRefused,
+			Message: refusedMessage(zone, reasons)}
 	}
-	return ctrl.Result{}, nil
+	if st.Changed {
+		log.FromContext(ctx).V(1).Info("serving zone", "zone", zone, "serial", st.Serial, "records", len(sources), "refused", len(st.Skipped))
+	}
+	return ctrl.Result{}, r.report(ctx, list.Items, verdicts)
+}
+
+func keyOf(source string) client.ObjectKey {
+	ns, name, _ := strings.Cut(source, "/")
+	return client.ObjectKey{Namespace: ns, Name: name}
+}
+
+// refusedMessage lists the first refusals, sorted so that every replica writes the same text.
+func refusedMessage(zone string, reasons []string) string {
+	reasons = slices.Clone(reasons)
+	slices.Sort(reasons)
+	shown := reasons[:min(len(reasons), maxMessageReasons)]
+	msg := fmt.Sprintf("%d endpoint(s) or record set(s) not served in zone %s, the rest is: %s", len(reasons), zone, strings.Join(shown, "; "))
+	if len(reasons) > len(shown) {
+		msg += fmt.Sprintf("; and %d more", len(reasons)-len(shown))
+	}
+	// A condition message holds at most 32 KiB.
+	const maxLen = 4096
+	if len(msg) > maxLen {
+		msg = msg[:maxLen-3] + "..."
+	}
+	return msg
+}
+
+// entitled returns the namespaces that may contribute to a zone, and, for the others, why not.
+func (r *Reconciler) entitled(ctx context.Context, zone string) (map[string]bool, string, error) {
+	zone = v1alpha1.NormalizeName(zone)
+	out := map[string]bool{}
+	for z, namespaces := range r.ZoneNamespaces {
+		if v1alpha1.NormalizeName(z) == zone {
+			for _, ns := range namespaces {
+				out[ns] = true
+			}
+			return out, "the zone's namespaces are listed in --dns-zone-namespaces", nil
+		}
+	}
+	if r.OnlyListedZones {
+		return out, "the zone is not listed in --dns-zone-namespaces", nil
+	}
+	why := fmt.Sprintf("no %s Secret in the namespace lists the zone in %s", v1alpha1.SecretTypeCoreDNS, v1alpha1.CoreDNSZonesKey)
+	r.mu.Lock()
+	gen := r.secretsGen
+	cached, ok := r.secrets[zone]
+	r.mu.Unlock()
+	if ok && cached.gen == gen {
+		return cached.namespaces, why, nil
+	}
+	reader := r.SecretReader
+	if reader == nil {
+		reader = r.Client
+	}
+	namespaces := r.Namespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	for _, ns := range namespaces {
+		var secrets corev1.SecretList
+		if err := reader.List(ctx, &secrets, client.InNamespace(ns),
+			client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("type", string(v1alpha1.SecretTypeCoreDNS))}); err != nil {
+			return nil, "", fmt.Errorf("listing %s Secrets: %w", v1alpha1.SecretTypeCoreDNS, err)
+		}
+		for i := range secrets.Items {
+			opts, err := coredns.ParseOptions(&secrets.Items[i])
+			if err != nil {
+				// The record controller reports a broken Secret on the records that use it.
+				continue
+			}
+			if slices.Contains(opts.Zones, zone) {
+				out[secrets.Items[i].Namespace] = true
+			}
+		}
+	}
+	r.mu.Lock()
+	if r.secrets == nil {
+		r.secrets = map[string]entitlement{}
+	}
+	// Stored with the generation read before the list: a Secret event during it leaves the entry
+	// stale, and the zone is reconciled again for that event.
+	r.secrets[zone] = entitlement{gen: gen, namespaces: out}
+	r.mu.Unlock()
+	return out, why, nil
+}
+
+// report writes each record's Served condition where it differs from what the record shows, by
+// server-side apply of that one condition. Replicas compute the same condition, so once one has
+// written it the others find nothing to do.
+func (r *Reconciler) report(ctx context.Context, records []v1alpha1.DNSRecord, verdicts map[client.ObjectKey]metav1.Condition) error {
+	var errs []error
+	for i := range records {
+		rec := &records[i]
+		want, ok := verdicts[client.ObjectKeyFromObject(rec)]
+		if !ok {
+			continue
+		}
+		// Written only when the verdict changes, not for every new generation: each status write
+		// moves the record's resourceVersion, and its writers (the coredns backend, dns-operator)
+		// write with the version they read, so every needless write costs them a retry.
+		// observedGeneration is the generation the verdict was last written for.
+		want.ObservedGeneration = rec.Generation
+		have := meta.FindStatusCondition(rec.Status.Conditions, ConditionServed)
+		if have != nil && have.Status == want.Status && have.Reason == want.Reason && have.Message == want.Message {
+			continue
+		}
+		want.LastTransitionTime = metav1.Now()
+		if have != nil && have.Status == want.Status {
+			want.LastTransitionTime = have.LastTransitionTime
+		}
+		patch := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": v1alpha1.GroupVersion.String(),
+			"kind":       "DNSRecord",
+			"metadata":   map[string]any{"name": rec.Name, "namespace": rec.Namespace},
+			"status": map[string]any{"conditions": []any{map[string]any{
+				"type": want.Type, "status": string(want.Status), "reason": want.Reason, "message": want.Message,
+				"observedGeneration": want.ObservedGeneration, "lastTransitionTime": want.LastTransitionTime.UTC().Format(time.RFC3339),
+			}}},
+		}}
+		if err := r.Client.Status().Patch(ctx, patch, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("DNSRecord %s/%s: writing the %s condition: %w", rec.Namespace, rec.Name, ConditionServed, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // lastChange is when a record's spec or metadata last changed, as the API server recorded it: the

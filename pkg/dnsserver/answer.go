@@ -10,6 +10,9 @@ import (
 // IP fragmentation on common paths (DNS flag day 2020).
 const maxUDPDefault = 1232
 
+// optReserve is the most our OPT record takes: 11 bytes, and a client subnet option of up to 20.
+const optReserve = 11 + 4 + 4 + 16
+
 // responder answers queries for one worker (a UDP reader or a TCP connection). Its buffers are
 // reused, so a query allocates nothing.
 type responder struct {
@@ -24,32 +27,83 @@ type responder struct {
 	counts   [3]uint16 // answer, authority, additional
 	// xfr is a zone transfer to stream instead of a single answer (TCP only).
 	xfr *transfer
+	// entry is the zone the query fell in, if any; signer its verified TSIG, if any.
+	entry  *zoneEntry
+	signer *tsigSigner
+	// refusal says why the answer is REFUSED, for the metrics.
+	refusal string
+	// rcode is the (extended) rcode of the answer finish built.
+	rcode int
+	// shard is this responder's copy of the query counters.
+	shard int
 }
 
 func newResponder(s *Server) *responder {
-	return &responder{s: s, out: make([]byte, 0, dns.MaxMsgSize), cands: make([]int, 0, 16)}
+	return &responder{s: s, out: make([]byte, 0, dns.MaxMsgSize), cands: make([]int, 0, 16),
+		shard: int(s.stats.nextShard.Add(1) % statShards)}
 }
 
 // handle answers one message and returns the bytes to send back, or nil to send nothing. The result
 // is valid until the next call.
 func (r *responder) handle(msg []byte) []byte {
-	r.xfr = nil
+	r.xfr, r.entry, r.signer, r.refusal = nil, nil, nil, ""
+	var out []byte
 	switch r.req.parse(msg) {
 	case drop:
 		return nil
 	case formErr:
-		return r.formErr()
+		out = r.formErr()
+	default:
+		if r.req.tsig {
+			out = r.s.handleSigned(r)
+		} else {
+			out = r.answer(nil)
+		}
 	}
-	if r.req.tsig {
-		return r.s.handleSigned(r)
+	r.count(out)
+	return out
+}
+
+// count adds an answer to the metrics: by zone, type and rcode, and truncations and refusals.
+func (r *responder) count(out []byte) {
+	st := &r.s.stats
+	q := &st.unzoned[r.shard]
+	if r.entry != nil {
+		q = &r.entry.stats.queries[r.shard]
 	}
-	return r.answer(nil)
+	if r.xfr != nil {
+		q.add(r.req.qtype, dns.RcodeSuccess)
+		return
+	}
+	if len(out) < headerLen {
+		return
+	}
+	rcode := int(out[3] & 0xF)
+	q.add(r.req.qtype, rcode)
+	if out[2]&(flagTC>>8) != 0 {
+		if r.req.tcp {
+			st.truncatedTCP.Add(1)
+		} else {
+			st.truncatedUDP.Add(1)
+		}
+	}
+	if rcode == dns.RcodeRefused {
+		switch r.refusal {
+		case refusedNoZone:
+			st.refusedNoZone.Add(1)
+		case refusedTransfer:
+			st.refusedTransfer.Add(1)
+		default:
+			st.refusedOther.Add(1)
+		}
+	}
 }
 
 // answer builds the answer for the parsed query. signer, when not nil, is the verified TSIG of the
 // query: transfers are allowed, and room is kept for signing the answer.
 func (r *responder) answer(signer *tsigSigner) []byte {
 	q := &r.req
+	r.signer = signer
 	r.located, r.tailored = false, false
 	r.counts = [3]uint16{}
 	r.begin(true)
@@ -66,10 +120,12 @@ func (r *responder) answer(signer *tsigSigner) []byte {
 	if q.qclass != dns.ClassINET && q.qclass != dns.ClassANY {
 		return r.finish(dns.RcodeRefused, 0)
 	}
-	snap := r.s.findZone(q.lname)
-	if snap == nil {
+	r.entry = r.s.findZone(q.lname)
+	if r.entry == nil {
+		r.refusal = refusedNoZone
 		return r.finish(dns.RcodeRefused, 0)
 	}
+	snap := r.entry.snap.Load()
 	switch q.qtype {
 	case dns.TypeAXFR, dns.TypeIXFR:
 		return r.transferAnswer(snap, signer)
@@ -92,11 +148,7 @@ func (r *responder) resolve(snap *snapshot) (int, uint16) {
 			return dns.RcodeNameError, flagAA
 		case delegation:
 			r.putSet(n.cut, namePos+cutOff, 1)
-			for _, g := range n.cutGlue {
-				for _, set := range g.sets {
-					r.putSetNamed(set, g.name, 2)
-				}
-			}
+			r.putGlue(n.cutGlue)
 			// A referral is not authoritative, unless it follows an alias of ours (RFC 1034 4.3.2).
 			if step == 0 {
 				return dns.RcodeSuccess, 0
@@ -109,23 +161,29 @@ func (r *responder) resolve(snap *snapshot) (int, uint16) {
 				r.negative(snap)
 				return dns.RcodeSuccess, flagAA
 			}
+			if n.sets[0].refused {
+				return dns.RcodeServerFailure, 0
+			}
 			r.putSet(r.pick(&n.sets[0]), namePos, 0)
 			return dns.RcodeSuccess, flagAA
 		}
 		if ts := n.find(q.qtype); ts != nil {
+			if ts.refused {
+				// A set the build refused (too large to send): fail rather than deny it exists.
+				return dns.RcodeServerFailure, 0
+			}
 			r.putSet(r.pick(ts), namePos, 0)
 			if q.qtype == dns.TypeNS && step == 0 && len(name) == len(snap.apex) {
-				for _, g := range snap.nsGlue {
-					for _, set := range g.sets {
-						r.putSetNamed(set, g.name, 2)
-					}
-				}
+				r.putGlue(snap.nsGlue)
 			}
 			return dns.RcodeSuccess, flagAA
 		}
 		if n.cname == nil {
 			r.negative(snap)
 			return dns.RcodeSuccess, flagAA
+		}
+		if n.cname.refused {
+			return dns.RcodeServerFailure, 0
 		}
 		set := r.pick(n.cname)
 		rdata := r.putSet(set, namePos, 0)
@@ -135,6 +193,20 @@ func (r *responder) resolve(snap *snapshot) (int, uint16) {
 		// Follow the alias: the next owner is the target just written, uncompressed, in the answer.
 		name = set.target
 		namePos = rdata
+	}
+}
+
+// putGlue adds the addresses of nameservers to the additional section, unless they would not fit:
+// glue helps resolvers but is not needed for a correct answer, so it never makes one truncated.
+func (r *responder) putGlue(gl []glue) {
+	mark, count := len(r.out), r.counts[2]
+	for _, g := range gl {
+		for _, set := range g.sets {
+			r.putSetNamed(set, g.name, 2)
+		}
+	}
+	if len(r.out)+optReserve > r.limit() {
+		r.out, r.counts[2] = r.out[:mark], count
 	}
 }
 
@@ -232,7 +304,7 @@ func (r *responder) location() location {
 	}
 	r.located = true
 	r.loc = location{}
-	g := r.s.geo
+	g := r.s.geo.Load()
 	if g == nil {
 		return r.loc
 	}
@@ -304,6 +376,7 @@ func (r *responder) nameAt(pos int) []byte {
 // finish sets the rcode and counts, adds the OPT record, and truncates an answer that does not fit.
 func (r *responder) finish(rcode int, flags uint16) []byte {
 	q := &r.req
+	r.rcode = rcode
 	r.out[2] |= byte(flags >> 8)
 	r.out[3] |= byte(rcode & 0xF)
 	binary.BigEndian.PutUint16(r.out[6:], r.counts[0])
@@ -312,14 +385,21 @@ func (r *responder) finish(rcode int, flags uint16) []byte {
 	if q.edns {
 		r.putOPT(rcode)
 	}
-	if limit := r.limit(); len(r.out) > limit {
+	if len(r.out) > r.limit() {
 		// Too large: send the question alone with TC set, so the client retries over TCP (RFC 7766).
-		r.out = r.out[:max(q.qEnd, headerLen)]
-		r.out[2] |= flagTC >> 8
-		clear(r.out[6:headerLen])
-		if q.edns {
-			r.putOPT(rcode)
-		}
+		return r.truncate()
+	}
+	return r.out
+}
+
+// truncate turns the answer just built into the question alone with TC set, keeping the rcode.
+func (r *responder) truncate() []byte {
+	q := &r.req
+	r.out = r.out[:max(q.qEnd, headerLen)]
+	r.out[2] |= flagTC >> 8
+	clear(r.out[6:headerLen])
+	if q.edns {
+		r.putOPT(r.rcode)
 	}
 	return r.out
 }
@@ -335,8 +415,8 @@ func (r *responder) limit() int {
 			limit = max(dns.MinMsgSize, min(int(q.udpSize), r.s.maxUDP))
 		}
 	}
-	if q.tsig {
-		limit -= tsigReserve
+	if r.signer != nil {
+		limit -= r.signer.key.reserve
 	}
 	return limit
 }

@@ -1,13 +1,17 @@
+//go:build integration
+
 package dnsserver
 
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/test/bind"
 )
 
@@ -28,7 +32,7 @@ func querySOASerial(addr, zone string) (uint32, error) {
 func TestBINDSecondary(t *testing.T) {
 	const key = "transfer-key."
 	secret := bind.TSIGKey(t, "transfer-key")
-	s := startServer(t, Options{TSIGKeys: map[string]string{key: secret}, NotifyKey: key})
+	s := startServer(t, Options{TSIGKeys: []TSIGKey{{Name: key, Secret: secret}}, TransferKeys: map[string][]string{"example.com": {key}}})
 	secondary := bind.FreeAddr(t)
 	log := bind.StartSecondary(t, secondary, "example.com", s.Addr(), "transfer-key", secret)
 	data := ZoneData{Endpoints: exampleZone(), Nameservers: []string{"ns1.example.com", "ns2.example.net"}, Secondaries: []string{secondary}}
@@ -96,5 +100,59 @@ func TestBINDSecondary(t *testing.T) {
 	resp, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, secondary)
 	if err != nil || len(resp.Answer) != 1 || resp.Answer[0].(*dns.A).A.String() != "192.0.2.99" {
 		t.Errorf("BIND answers %v, %v", resp, err)
+	}
+}
+
+// TestBINDSecondaryTSIG: a real BIND secondary with a key per zone. SHA-384 and SHA-512 keys
+// transfer the zones they are allowed for; BIND's attempt at a zone with a key not allowed for it is
+// refused; after a change, BIND accepts our NOTIFY signed with the zone's key and transfers again.
+func TestBINDSecondaryTSIG(t *testing.T) {
+	secretA := bind.TSIGKeyWith(t, "hmac-sha384", "xfr-a")
+	secretB := bind.TSIGKeyWith(t, "hmac-sha512", "xfr-b")
+	s := startServer(t, Options{
+		TSIGKeys:     []TSIGKey{{Name: "xfr-a", Algorithm: "hmac-sha384", Secret: secretA}, {Name: "xfr-b", Algorithm: "hmac-sha512", Secret: secretB}},
+		TransferKeys: map[string][]string{"a.example": {"xfr-a"}, "b.example": {"xfr-b"}, "c.example": {"xfr-b"}},
+	})
+	secondary := bind.FreeAddr(t)
+	zones := map[string]ZoneData{}
+	for _, z := range []string{"a.example", "b.example", "c.example"} {
+		zones[z] = ZoneData{Endpoints: []*v1alpha1.Endpoint{ep("www."+z, "A", 60, "192.0.2.1")}, Secondaries: []string{secondary}}
+		setZone(t, s, z, zones[z])
+	}
+	log := bind.StartSecondaryZones(t, secondary, s.Addr(),
+		bind.Zone{Name: "a.example", KeyName: "xfr-a", Algorithm: "hmac-sha384", Secret: secretA},
+		bind.Zone{Name: "b.example", KeyName: "xfr-b", Algorithm: "hmac-sha512", Secret: secretB},
+		// The key of zone a asks for zone c, whose only transfer key is xfr-b.
+		bind.Zone{Name: "c.example", KeyName: "xfr-a", Algorithm: "hmac-sha384", Secret: secretA})
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: not within 20s\n%s", what, log)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	for _, z := range []string{"a.example", "b.example"} {
+		serial, _ := s.Serial(z)
+		waitFor("BIND carries "+z, func() bool { got, err := querySOASerial(secondary, z+"."); return err == nil && got == serial })
+	}
+	waitFor("BIND is refused c.example", func() bool {
+		return strings.Contains(log.String(), "c.example/IN") && strings.Contains(log.String(), "REFUSED")
+	})
+	if _, err := querySOASerial(secondary, "c.example."); err == nil {
+		t.Errorf("BIND serves c.example, transferred with a key not allowed for it")
+	}
+
+	data := zones["a.example"]
+	data.Endpoints = append(data.Endpoints, ep("new.a.example", "A", 60, "192.0.2.2"))
+	next := setZone(t, s, "a.example", data)
+	waitFor("BIND follows the change", func() bool {
+		got, err := querySOASerial(secondary, "a.example.")
+		return err == nil && got == next.Serial
+	})
+	if !strings.Contains(log.String(), "received notify for zone 'a.example': TSIG 'xfr-a'") {
+		t.Errorf("BIND did not log a NOTIFY signed with xfr-a\n%s", log)
 	}
 }

@@ -1,12 +1,21 @@
+//go:build integration
+
 package dnsserver
 
 import (
+	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/maxmind/mmdbwriter"
+	"github.com/maxmind/mmdbwriter/mmdbtype"
 
 	"github.com/dnspolicy/dnspolicy-controller/test/bind"
 )
@@ -182,5 +191,88 @@ func TestDigWeighted(t *testing.T) {
 	chi := (one-n/4)*(one-n/4)/(n/4) + (two-3*n/4)*(two-3*n/4)/(3*n/4)
 	if one+two != n || chi > 10.83 {
 		t.Errorf("split %v, chi-square %.2f", counts, chi)
+	}
+}
+
+func TestKuadrantTXTWithDig(t *testing.T) {
+	s := startServer(t, Options{})
+	setZone(t, s, "k.example.com", ZoneData{Endpoints: kuadrantZone(t)})
+	r := dig(t, s, "kuadrant-4bf1h7kq-a-simple.k.example.com", "TXT", "+short")
+	if got := strings.TrimSpace(r.out); got != `"heritage=external-dns,external-dns/owner=eu1owner,external-dns/version=1"` {
+		t.Errorf("dig shows %s", got)
+	}
+}
+
+// writeCountries writes a country database mapping each network to a country and continent, by
+// writing a new file and renaming it over path, as a Secret or ConfigMap volume is updated.
+func writeCountries(t *testing.T, path string, networks map[string][2]string) {
+	t.Helper()
+	w, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "GeoLite2-Country", IncludeReservedNetworks: true, RecordSize: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cidr, loc := range networks {
+		_, network, err := net.ParseCIDR(cidr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Insert(network, mmdbtype.Map{
+			"country":   mmdbtype.Map{"iso_code": mmdbtype.String(loc[0])},
+			"continent": mmdbtype.Map{"code": mmdbtype.String(loc[1])},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tmp := path + ".new"
+	f, err := os.Create(tmp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.WriteTo(f); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A geo database replaced on disk changes the answers for a subnet without a restart, as dig
+// sees them; a replacement that does not parse is ignored and the last good one kept.
+func TestGeoDatabaseReload(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "geo.mmdb")
+	writeCountries(t, path, map[string][2]string{"81.17.0.0/16": {"IE", "EU"}})
+	s := startServer(t, Options{GeoIPDatabase: path, GeoIPReloadInterval: 50 * time.Millisecond})
+	setZone(t, s, "example.com", ZoneData{Endpoints: loadbalancedAPI()})
+	ask := func() string {
+		r := dig(t, s, "api.example.com", "A", "+subnet=81.17.23.0/24", "+short")
+		return strings.Join(strings.Fields(r.out), " ")
+	}
+	ie, us := "klb.api.example.com. ie.klb.api.example.com.", "klb.api.example.com. us.klb.api.example.com. c3.klb.api.example.com. 198.51.100.3"
+	if got := ask(); !strings.HasPrefix(got, ie) {
+		t.Fatalf("before the change: %q", got)
+	}
+	writeCountries(t, path, map[string][2]string{"81.17.0.0/16": {"US", "NA"}})
+	deadline := time.Now().Add(10 * time.Second)
+	for ask() != us {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the change: %q, want %q", ask(), us)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if v := metricValue(t, s, "dnspolicy_dnsserver_geo_reloads_total", `result="ok"`); v != 1 {
+		t.Errorf("reloads %v", v)
+	}
+	if err := os.WriteFile(path+".new", []byte("not a database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".new", path); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, func() bool { return metricValue(t, s, "dnspolicy_dnsserver_geo_reloads_total", `result="error"`) == 1 })
+	if got := ask(); got != us {
+		t.Errorf("after a broken file: %q, want the last good database's %q", got, us)
 	}
 }

@@ -2,17 +2,20 @@ package dnsserver
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 )
 
 // FuzzHandler feeds arbitrary messages to the handler, over UDP and TCP semantics. The handler must
 // never panic, and whatever it sends must be a well-formed response to that query that fits the
 // transport. Seeds: testdata/fuzz/FuzzHandler and the queries below.
 func FuzzHandler(f *testing.F) {
-	s, err := New(Options{GeoIPDatabase: writeGeoDB(f), TSIGKeys: map[string]string{testKey: testSecret}})
+	s, err := New(Options{GeoIPDatabase: writeGeoDB(f), TSIGKeys: testKeys, TransferKeys: testTransferKeys})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -66,6 +69,64 @@ func FuzzHandler(f *testing.F) {
 		}
 		if !tcp && len(out) > max(r.s.maxUDP, dns.MinMsgSize) && resp.IsTsig() == nil {
 			t.Fatalf("UDP answer of %d bytes", len(out))
+		}
+	})
+}
+
+// FuzzZone builds zones from arbitrary endpoints, as DNSRecords can hold anything the API accepts,
+// and asks for the fuzzed name. Building must never panic or fail (what cannot be served is
+// refused with a reason), and every answer must be a well-formed response that fits its transport.
+func FuzzZone(f *testing.F) {
+	f.Add("www.example.com", "A", int64(60), "192.0.2.1", "192.0.2.2", "", "", "", uint16(dns.TypeA))
+	f.Add("api.example.com", "CNAME", int64(300), "klb.api.example.com", "x.example.org", "IE", "IE,GEO-EU", "120", uint16(dns.TypeA))
+	f.Add("t.example.com", "TXT", int64(0), `"a" "b"`, strings.Repeat("z", 70000), "", "", "", uint16(dns.TypeTXT))
+	f.Add("example.com", "NS", int64(1), "ns.evil.example.", "", "", "", "", uint16(dns.TypeNS))
+	f.Add("sub.example.com", "NS", int64(1), "ns.sub.example.com", "", "a", "*", "x", uint16(dns.TypeA))
+	f.Add("*.w.example.com", "MX", int64(-1), "10 mx.example.com", "bad", "", "", "", uint16(dns.TypeANY))
+	f.Add(`a\000b.example.com`, "SRV", int64(1<<40), "0 0 0 .", "1 2 3 t.example.com", "s", "US", "18446744073709551615", uint16(dns.TypeSRV))
+	f.Fuzz(func(t *testing.T, name, rrtype string, ttl int64, t1, t2, setID, geo, weight string, qtype uint16) {
+		s, err := New(Options{Random: func(n uint64) uint64 { return n / 2 }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fuzzed := &v1alpha1.Endpoint{DNSName: name, RecordType: rrtype, RecordTTL: v1alpha1.TTL(ttl), Targets: v1alpha1.Targets{t1, t2}, SetIdentifier: setID}
+		if geo != "" {
+			fuzzed.ProviderSpecific = append(fuzzed.ProviderSpecific, v1alpha1.ProviderSpecificProperty{Name: v1alpha1.ProviderSpecificGeoCode, Value: geo})
+		}
+		if weight != "" {
+			fuzzed.ProviderSpecific = append(fuzzed.ProviderSpecific, v1alpha1.ProviderSpecificProperty{Name: v1alpha1.ProviderSpecificWeight, Value: weight})
+		}
+		second := *fuzzed
+		second.SetIdentifier += "-2"
+		second.Targets = v1alpha1.Targets{t2}
+		eps := append(exampleZone(), fuzzed, &second)
+		if _, err := s.SetZone("example.com", ZoneData{Sources: []Source{{Name: "ns/fuzz", Endpoints: eps}}}); err != nil {
+			t.Fatalf("building: %v", err)
+		}
+		qname := dns.Fqdn(name)
+		if _, ok := dns.IsDomainName(qname); !ok {
+			qname = "www.example.com."
+		}
+		for _, tcp := range []bool{false, true} {
+			r := newResponder(s)
+			r.req.client, r.req.tcp = loopbackIE, tcp
+			q := new(dns.Msg).SetQuestion(qname, qtype)
+			q.SetEdns0(1232, false)
+			msg, err := q.Pack()
+			if err != nil {
+				return
+			}
+			out := r.handle(msg)
+			if out == nil {
+				continue
+			}
+			resp := new(dns.Msg)
+			if err := resp.Unpack(out); err != nil {
+				t.Fatalf("answer does not parse: %v\nanswer %x", err, out)
+			}
+			if !tcp && len(out) > 1232 {
+				t.Fatalf("UDP answer of %d bytes", len(out))
+			}
 		}
 	})
 }

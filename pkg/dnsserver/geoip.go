@@ -3,7 +3,9 @@ package dnsserver
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/oschwald/maxminddb-golang/v2"
 )
@@ -32,15 +34,74 @@ type geoDB struct {
 	cache [1 << geoCacheBits]atomic.Uint64
 }
 
+// openGeoDB reads a database into memory. It is not memory-mapped: a reload swaps databases while
+// queries may still be reading the old one, which the garbage collector then frees once unused.
 func openGeoDB(path string) (*geoDB, error) {
-	r, err := maxminddb.Open(path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading geo database %s: %w", path, err)
+	}
+	r, err := maxminddb.OpenBytes(b)
 	if err != nil {
 		return nil, fmt.Errorf("opening geo database %s: %w", path, err)
+	}
+	if r.Metadata.NodeCount == 0 {
+		return nil, fmt.Errorf("geo database %s has no networks", path)
 	}
 	return &geoDB{reader: r}, nil
 }
 
-func (g *geoDB) close() error { return g.reader.Close() }
+// fileVersion identifies a version of a file well enough to notice it was replaced or rewritten.
+type fileVersion struct {
+	mod  time.Time
+	size int64
+	info os.FileInfo
+}
+
+func statFile(path string) (fileVersion, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileVersion{}, err
+	}
+	return fileVersion{mod: fi.ModTime(), size: fi.Size(), info: fi}, nil
+}
+
+func (v fileVersion) same(o fileVersion) bool {
+	return v.mod.Equal(o.mod) && v.size == o.size && v.info != nil && o.info != nil && os.SameFile(v.info, o.info)
+}
+
+// watchGeo reloads the geo database when its file changes: a new file renamed over it (as a
+// Kubernetes Secret or ConfigMap volume updates), or the file rewritten. A database that does not
+// open is logged and counted, and the one in use stays until the file changes again.
+func (s *Server) watchGeo() {
+	defer s.wg.Done()
+	seen, _ := statFile(s.geoPath)
+	t := time.NewTicker(s.geoInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		v, err := statFile(s.geoPath)
+		if err != nil || v.same(seen) {
+			continue
+		}
+		seen = v
+		g, err := openGeoDB(s.geoPath)
+		if err != nil {
+			s.stats.geoReloadFailed.Add(1)
+			s.log.Error(err, "geo database changed but cannot be used; still serving the previous one", "path", s.geoPath)
+			continue
+		}
+		s.geo.Store(g)
+		s.stats.geoReloadOK.Add(1)
+		meta := g.reader.Metadata
+		s.log.Info("geo database reloaded", "path", s.geoPath, "type", meta.DatabaseType,
+			"built", time.Unix(int64(meta.BuildEpoch), 0).UTC().Format(time.RFC3339))
+	}
+}
 
 type geoRecord struct {
 	Country struct {

@@ -161,6 +161,9 @@ func exchange(t testing.TB, s *Server, name string, qtype uint16, o queryOpts) *
 	}
 	if o.source.IsValid() {
 		c.Dialer = &net.Dialer{LocalAddr: &net.UDPAddr{IP: o.source.AsSlice()}}
+		if o.tcp {
+			c.Dialer = &net.Dialer{LocalAddr: &net.TCPAddr{IP: o.source.AsSlice()}}
+		}
 	}
 	if o.udpSize != 0 {
 		c.UDPSize = o.udpSize

@@ -55,7 +55,7 @@ func kuadrantZone(t testing.TB) []*v1alpha1.Endpoint {
 }
 
 func TestKuadrantShapedRecords(t *testing.T) {
-	s := startServer(t, Options{GeoIPDatabase: writeGeoDB(t), TSIGKeys: map[string]string{testKey: testSecret}})
+	s := startServer(t, Options{GeoIPDatabase: writeGeoDB(t), TSIGKeys: testKeys, TransferKeys: testTransferKeys})
 	st := setZone(t, s, "k.example.com", ZoneData{Endpoints: kuadrantZone(t)})
 	if len(st.Skipped) != 0 {
 		t.Fatalf("skipped %q", st.Skipped)
@@ -119,14 +119,5 @@ func TestKuadrantShapedRecords(t *testing.T) {
 	}
 	if n := strings.Count(strings.Join(text, "\n"), "api.k.example.com.\t0\tIN\tCNAME\tklb.api.k.example.com."); n != 1 {
 		t.Errorf("the shared record is served %d times", n)
-	}
-}
-
-func TestKuadrantTXTWithDig(t *testing.T) {
-	s := startServer(t, Options{})
-	setZone(t, s, "k.example.com", ZoneData{Endpoints: kuadrantZone(t)})
-	r := dig(t, s, "kuadrant-4bf1h7kq-a-simple.k.example.com", "TXT", "+short")
-	if got := strings.TrimSpace(r.out); got != `"heritage=external-dns,external-dns/owner=eu1owner,external-dns/version=1"` {
-		t.Errorf("dig shows %s", got)
 	}
 }

@@ -24,16 +24,18 @@
 package dnsserver
 
 import (
+	"cmp"
 	"context"
-	"encoding/base64"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"net"
 	"net/netip"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -45,10 +47,25 @@ import (
 	"golang.org/x/net/ipv6"
 )
 
+const notifyAttempts = 5
+
+// Defaults of the resource limits, beside BIND's and Knot's equivalents (docs/embedded-dns.md).
 const (
-	notifyAttempts = 5
-	// tcpIdleTimeout is how long a TCP connection may wait for its next query (RFC 7766 6.2.3).
-	tcpIdleTimeout = 8 * time.Second
+	// DefaultMaxTCPConnections bounds open TCP connections (BIND tcp-clients 150; Knot
+	// tcp-max-clients, a share of the open-file limit). Ours is higher: connections are goroutines.
+	DefaultMaxTCPConnections = 1024
+	// DefaultMaxTCPConnectionsPerSource bounds one client address's share of them.
+	DefaultMaxTCPConnectionsPerSource = 64
+	// DefaultMaxTCPQueries is how many queries one connection may send before it is closed.
+	DefaultMaxTCPQueries = 1000
+	// DefaultTCPIdleTimeout is how long a connection may wait between queries (RFC 7766 6.2.3;
+	// BIND tcp-idle-timeout 30 s, Knot tcp-idle-timeout 10 s).
+	DefaultTCPIdleTimeout = 10 * time.Second
+	// DefaultTCPWriteTimeout bounds writing one message, each envelope of a zone transfer included
+	// (Knot tcp-io-timeout 0.5 s, tcp-remote-io-timeout 5 s).
+	DefaultTCPWriteTimeout = 5 * time.Second
+	// DefaultGeoIPReloadInterval is how often the geo database file is checked for a change.
+	DefaultGeoIPReloadInterval = 10 * time.Second
 )
 
 // Options configure a Server.
@@ -56,37 +73,61 @@ type Options struct {
 	// Addr is the host:port to serve on, over UDP and TCP. Port 0 picks a free port, the same for both.
 	Addr string
 	// GeoIPDatabase is the path of a MaxMind-format database (country or city). Without one, every
-	// client is of unknown location and gets the default geo.
+	// client is of unknown location and gets the default geo. The file is checked every
+	// GeoIPReloadInterval and reloaded when it changed; a file that does not parse keeps the
+	// database in use.
 	GeoIPDatabase string
-	// TSIGKeys are HMAC-SHA256 secrets (base64) by key name. A peer signing with one may transfer zones.
-	TSIGKeys map[string]string
-	// NotifyKey names the key of TSIGKeys that signs NOTIFY messages; empty sends them unsigned.
-	NotifyKey string
+	// GeoIPReloadInterval defaults to DefaultGeoIPReloadInterval; negative never reloads.
+	GeoIPReloadInterval time.Duration
+	// TSIGKeys are the keys peers may sign with (ParseTSIGKeys reads them from a file or Secret).
+	TSIGKeys []TSIGKey
+	// TransferKeys names, by zone, the keys allowed to transfer it; a zone not listed cannot be
+	// transferred. Its first key signs the zone's NOTIFY messages.
+	TransferKeys map[string][]string
 	// MaxUDPSize caps UDP answers; larger ones are truncated so the client retries over TCP. Default 1232.
 	MaxUDPSize int
+	// MaxTCPConnections, MaxTCPConnectionsPerSource and MaxTCPQueries bound TCP clients; 0 means the
+	// Default... value, negative means no limit. A connection over a limit is closed at once.
+	MaxTCPConnections          int
+	MaxTCPConnectionsPerSource int
+	MaxTCPQueries              int
+	// TCPIdleTimeout and TCPWriteTimeout default to DefaultTCPIdleTimeout and DefaultTCPWriteTimeout.
+	TCPIdleTimeout  time.Duration
+	TCPWriteTimeout time.Duration
+	// RateLimit is response rate limiting over UDP; the zero value is off.
+	RateLimit RateLimit
 	// NotifyTimeout is how long to wait for a secondary to acknowledge a NOTIFY; default 2s, doubled
 	// per retry.
 	NotifyTimeout time.Duration
 	// Random returns a number in [0, n) for the weighted choice; default math/rand/v2.Uint64N. It is
 	// called concurrently.
 	Random func(n uint64) uint64
-	// Now is the clock for serials; default time.Now.
+	// Now is the clock for serials and TSIG; default time.Now.
 	Now func() time.Time
-	// Log receives errors that have no caller to return to (failed NOTIFYs, transfers).
+	// Log receives errors that have no caller to return to (failed NOTIFYs, transfers, geo reloads).
 	Log logr.Logger
 }
 
 // Server serves zones. Create it with New, feed it with SetZone, and Start it.
 type Server struct {
 	addr          string
-	geo           *geoDB
-	keys          map[string]string
-	notifyKey     string
+	geoPath       string
+	geoInterval   time.Duration
+	geo           atomic.Pointer[geoDB]
+	keys          map[string]*tsigKey
+	transferKeys  map[string][]string // by canonical zone name, canonical key names
 	maxUDP        int
+	maxConns      int
+	maxPerSource  int
+	maxQueries    int
+	idleTimeout   time.Duration
+	writeTimeout  time.Duration
+	rrl           *rateLimiter
 	notifyTimeout time.Duration
 	random        func(uint64) uint64
 	now           func() time.Time
 	log           logr.Logger
+	stats         serverStats
 
 	zones atomic.Pointer[zoneTable]
 	mu    sync.Mutex // serialises changes to zones
@@ -95,11 +136,12 @@ type Server struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
-	netMu   sync.Mutex
-	udp     *net.UDPConn
-	tcp     net.Listener
-	conns   map[net.Conn]struct{}
-	started bool
+	netMu     sync.Mutex
+	udp       []*net.UDPConn
+	tcp       net.Listener
+	conns     map[net.Conn]struct{}
+	perSource map[netip.Addr]int
+	started   bool
 }
 
 // zoneTable maps lower-cased wire-form zone names to zones. It changes only when a zone is added or
@@ -107,7 +149,8 @@ type Server struct {
 type zoneTable map[string]*zoneEntry
 
 type zoneEntry struct {
-	snap atomic.Pointer[snapshot]
+	snap  atomic.Pointer[snapshot]
+	stats zoneStats
 
 	// Guarded by Server.mu.
 	secondaries []string
@@ -121,21 +164,26 @@ type zoneEntry struct {
 func New(opts Options) (*Server, error) {
 	s := &Server{
 		addr:          opts.Addr,
-		keys:          map[string]string{},
-		maxUDP:        opts.MaxUDPSize,
-		notifyTimeout: opts.NotifyTimeout,
+		geoPath:       opts.GeoIPDatabase,
+		geoInterval:   cmp.Or(opts.GeoIPReloadInterval, DefaultGeoIPReloadInterval),
+		keys:          map[string]*tsigKey{},
+		transferKeys:  map[string][]string{},
+		maxUDP:        cmp.Or(opts.MaxUDPSize, maxUDPDefault),
+		maxConns:      limit(opts.MaxTCPConnections, DefaultMaxTCPConnections),
+		maxPerSource:  limit(opts.MaxTCPConnectionsPerSource, DefaultMaxTCPConnectionsPerSource),
+		maxQueries:    limit(opts.MaxTCPQueries, DefaultMaxTCPQueries),
+		idleTimeout:   cmp.Or(opts.TCPIdleTimeout, DefaultTCPIdleTimeout),
+		writeTimeout:  cmp.Or(opts.TCPWriteTimeout, DefaultTCPWriteTimeout),
+		notifyTimeout: cmp.Or(opts.NotifyTimeout, 2*time.Second),
 		random:        opts.Random,
 		now:           opts.Now,
 		log:           opts.Log,
 	}
-	if s.maxUDP == 0 {
-		s.maxUDP = maxUDPDefault
-	}
 	if s.maxUDP < dns.MinMsgSize || s.maxUDP > dns.MaxMsgSize {
 		return nil, fmt.Errorf("MaxUDPSize %d is outside [%d, %d]", s.maxUDP, dns.MinMsgSize, dns.MaxMsgSize)
 	}
-	if s.notifyTimeout == 0 {
-		s.notifyTimeout = 2 * time.Second
+	if s.idleTimeout < 0 || s.writeTimeout < 0 {
+		return nil, errors.New("TCP timeouts must be positive")
 	}
 	if s.random == nil {
 		s.random = rand.Uint64N
@@ -143,28 +191,69 @@ func New(opts Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	for name, secret := range opts.TSIGKeys {
-		if _, err := base64.StdEncoding.DecodeString(secret); err != nil {
-			return nil, fmt.Errorf("TSIG key %q: secret is not base64: %w", name, err)
+	for _, k := range opts.TSIGKeys {
+		key, err := newTSIGKey(k)
+		if err != nil {
+			return nil, err
 		}
-		s.keys[dns.CanonicalName(name)] = secret
+		if s.keys[key.name] != nil {
+			return nil, fmt.Errorf("TSIG key %q is given twice", k.Name)
+		}
+		s.keys[key.name] = key
 	}
-	if opts.NotifyKey != "" {
-		s.notifyKey = dns.CanonicalName(opts.NotifyKey)
-		if _, ok := s.keys[s.notifyKey]; !ok {
-			return nil, fmt.Errorf("NotifyKey %q is not one of TSIGKeys", opts.NotifyKey)
+	for zone, names := range opts.TransferKeys {
+		origin, err := canonicalName(zone)
+		if err != nil {
+			return nil, fmt.Errorf("transfer keys of zone %q: %w", zone, err)
 		}
+		for _, name := range names {
+			key := dns.CanonicalName(name)
+			if s.keys[key] == nil {
+				return nil, fmt.Errorf("zone %s: transfer key %q is not one of the TSIG keys", zone, name)
+			}
+			if !slices.Contains(s.transferKeys[origin], key) {
+				s.transferKeys[origin] = append(s.transferKeys[origin], key)
+			}
+		}
+	}
+	var err error
+	if s.rrl, err = newRateLimiter(opts.RateLimit); err != nil {
+		return nil, err
 	}
 	if opts.GeoIPDatabase != "" {
 		g, err := openGeoDB(opts.GeoIPDatabase)
 		if err != nil {
 			return nil, err
 		}
-		s.geo = g
+		s.geo.Store(g)
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.zones.Store(&zoneTable{})
 	return s, nil
+}
+
+// limit reads a limit option: 0 is the default, negative is none.
+func limit(v, def int) int {
+	switch {
+	case v == 0:
+		return def
+	case v < 0:
+		return math.MaxInt
+	}
+	return v
+}
+
+// transferAllowed says whether a key may transfer a zone.
+func (s *Server) transferAllowed(origin, key string) bool {
+	return slices.Contains(s.transferKeys[origin], key)
+}
+
+// notifyKey is the key that signs a zone's NOTIFY messages: its first transfer key, if any.
+func (s *Server) notifyKey(origin string) *tsigKey {
+	if keys := s.transferKeys[origin]; len(keys) > 0 {
+		return s.keys[keys[0]]
+	}
+	return nil
 }
 
 // ZoneStatus reports what SetZone served.
@@ -173,8 +262,10 @@ type ZoneStatus struct {
 	Serial uint32
 	// Changed says whether the content changed (and so the serial moved and secondaries were told).
 	Changed bool
-	// Skipped describes endpoints left out, and why; the rest of the zone is served.
+	// Skipped describes endpoints and record sets left out, and why; the rest of the zone is served.
 	Skipped []string
+	// Refused holds the same descriptions by the name of the Source they came from.
+	Refused map[string][]string
 }
 
 // SetZone serves a zone with the given content, replacing what it served before. Only this zone is
@@ -201,11 +292,14 @@ func (s *Server) SetZone(name string, data ZoneData) (ZoneStatus, error) {
 	if prev != nil && !serialNewer(serial, prev.serial) {
 		serial = prev.serial + 1
 	}
-	snap, skipped, err := buildZone(origin, data, serial)
+	snap, refused, err := buildZone(origin, data, serial)
 	if err != nil {
+		if entry != nil {
+			entry.stats.buildsFailed.Add(1)
+		}
 		return ZoneStatus{}, err
 	}
-	status := ZoneStatus{Serial: serial, Changed: true, Skipped: skipped}
+	status := ZoneStatus{Serial: serial, Changed: true, Skipped: refused.all, Refused: refused.bySource}
 	if prev != nil && prev.digest == snap.digest {
 		status.Serial, status.Changed = prev.serial, false
 	}
@@ -221,6 +315,8 @@ func (s *Server) SetZone(name string, data ZoneData) (ZoneStatus, error) {
 	} else if status.Changed {
 		entry.snap.Store(snap)
 	}
+	entry.stats.buildsOK.Add(1)
+	entry.stats.refusals.Store(int64(len(refused.all)))
 	entry.secondaries = slices.Clone(data.Secondaries)
 	if status.Changed {
 		s.kickNotify(entry)
@@ -266,11 +362,11 @@ func (s *Server) Serial(name string) (uint32, bool) {
 }
 
 // findZone returns the most specific zone holding a name, by its suffixes, longest first.
-func (s *Server) findZone(lname []byte) *snapshot {
+func (s *Server) findZone(lname []byte) *zoneEntry {
 	table := *s.zones.Load()
 	for off := 0; off < len(lname); off += int(lname[off]) + 1 {
 		if e := table[string(lname[off:])]; e != nil {
-			return e.snap.Load()
+			return e
 		}
 		if lname[off] == 0 {
 			break
@@ -332,15 +428,20 @@ func (s *Server) Start() error {
 	if s.started {
 		return errors.New("dnsserver: already started")
 	}
-	udp, tcp, err := listen(s.addr)
+	udp, tcp, err := listen(s.addr, runtime.GOMAXPROCS(0))
 	if err != nil {
 		return err
 	}
-	s.udp, s.tcp, s.conns, s.started = udp, tcp, map[net.Conn]struct{}{}, true
-	// One reader per CPU: each owns its buffers, so answering needs no coordination.
-	for range runtime.GOMAXPROCS(0) {
+	s.udp, s.tcp, s.conns, s.perSource, s.started = udp, tcp, map[net.Conn]struct{}{}, map[netip.Addr]int{}, true
+	if s.geoPath != "" && s.geoInterval > 0 {
 		s.wg.Add(1)
-		go s.serveUDP(udp)
+		go s.watchGeo()
+	}
+	// One reader per CPU, each on its own socket (SO_REUSEPORT: the kernel spreads clients over
+	// them), with its own buffers: answering needs no coordination, not even on a socket's queue.
+	for _, c := range udp {
+		s.wg.Add(1)
+		go s.serveUDP(c)
 	}
 	s.wg.Add(1)
 	go s.serveTCP(tcp)
@@ -352,8 +453,10 @@ func (s *Server) Start() error {
 	return nil
 }
 
-// listen opens UDP and TCP on the same address; with port 0, on the same free port.
-func listen(addr string) (*net.UDPConn, net.Listener, error) {
+// listen opens TCP and n UDP sockets on the same address; with port 0, on the same free port.
+// Several UDP sockets share the port through SO_REUSEPORT where the system has it; elsewhere there
+// is one, read by n readers.
+func listen(addr string, n int) ([]*net.UDPConn, net.Listener, error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
 		return nil, nil, fmt.Errorf("dnsserver: address %q: %w", addr, err)
@@ -365,7 +468,7 @@ func listen(addr string) (*net.UDPConn, net.Listener, error) {
 			return nil, nil, err
 		}
 		port := tcp.Addr().(*net.TCPAddr).Port
-		udp, err := net.ListenUDP("udp", net.UDPAddrFromAddrPort(netip.AddrPortFrom(ap.Addr(), uint16(port))))
+		udp, err := listenUDP(netip.AddrPortFrom(ap.Addr(), uint16(port)), n)
 		if err == nil {
 			return udp, tcp, nil
 		}
@@ -378,14 +481,37 @@ func listen(addr string) (*net.UDPConn, net.Listener, error) {
 	return nil, nil, lastErr
 }
 
+func listenUDP(ap netip.AddrPort, n int) ([]*net.UDPConn, error) {
+	lc := net.ListenConfig{Control: reusePort}
+	var out []*net.UDPConn
+	for i := range n {
+		pc, err := lc.ListenPacket(context.Background(), "udp", ap.String())
+		if err != nil {
+			for _, c := range out {
+				_ = c.Close()
+			}
+			return nil, err
+		}
+		out = append(out, pc.(*net.UDPConn))
+		if i == 0 && !reusePortSupported {
+			// One socket, read by n readers.
+			for range n - 1 {
+				out = append(out, out[0])
+			}
+			break
+		}
+	}
+	return out, nil
+}
+
 // Addr returns the address the server listens on, once started.
 func (s *Server) Addr() netip.AddrPort {
 	s.netMu.Lock()
 	defer s.netMu.Unlock()
-	if s.udp == nil {
+	if len(s.udp) == 0 {
 		return netip.AddrPort{}
 	}
-	return s.udp.LocalAddr().(*net.UDPAddr).AddrPort()
+	return s.udp[0].LocalAddr().(*net.UDPAddr).AddrPort()
 }
 
 // Shutdown stops listening, closes open connections and NOTIFY rounds, and waits for them to end or
@@ -394,8 +520,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.cancel()
 	s.netMu.Lock()
 	var errs []error
-	if s.udp != nil {
-		errs = append(errs, s.udp.Close())
+	for i, c := range s.udp {
+		if i == 0 || c != s.udp[0] {
+			errs = append(errs, c.Close())
+		}
 	}
 	if s.tcp != nil {
 		errs = append(errs, s.tcp.Close())
@@ -413,9 +541,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	case <-done:
 	case <-ctx.Done():
 		errs = append(errs, ctx.Err())
-	}
-	if s.geo != nil {
-		errs = append(errs, s.geo.close())
 	}
 	return errors.Join(errs...)
 }
@@ -463,7 +588,7 @@ func (s *Server) serveUDP(conn *net.UDPConn) {
 				continue
 			}
 			r.req.client, r.req.tcp = from.AddrPort().Addr(), false
-			answer := r.handle(in[i].Buffers[0][:in[i].N])
+			answer := r.handleUDP(in[i].Buffers[0][:in[i].N])
 			if answer == nil {
 				continue
 			}
@@ -481,6 +606,40 @@ func (s *Server) serveUDP(conn *net.UDPConn) {
 	}
 }
 
+// handleUDP answers one datagram, applying response rate limiting. A panic is recovered and counted:
+// the datagram goes unanswered and the server serves on.
+func (r *responder) handleUDP(msg []byte) (out []byte) {
+	defer func() {
+		if v := recover(); v != nil {
+			r.s.recovered("udp", v, r.req.client)
+			out = nil
+		}
+	}()
+	out = r.handle(msg)
+	if out != nil && r.s.rrl != nil {
+		switch r.s.rrl.check(r.req.client, r.s.now()) {
+		case rrlDrop:
+			r.s.stats.rrlDropped.Add(1)
+			return nil
+		case rrlSlip:
+			r.s.stats.rrlSlipped.Add(1)
+			return r.truncate()
+		}
+	}
+	return out
+}
+
+// recovered counts and logs a recovered panic. The stack is logged: it is a bug to fix.
+func (s *Server) recovered(transport string, v any, client netip.Addr) {
+	if transport == "udp" {
+		s.stats.panicsUDP.Add(1)
+	} else {
+		s.stats.panicsTCP.Add(1)
+	}
+	s.log.Error(fmt.Errorf("panic: %v", v), "recovered while answering", "transport", transport,
+		"client", client.String(), "stack", string(debug.Stack()))
+}
+
 func (s *Server) serveTCP(l net.Listener) {
 	defer s.wg.Done()
 	for {
@@ -493,57 +652,106 @@ func (s *Server) serveTCP(l net.Listener) {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
+		var source netip.Addr
+		if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
+			source = ap.Addr().Unmap()
+		}
 		s.netMu.Lock()
 		if s.ctx.Err() != nil {
 			s.netMu.Unlock()
 			_ = c.Close()
 			return
 		}
-		s.conns[c] = struct{}{}
-		s.wg.Add(1)
+		switch {
+		case len(s.conns) >= s.maxConns:
+			s.stats.connsRejTotal.Add(1)
+		case s.perSource[source] >= s.maxPerSource:
+			s.stats.connsRejSource.Add(1)
+		default:
+			s.conns[c] = struct{}{}
+			s.perSource[source]++
+			s.stats.connsOpen.Add(1)
+			s.wg.Add(1)
+			s.netMu.Unlock()
+			go s.serveConn(c, source)
+			continue
+		}
 		s.netMu.Unlock()
-		go s.serveConn(c)
+		// Over a limit: close at once, so the client tries another server or later, and the
+		// connection costs nothing while it waits.
+		_ = c.Close()
 	}
 }
 
-// serveConn answers the queries of one TCP connection in order, until it is idle or closed.
-func (s *Server) serveConn(c net.Conn) {
+// serveConn answers the queries of one TCP connection in order, until it is idle, has sent its
+// share of queries, or is closed. A panic ends only this connection.
+func (s *Server) serveConn(c net.Conn, source netip.Addr) {
 	defer s.wg.Done()
 	defer func() {
 		s.netMu.Lock()
 		delete(s.conns, c)
+		if s.perSource[source]--; s.perSource[source] <= 0 {
+			delete(s.perSource, source)
+		}
 		s.netMu.Unlock()
+		s.stats.connsOpen.Add(-1)
 		_ = c.Close()
 	}()
+	defer func() {
+		if v := recover(); v != nil {
+			s.recovered("tcp", v, source)
+		}
+	}()
 	r := newResponder(s)
-	if ap, err := netip.ParseAddrPort(c.RemoteAddr().String()); err == nil {
-		r.req.client = ap.Addr()
-	}
+	r.req.client = source
 	r.req.tcp = true
 	buf := make([]byte, dns.MaxMsgSize)
-	for {
-		_ = c.SetReadDeadline(time.Now().Add(tcpIdleTimeout))
+	for queries := 0; ; queries++ {
+		if queries == s.maxQueries {
+			s.stats.connsQueryLimit.Add(1)
+			return
+		}
+		_ = c.SetReadDeadline(time.Now().Add(s.idleTimeout))
 		if _, err := io.ReadFull(c, buf[:2]); err != nil {
+			if isTimeout(err) {
+				s.stats.connsIdle.Add(1)
+			}
 			return
 		}
 		n := int(binary.BigEndian.Uint16(buf))
 		if _, err := io.ReadFull(c, buf[:n]); err != nil {
+			if isTimeout(err) {
+				s.stats.connsIdle.Add(1)
+			}
 			return
 		}
 		out := r.handle(buf[:n])
-		_ = c.SetWriteDeadline(time.Now().Add(tcpIdleTimeout))
-		if r.xfr != nil {
-			if err := r.xfr.stream(c, &r.req); err != nil {
-				s.log.Error(err, "zone transfer failed", "zone", r.xfr.snap.origin, "peer", c.RemoteAddr().String())
+		if x := r.xfr; x != nil {
+			if err := x.stream(c, &r.req, s.now, s.writeTimeout); err != nil {
+				x.entry.stats.transfersFailed.Add(1)
+				if isTimeout(err) {
+					s.stats.connsWriteTimout.Add(1)
+				}
+				s.log.Error(err, "zone transfer failed", "zone", x.snap.origin, "peer", c.RemoteAddr().String())
 				return
 			}
+			x.entry.stats.transfersOK.Add(1)
 			continue
 		}
 		if out == nil {
 			continue
 		}
+		_ = c.SetWriteDeadline(time.Now().Add(s.writeTimeout))
 		if err := writeTCP(c, out); err != nil {
+			if isTimeout(err) {
+				s.stats.connsWriteTimout.Add(1)
+			}
 			return
 		}
 	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }

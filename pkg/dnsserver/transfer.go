@@ -3,9 +3,9 @@ package dnsserver
 import (
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
+	"net"
 	"slices"
 	"sync"
 	"time"
@@ -13,105 +13,24 @@ import (
 	"github.com/miekg/dns"
 )
 
-const (
-	// tsigReserve is room kept in a signed answer for its TSIG record (name, HMAC-SHA256 MAC, fields).
-	tsigReserve = 128
-	tsigFudge   = 300
-	// envelopeSize bounds the records packed in one zone transfer message.
-	envelopeSize = 16 * 1024
-)
-
-// tsigSigner signs the answers to a query whose TSIG verified.
-type tsigSigner struct {
-	key    string
-	secret string
-	mac    string
-}
-
-// handleSigned answers a query carrying TSIG. The query must verify against one of our keys
-// (HMAC-SHA256); the answer is signed with the same key. A query that does not verify is answered
-// NOTAUTH with the TSIG error (RFC 8945 5.2), so the peer learns why.
-func (s *Server) handleSigned(r *responder) []byte {
-	req := new(dns.Msg)
-	if err := req.Unpack(r.req.msg); err != nil {
-		return r.formErr()
-	}
-	t := req.IsTsig()
-	if t == nil {
-		return r.formErr()
-	}
-	key := dns.CanonicalName(t.Hdr.Name)
-	secret, ok := s.keys[key]
-	if !ok || dns.CanonicalName(t.Algorithm) != dns.HmacSHA256 {
-		return tsigError(req, t, dns.RcodeBadKey, "")
-	}
-	if err := dns.TsigVerify(r.req.msg, secret, "", false); err != nil {
-		if errors.Is(err, dns.ErrTime) {
-			return tsigError(req, t, dns.RcodeBadTime, secret)
-		}
-		return tsigError(req, t, dns.RcodeBadSig, "")
-	}
-	signer := &tsigSigner{key: key, secret: secret, mac: t.MAC}
-	out := r.answer(signer)
-	if r.xfr != nil {
-		return nil
-	}
-	signed, err := signer.sign(out)
-	if err != nil {
-		s.log.Error(err, "signing an answer", "key", key)
-		return nil
-	}
-	return signed
-}
-
-// sign adds a TSIG record to a packed answer.
-func (t *tsigSigner) sign(out []byte) ([]byte, error) {
-	m := new(dns.Msg)
-	if err := m.Unpack(out); err != nil {
-		return nil, err
-	}
-	m.Compress = true
-	m.SetTsig(t.key, dns.HmacSHA256, tsigFudge, time.Now().Unix())
-	signed, _, err := dns.TsigGenerate(m, t.secret, t.mac, false)
-	return signed, err
-}
-
-func tsigError(req *dns.Msg, t *dns.TSIG, code uint16, secret string) []byte {
-	resp := new(dns.Msg)
-	resp.SetRcode(req, dns.RcodeNotAuth)
-	resp.Extra = nil
-	// Fqdn: a garbled algorithm unpacks as "", which miekg/dns would pack with a wrong length.
-	reply := &dns.TSIG{Hdr: dns.RR_Header{Name: dns.Fqdn(t.Hdr.Name), Rrtype: dns.TypeTSIG, Class: dns.ClassANY},
-		Algorithm: dns.Fqdn(t.Algorithm), Fudge: t.Fudge, OrigId: req.Id, Error: code, TimeSigned: t.TimeSigned}
-	mac := ""
-	if code == dns.RcodeBadTime {
-		// The peer's clock is off: tell it ours, signed (RFC 8945 5.2.3).
-		var now [8]byte
-		binary.BigEndian.PutUint64(now[:], uint64(time.Now().Unix()))
-		reply.OtherLen = 6
-		reply.OtherData = fmt.Sprintf("%x", now[2:])
-		mac = t.MAC
-	}
-	resp.Extra = append(resp.Extra, reply)
-	out, _, err := dns.TsigGenerate(resp, secret, mac, false)
-	if err != nil {
-		return nil
-	}
-	return out
-}
+// envelopeSize bounds the records packed in one zone transfer message.
+const envelopeSize = 16 * 1024
 
 // transfer is a zone transfer to stream over TCP.
 type transfer struct {
+	entry  *zoneEntry
 	snap   *snapshot
 	signer *tsigSigner
 }
 
-// transferAnswer handles AXFR and IXFR. Only peers presenting one of our TSIG keys may transfer.
+// transferAnswer handles AXFR and IXFR. Only peers presenting a TSIG key allowed for the zone may
+// transfer; others are REFUSED (signed, when they signed with another of our keys).
 // IXFR is answered with the whole zone (RFC 1995 4), or with the SOA alone when the client is
 // current or asked over UDP (RFC 1995 2: it then retries over TCP).
 func (r *responder) transferAnswer(snap *snapshot, signer *tsigSigner) []byte {
 	q := &r.req
-	if signer == nil {
+	if signer == nil || !r.s.transferAllowed(snap.origin, signer.key.name) {
+		r.refusal = refusedTransfer
 		return r.finish(dns.RcodeRefused, 0)
 	}
 	if len(q.lname) != len(snap.apex) {
@@ -124,7 +43,7 @@ func (r *responder) transferAnswer(snap *snapshot, signer *tsigSigner) []byte {
 	if !q.tcp {
 		return r.finish(dns.RcodeRefused, 0)
 	}
-	r.xfr = &transfer{snap: snap, signer: signer}
+	r.xfr = &transfer{entry: r.entry, snap: snap, signer: signer}
 	return nil
 }
 
@@ -135,7 +54,9 @@ func serialNewer(a, b uint32) bool {
 
 // stream writes the zone in envelopes, SOA first and last (RFC 5936 2.2), each signed in a chain:
 // the first with the query's MAC, the next ones with the previous MAC and timers only (RFC 8945 5.3.1).
-func (x *transfer) stream(w io.Writer, req *request) error {
+// Each envelope gets its own write deadline: a secondary reading slowly but steadily finishes a
+// large zone, one that stops reading is cut off after one timeout.
+func (x *transfer) stream(c net.Conn, req *request, now func() time.Time, timeout time.Duration) error {
 	records := append(append([]dns.RR(nil), x.snap.transfer...), x.snap.soa.rrs[0])
 	mac := x.signer.mac
 	question := dns.Question{Name: x.snap.origin, Qtype: req.qtype, Qclass: dns.ClassINET}
@@ -148,12 +69,13 @@ func (x *transfer) stream(w io.Writer, req *request) error {
 		}
 		m := &dns.Msg{MsgHdr: dns.MsgHdr{Id: req.id, Response: true, Authoritative: true, Opcode: dns.OpcodeQuery},
 			Compress: true, Question: []dns.Question{question}, Answer: records[:n]}
-		m.SetTsig(x.signer.key, dns.HmacSHA256, tsigFudge, time.Now().Unix())
-		out, next, err := dns.TsigGenerate(m, x.signer.secret, mac, !first)
+		m.SetTsig(x.signer.key.name, x.signer.key.algorithm, maxFudge, now().Unix())
+		out, next, err := dns.TsigGenerate(m, x.signer.key.secret, mac, !first)
 		if err != nil {
 			return fmt.Errorf("signing a transfer of %s: %w", x.snap.origin, err)
 		}
-		if err := writeTCP(w, out); err != nil {
+		_ = c.SetWriteDeadline(time.Now().Add(timeout))
+		if err := writeTCP(c, out); err != nil {
 			return err
 		}
 		mac, first, records = next, false, records[n:]
@@ -162,6 +84,9 @@ func (x *transfer) stream(w io.Writer, req *request) error {
 }
 
 func writeTCP(w io.Writer, msg []byte) error {
+	if len(msg) > dns.MaxMsgSize {
+		return fmt.Errorf("message of %d bytes is over the %d a TCP frame can carry", len(msg), dns.MaxMsgSize)
+	}
 	buf := make([]byte, 2+len(msg))
 	binary.BigEndian.PutUint16(buf, uint16(len(msg)))
 	copy(buf[2:], msg)
@@ -198,6 +123,7 @@ func (s *Server) notify(ctx context.Context, wake chan struct{}, origin string, 
 				continue
 			}
 			if attempt+1 == notifyAttempts {
+				s.stats.notifyFailed.Add(1)
 				s.log.Error(err, "NOTIFY failed", "zone", origin, "secondary", pending[i], "serial", serial)
 				continue
 			}
@@ -212,9 +138,9 @@ func (s *Server) sendNotify(ctx context.Context, origin string, soa dns.RR, addr
 	m.SetNotify(origin)
 	m.Answer = []dns.RR{soa}
 	c := &dns.Client{Net: "udp", Timeout: s.notifyTimeout}
-	if s.notifyKey != "" {
-		m.SetTsig(s.notifyKey, dns.HmacSHA256, tsigFudge, time.Now().Unix())
-		c.TsigSecret = map[string]string{s.notifyKey: s.keys[s.notifyKey]}
+	if key := s.notifyKey(origin); key != nil {
+		m.SetTsig(key.name, key.algorithm, maxFudge, s.now().Unix())
+		c.TsigSecret = map[string]string{key.name: key.secret}
 	}
 	resp, _, err := c.ExchangeContext(ctx, m, addr)
 	if err != nil {

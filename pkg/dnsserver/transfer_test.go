@@ -13,9 +13,15 @@ import (
 )
 
 const (
-	testKey    = "transfer-key."
-	testSecret = "c2VjcmV0LXNoYXJlZC13aXRoLXRoZS1zZWNvbmRhcnk="
-	otherKey   = "other-key."
+	testKey     = "transfer-key."
+	testSecret  = "c2VjcmV0LXNoYXJlZC13aXRoLXRoZS1zZWNvbmRhcnk="
+	otherKey    = "other-key."
+	otherSecret = "b3RoZXItc2VjcmV0LW9mLTMyLWJ5dGVzLi4uLi4uLi4="
+)
+
+var (
+	testKeys         = []TSIGKey{{Name: testKey, Secret: testSecret}}
+	testTransferKeys = map[string][]string{"example.com": {testKey}, "k.example.com": {testKey}, "bulk.example.net": {testKey}}
 )
 
 // transferZone runs an AXFR or IXFR with the miekg/dns client and returns every record received.
@@ -47,7 +53,7 @@ func transferZone(t *testing.T, s *Server, zone string, qtype uint16, serial uin
 }
 
 func TestZoneTransfer(t *testing.T) {
-	s := exampleServer(t, Options{TSIGKeys: map[string]string{testKey: testSecret, otherKey: "b3RoZXI="}})
+	s := exampleServer(t, Options{TSIGKeys: append(testKeys, TSIGKey{Name: otherKey, Secret: otherSecret}), TransferKeys: testTransferKeys})
 	serial, _ := s.Serial("example.com")
 
 	t.Run("AXFR with our key", func(t *testing.T) {
@@ -146,7 +152,7 @@ func TestZoneTransfer(t *testing.T) {
 }
 
 func TestSignedQueries(t *testing.T) {
-	s := exampleServer(t, Options{TSIGKeys: map[string]string{testKey: testSecret}})
+	s := exampleServer(t, Options{TSIGKeys: testKeys, TransferKeys: testTransferKeys})
 	query := func(key, secret string, fudgeShift int64) (*dns.Msg, error) {
 		m := new(dns.Msg)
 		m.SetQuestion("example.com.", dns.TypeSOA)
@@ -200,7 +206,7 @@ func TestNotify(t *testing.T) {
 	go func() { _ = secondary.ActivateAndServe() }()
 	t.Cleanup(func() { _ = secondary.Shutdown() })
 
-	s := startServer(t, Options{TSIGKeys: map[string]string{testKey: testSecret}, NotifyKey: testKey})
+	s := startServer(t, Options{TSIGKeys: testKeys, TransferKeys: testTransferKeys})
 	data := ZoneData{Endpoints: []*v1alpha1.Endpoint{ep("a.example.com", "A", 60, "192.0.2.1")}, Secondaries: []string{pc.LocalAddr().String()}}
 	expect := func(serial uint32) {
 		t.Helper()

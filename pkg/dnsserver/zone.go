@@ -4,12 +4,14 @@ import (
 	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -72,6 +74,8 @@ type typeSet struct {
 	rrtype uint16
 	static *rrset
 	routed *routedSet
+	// refused marks a set the build could not serve (see encodeSet): its queries get SERVFAIL.
+	refused bool
 }
 
 // glue is an address record set for a nameserver name inside the zone.
@@ -177,8 +181,11 @@ func (z *snapshot) find(name []byte) (n *node, kind lookupKind, cutOff int) {
 
 // ZoneData is the full content of one zone.
 type ZoneData struct {
-	// Endpoints are the union of the endpoints of every authoritative record of the zone.
+	// Endpoints are served as if they came from one unnamed source.
 	Endpoints []*v1alpha1.Endpoint
+	// Sources are the authoritative records of the zone, each with its endpoints; what cannot be
+	// served is reported per source (ZoneStatus.Refused), so it can be told to the record at fault.
+	Sources []Source
 	// Nameservers are the NS targets at the apex (the provider Secret's NAMESERVERS); the first is the
 	// SOA's primary server. Empty means "ns1.<zone>".
 	Nameservers []string
@@ -192,11 +199,24 @@ type ZoneData struct {
 	Changed time.Time
 }
 
+// Source is one contributor of endpoints to a zone, such as an authoritative DNSRecord.
+type Source struct {
+	// Name identifies the source in ZoneStatus.Refused, e.g. "namespace/name".
+	Name      string
+	Endpoints []*v1alpha1.Endpoint
+}
+
 // group is the endpoints of one name and type, keyed by set identifier, while a zone is built.
 type group struct {
 	name    string
 	rrtype  uint16
 	members map[string]*draft
+	// sources are the sources that contributed, to tell them when the set is refused.
+	sources []string
+	// tooLarge: a record of the set cannot be sent in one message (reported with its endpoint, to
+	// the sources in told).
+	tooLarge bool
+	told     []string
 }
 
 // draft is one record set before encoding.
@@ -208,105 +228,163 @@ type draft struct {
 	weight  *uint64
 }
 
-// buildZone turns endpoints into a snapshot. Endpoints that cannot be served are left out and
-// described in skipped; the rest of the zone is served.
-func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, skipped []string, err error) {
+// describe names an endpoint in a refusal, briefly: a refusal is shown in a status condition, and
+// the endpoints refused for size hold thousands of targets or kilobytes of text.
+func describe(ep *v1alpha1.Endpoint) string {
+	s := fmt.Sprintf("%.80s %s", ep.DNSName, ep.RecordType)
+	if ep.SetIdentifier != "" {
+		s += fmt.Sprintf(" (set %.40q)", ep.SetIdentifier)
+	}
+	if targets := strings.Join(ep.Targets, ","); len(targets) <= 100 {
+		return s + " " + targets
+	}
+	return s + fmt.Sprintf(" (%d targets)", len(ep.Targets))
+}
+
+// refusals collects what a build left out, by source.
+type refusals struct {
+	all      []string
+	bySource map[string][]string
+}
+
+func (r *refusals) add(sources []string, msg string) {
+	r.all = append(r.all, msg)
+	for _, src := range sources {
+		if r.bySource == nil {
+			r.bySource = map[string][]string{}
+		}
+		r.bySource[src] = append(r.bySource[src], msg)
+	}
+}
+
+// buildZone turns endpoints into a snapshot. Endpoints and record sets that cannot be served are
+// left out and described in the refusals; the rest of the zone is served.
+func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, refused refusals, err error) {
 	apex, err := wireName(origin)
 	if err != nil {
-		return nil, nil, fmt.Errorf("zone %q: %w", origin, err)
+		return nil, refused, fmt.Errorf("zone %q: %w", origin, err)
 	}
-	nameservers := data.Nameservers
+	nameservers := slices.Clone(data.Nameservers)
 	if len(nameservers) == 0 {
 		nameservers = []string{"ns1." + origin}
 	}
 	for i, ns := range nameservers {
 		if nameservers[i], err = canonicalName(ns); err != nil {
-			return nil, nil, fmt.Errorf("nameserver %q: %w", ns, err)
+			return nil, refused, fmt.Errorf("nameserver %q: %w", ns, err)
 		}
 	}
 	hostmaster := "hostmaster." + origin
 	if data.Hostmaster != "" {
 		if hostmaster, err = canonicalName(data.Hostmaster); err != nil {
-			return nil, nil, fmt.Errorf("hostmaster %q: %w", data.Hostmaster, err)
+			return nil, refused, fmt.Errorf("hostmaster %q: %w", data.Hostmaster, err)
 		}
 	}
 
-	groups := map[string]*group{}
-	skip := func(ep *v1alpha1.Endpoint, format string, args ...any) {
-		skipped = append(skipped, fmt.Sprintf("%s: %s", ep, fmt.Sprintf(format, args...)))
+	sources := data.Sources
+	if len(data.Endpoints) > 0 {
+		sources = append([]Source{{Endpoints: data.Endpoints}}, sources...)
 	}
-	for _, ep := range data.Endpoints {
-		if ep == nil {
-			continue
+	groups := map[string]*group{}
+	for _, src := range sources {
+		srcs := []string{src.Name}
+		if src.Name == "" {
+			srcs = nil
 		}
-		name, err := canonicalName(ep.DNSName)
-		if err != nil {
-			skip(ep, "invalid name: %v", err)
-			continue
+		skip := func(ep *v1alpha1.Endpoint, format string, args ...any) {
+			refused.add(srcs, fmt.Sprintf("%s: %s", describe(ep), fmt.Sprintf(format, args...)))
 		}
-		if !dns.IsSubDomain(origin, name) {
-			skip(ep, "outside zone %s", origin)
-			continue
-		}
-		rrtype, ok := dns.StringToType[strings.ToUpper(ep.RecordType)]
-		if !ok || rrtype == dns.TypeSOA || rrtype == dns.TypeOPT || rrtype == dns.TypeANY {
-			skip(ep, "record type %q is not served", ep.RecordType)
-			continue
-		}
-		if rrtype == dns.TypeCNAME && name == origin {
-			skip(ep, "a CNAME cannot be at the zone apex")
-			continue
-		}
-		if ep.RecordTTL < 0 {
-			skip(ep, "negative TTL")
-			continue
-		}
-		ttl := uint32(min(int64(ep.RecordTTL), 1<<31-1))
-		if ttl == 0 {
-			ttl = defaultTTL
-		}
-		values, rrs, problems := parseTargets(name, rrtype, ttl, ep.Targets)
-		for _, p := range problems {
-			skip(ep, "%s", p)
-		}
-		if len(rrs) == 0 {
-			if len(problems) == 0 {
-				skip(ep, "no targets")
+		for _, ep := range src.Endpoints {
+			if ep == nil {
+				continue
 			}
-			continue
-		}
-		key := name + "/" + strconv.Itoa(int(rrtype))
-		g := groups[key]
-		if g == nil {
-			g = &group{name: name, rrtype: rrtype, members: map[string]*draft{}}
-			groups[key] = g
-		}
-		d := g.members[ep.SetIdentifier]
-		if d == nil {
-			d = &draft{setID: ep.SetIdentifier, ttl: ttl, records: map[string]dns.RR{}}
-			g.members[ep.SetIdentifier] = d
-		}
-		// The same record set from several authoritative records serves the union of their targets.
-		d.ttl = min(d.ttl, ttl)
-		for i, v := range values {
-			if d.records[v] == nil {
-				d.records[v] = rrs[i]
+			name, err := canonicalName(ep.DNSName)
+			if err != nil {
+				skip(ep, "invalid name: %v", err)
+				continue
 			}
-		}
-		for _, p := range ep.ProviderSpecific {
-			switch p.Name {
-			case v1alpha1.ProviderSpecificGeoCode:
-				for code := range strings.SplitSeq(p.Value, ",") {
-					if code = strings.TrimSpace(code); code != "" && !slices.Contains(d.geo, code) {
-						d.geo = append(d.geo, code)
-					}
+			if !dns.IsSubDomain(origin, name) {
+				skip(ep, "outside zone %s", origin)
+				continue
+			}
+			rrtype, ok := dns.StringToType[strings.ToUpper(ep.RecordType)]
+			if !ok || rrtype == dns.TypeOPT || rrtype == dns.TypeANY || rrtype == dns.TypeAXFR ||
+				rrtype == dns.TypeIXFR || rrtype == dns.TypeTSIG {
+				skip(ep, "record type %q is not served", ep.RecordType)
+				continue
+			}
+			if name == origin && (rrtype == dns.TypeSOA || rrtype == dns.TypeNS) {
+				// The zone's own SOA and NS say who serves it; a tenant's record must not re-delegate it.
+				skip(ep, "the apex %s comes from the server's configuration, not from records", dns.TypeToString[rrtype])
+				continue
+			}
+			if rrtype == dns.TypeSOA {
+				skip(ep, "an SOA record can only be at the zone apex")
+				continue
+			}
+			if rrtype == dns.TypeCNAME && name == origin {
+				skip(ep, "a CNAME cannot be at the zone apex")
+				continue
+			}
+			if ep.RecordTTL < 0 {
+				skip(ep, "negative TTL")
+				continue
+			}
+			ttl := uint32(min(int64(ep.RecordTTL), 1<<31-1))
+			if ttl == 0 {
+				ttl = defaultTTL
+			}
+			values, rrs, problems, tooLarge := parseTargets(name, rrtype, ttl, ep.Targets)
+			for _, p := range problems {
+				skip(ep, "%s", p)
+			}
+			if len(rrs) == 0 && !tooLarge {
+				if len(problems) == 0 {
+					skip(ep, "no targets")
 				}
-			case v1alpha1.ProviderSpecificWeight:
-				// Kuadrant's plugin reads a weight it cannot parse as 0; so do we, so both serve the same.
-				// The cap keeps the sum of a set's weights from overflowing.
-				w, _ := strconv.ParseUint(strings.TrimSpace(p.Value), 10, 64)
-				w = min(w, maxWeight)
-				d.weight = &w
+				continue
+			}
+			key := name + "/" + strconv.Itoa(int(rrtype))
+			g := groups[key]
+			if g == nil {
+				g = &group{name: name, rrtype: rrtype, members: map[string]*draft{}}
+				groups[key] = g
+			}
+			if src.Name != "" && !slices.Contains(g.sources, src.Name) {
+				g.sources = append(g.sources, src.Name)
+			}
+			// A record too large to send makes its whole set unservable: the rest alone would be a
+			// wrong answer.
+			if tooLarge {
+				g.tooLarge = true
+				g.told = append(g.told, src.Name)
+			}
+			d := g.members[ep.SetIdentifier]
+			if d == nil {
+				d = &draft{setID: ep.SetIdentifier, ttl: ttl, records: map[string]dns.RR{}}
+				g.members[ep.SetIdentifier] = d
+			}
+			// The same record set from several sources serves the union of their targets.
+			d.ttl = min(d.ttl, ttl)
+			for i, v := range values {
+				if d.records[v] == nil {
+					d.records[v] = rrs[i]
+				}
+			}
+			for _, p := range ep.ProviderSpecific {
+				switch p.Name {
+				case v1alpha1.ProviderSpecificGeoCode:
+					for code := range strings.SplitSeq(p.Value, ",") {
+						if code = strings.TrimSpace(code); code != "" && !slices.Contains(d.geo, code) {
+							d.geo = append(d.geo, code)
+						}
+					}
+				case v1alpha1.ProviderSpecificWeight:
+					// Kuadrant's plugin reads a weight it cannot parse as 0; so do we, so both serve the same.
+					// The cap keeps the sum of a set's weights from overflowing.
+					w, _ := strconv.ParseUint(strings.TrimSpace(p.Value), 10, 64)
+					w = min(w, maxWeight)
+					d.weight = &w
+				}
 			}
 		}
 	}
@@ -346,21 +424,13 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ski
 		}
 	}
 
-	var apexNS []string
-	apexNS = append(apexNS, nameservers...)
+	apexNS := slices.Clone(nameservers)
 	digest := sha256.New()
 	fmt.Fprintf(digest, "%s %s\n", hostmaster, nameservers[0])
 	for _, k := range keys {
 		g := groups[k]
 		if g.rrtype == dns.TypeCNAME && other[g.name] {
-			skipped = append(skipped, fmt.Sprintf("%s CNAME: other records share the name", g.name))
-			continue
-		}
-		if g.rrtype == dns.TypeNS && g.name == origin {
-			for _, d := range g.members {
-				values, _ := d.sorted()
-				apexNS = append(apexNS, values...)
-			}
+			refused.add(g.sources, fmt.Sprintf("%s CNAME: other records share the name", g.name))
 			continue
 		}
 		if strings.HasPrefix(g.name, "*.") {
@@ -368,19 +438,42 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ski
 		}
 		ts := typeSet{rrtype: g.rrtype}
 		drafts := sortedDrafts(g.members)
-		if len(drafts) == 1 && drafts[0].geo == nil && drafts[0].weight == nil {
+		var encErr error
+		switch {
+		case g.tooLarge:
+			encErr = errors.New("a record of the set is over the size one DNS message can carry")
+		case len(drafts) == 1 && drafts[0].geo == nil && drafts[0].weight == nil:
 			values, rrs := drafts[0].sorted()
 			if g.rrtype == dns.TypeCNAME && len(rrs) > 1 {
-				skipped = append(skipped, fmt.Sprintf("%s CNAME: several targets, serving %s", g.name, values[0]))
+				refused.add(g.sources, fmt.Sprintf("%s CNAME: several targets, serving %s", g.name, values[0]))
 				rrs = rrs[:1]
 			}
-			ts.static = encodeSet(origin, rrs)
-		} else {
-			ts.routed = newRoutedSet(origin, g.rrtype, drafts)
+			ts.static, encErr = encodeSet(origin, rrs)
+		default:
+			ts.routed, encErr = newRoutedSet(origin, g.rrtype, drafts)
 		}
 		for _, d := range drafts {
 			values, _ := d.sorted()
 			fmt.Fprintf(digest, "%s %d %q %d %q %q %v\n", g.name, g.rrtype, d.setID, d.ttl, values, d.geo, weightText(d.weight))
+		}
+		if encErr != nil {
+			// The set cannot be sent in one message. Serving part of it would be a wrong answer; the
+			// name answers SERVFAIL for this type instead, so resolvers neither cache a denial nor a
+			// partial set, and the rest of the zone is served.
+			var untold []string
+			for _, src := range g.sources {
+				if !slices.Contains(g.told, src) {
+					untold = append(untold, src)
+				}
+			}
+			if !g.tooLarge || len(untold) > 0 {
+				refused.add(untold, fmt.Sprintf("%s %s: %v; the record set is not served", g.name, dns.TypeToString[g.rrtype], encErr))
+			}
+			if g.rrtype != dns.TypeNS {
+				n := nodeAt(g.name)
+				n.sets = append(n.sets, typeSet{rrtype: g.rrtype, refused: true})
+			}
+			continue
 		}
 		n := nodeAt(g.name)
 		switch {
@@ -406,8 +499,12 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ski
 	primary := nameservers[0]
 	soa := &dns.SOA{Hdr: header(origin, dns.TypeSOA, soaMinimum), Ns: primary, Mbox: hostmaster,
 		Serial: serial, Refresh: soaRefresh, Retry: soaRetry, Expire: soaExpire, Minttl: soaMinimum}
-	snap.soa = encodeSet(origin, []dns.RR{soa})
-	snap.ns = encodeSet(origin, nsRRs)
+	if snap.soa, err = encodeSet(origin, []dns.RR{soa}); err != nil {
+		return nil, refused, fmt.Errorf("zone %s: SOA: %w", origin, err)
+	}
+	if snap.ns, err = encodeSet(origin, nsRRs); err != nil {
+		return nil, refused, fmt.Errorf("zone %s: nameservers: %w", origin, err)
+	}
 	apexNode := snap.nodes[string(apex)]
 	apexNode.sets = append(apexNode.sets, typeSet{rrtype: dns.TypeNS, static: snap.ns}, typeSet{rrtype: dns.TypeSOA, static: snap.soa})
 
@@ -427,7 +524,7 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ski
 	}
 	snap.transfer = snap.transferRecords()
 	copy(snap.digest[:], digest.Sum(nil))
-	return snap, skipped, nil
+	return snap, refused, nil
 }
 
 func weightText(w *uint64) string {
@@ -459,14 +556,18 @@ func sortedDrafts(m map[string]*draft) []*draft {
 
 // newRoutedSet encodes each member. A CNAME member holds one target (the first, sorted), as a name
 // can only alias one other.
-func newRoutedSet(origin string, rrtype uint16, drafts []*draft) *routedSet {
+func newRoutedSet(origin string, rrtype uint16, drafts []*draft) (*routedSet, error) {
 	rs := &routedSet{}
 	for _, d := range drafts {
 		_, rrs := d.sorted()
 		if rrtype == dns.TypeCNAME {
 			rrs = rrs[:1]
 		}
-		m := member{set: encodeSet(origin, rrs)}
+		set, err := encodeSet(origin, rrs)
+		if err != nil {
+			return nil, fmt.Errorf("set identifier %q: %w", d.setID, err)
+		}
+		m := member{set: set}
 		for _, code := range d.geo {
 			rs.geo = true
 			switch {
@@ -484,14 +585,17 @@ func newRoutedSet(origin string, rrtype uint16, drafts []*draft) *routedSet {
 		}
 		rs.members = append(rs.members, m)
 	}
-	rs.static = rs.unlocated(origin, rrtype)
-	return rs
+	var err error
+	if rs.static, err = rs.unlocated(origin, rrtype); err != nil {
+		return nil, fmt.Errorf("all members together (served to secondaries): %w", err)
+	}
+	return rs, nil
 }
 
 // unlocated is the static view of a routed set. Address and text sets serve every member's records
 // (a multi-value answer, as the rfc2136 backend degrades weighted sets); a CNAME set serves the member
 // an unlocated client gets at the geo step, and the heaviest at the weighted step.
-func (rs *routedSet) unlocated(origin string, rrtype uint16) *rrset {
+func (rs *routedSet) unlocated(origin string, rrtype uint16) (*rrset, error) {
 	if rrtype != dns.TypeCNAME {
 		var all []dns.RR
 		seen := map[string]bool{}
@@ -518,18 +622,37 @@ func (rs *routedSet) unlocated(origin string, rrtype uint16) *rrset {
 			best = c
 		}
 	}
-	return rs.members[best].set
+	return rs.members[best].set, nil
 }
 
 // parseTargets turns endpoint targets into records; values are their normalised forms, for
 // deduplication and change detection.
-func parseTargets(name string, rrtype uint16, ttl uint32, targets []string) (values []string, rrs []dns.RR, problems []string) {
+func parseTargets(name string, rrtype uint16, ttl uint32, targets []string) (values []string, rrs []dns.RR, problems []string, tooLarge bool) {
 	hdr := header(name, rrtype, ttl)
+	bp := packBuffers.Get().(*[]byte)
+	defer packBuffers.Put(bp)
+	buf := *bp
 	add := func(value string, rr dns.RR) {
-		if !slices.Contains(values, value) {
-			values = append(values, value)
-			rrs = append(rrs, rr)
+		if slices.Contains(values, value) {
+			return
 		}
+		// Data over the protocol's limits (record data over what a message carries, a
+		// character-string over 255 bytes) cannot be sent; say so here rather than fail when the
+		// set is encoded.
+		c := dns.Copy(rr)
+		c.Header().Name = "."
+		if size := dns.Len(c); size > maxSetWire {
+			tooLarge = true
+			problems = append(problems, fmt.Sprintf("target %.40q... is %d bytes of record data, over the %d one DNS message can carry",
+				value, size, maxSetWire))
+			return
+		}
+		if _, err := dns.PackRR(c, buf, 0, nil, false); err != nil {
+			problems = append(problems, fmt.Sprintf("target %.40q... cannot be encoded: %v", value, err))
+			return
+		}
+		values = append(values, value)
+		rrs = append(rrs, rr)
 	}
 	for _, t := range targets {
 		switch rrtype {
@@ -568,7 +691,7 @@ func parseTargets(name string, rrtype uint16, ttl uint32, targets []string) (val
 			add(rr.String(), rr)
 		}
 	}
-	return values, rrs, problems
+	return values, rrs, problems, tooLarge
 }
 
 // txtStrings reads a TXT target the way external-dns providers do: a quoted value is zone-file text
@@ -592,20 +715,34 @@ func txtStrings(target string) []string {
 	return append(out, strings.ReplaceAll(target, `\`, `\\`))
 }
 
-// encodeSet packs records for the wire with a placeholder owner pointer each.
-func encodeSet(origin string, rrs []dns.RR) *rrset {
+// packBuffers hold a message's worth of bytes each, for encoding records while zones are built.
+var packBuffers = sync.Pool{New: func() any { b := make([]byte, dns.MaxMsgSize); return &b }}
+
+// maxSetWire is the largest record set we serve: it must fit in one message beside the header, the
+// longest question, an OPT record with a client subnet and a TSIG record, so that every answer that
+// holds it can be sent over TCP. It also keeps every offset inside a set within 16 bits.
+const maxSetWire = dns.MaxMsgSize - headerLen - (255 + 4) - optReserve - maxTSIGReserve
+
+// encodeSet packs records for the wire with a placeholder owner pointer each. It fails for records
+// that do not pack (data over the protocol's limits) and for a set too large for one message.
+func encodeSet(origin string, rrs []dns.RR) (*rrset, error) {
 	s := &rrset{rrs: rrs}
 	if len(rrs) > 0 {
 		s.ttl = rrs[0].Header().Ttl
 	}
-	buf := make([]byte, dns.MaxMsgSize)
+	bp := packBuffers.Get().(*[]byte)
+	defer packBuffers.Put(bp)
+	buf := *bp
 	for _, rr := range rrs {
 		c := dns.Copy(rr)
 		c.Header().Name = "."
 		end, err := dns.PackRR(c, buf, 0, nil, false)
 		if err != nil {
-			// The records were parsed or built from valid values; packing cannot fail short of a bug.
-			panic(fmt.Sprintf("dnsserver: packing %s: %v", rr, err))
+			return nil, fmt.Errorf("record %s cannot be encoded: %w", rr, err)
+		}
+		if len(s.wire)+1+end > maxSetWire {
+			return nil, fmt.Errorf("%d records of %d bytes or more exceed the %d bytes one DNS message can carry",
+				len(rrs), len(s.wire)+1+end, maxSetWire)
 		}
 		s.starts = append(s.starts, uint16(len(s.wire)))
 		s.wire = append(s.wire, 0xC0, headerLen)
@@ -615,7 +752,7 @@ func encodeSet(origin string, rrs []dns.RR) *rrset {
 		s.target, _ = wireName(c.Target)
 		s.inZone = dns.IsSubDomain(origin, c.Target)
 	}
-	return s
+	return s, nil
 }
 
 func firstCNAME(rrs []dns.RR) (*dns.CNAME, bool) {
@@ -641,7 +778,7 @@ func (z *snapshot) glueFor(ns *rrset) []glue {
 		}
 		g := glue{name: w}
 		for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
-			if ts := n.find(t); ts != nil {
+			if ts := n.find(t); ts != nil && !ts.refused {
 				if ts.static != nil {
 					g.sets = append(g.sets, ts.static)
 				} else {
@@ -668,7 +805,7 @@ func (z *snapshot) transferRecords() []dns.RR {
 	for _, k := range names {
 		n := z.nodes[k]
 		for _, ts := range n.sets {
-			if ts.rrtype == dns.TypeSOA || (ts.rrtype == dns.TypeNS && k == string(z.apex)) {
+			if ts.refused || ts.rrtype == dns.TypeSOA || (ts.rrtype == dns.TypeNS && k == string(z.apex)) {
 				continue
 			}
 			if ts.static != nil {

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -52,7 +53,14 @@ func FreeAddr(t testing.TB) string {
 // its secret.
 func TSIGKey(t testing.TB, name string) string {
 	t.Helper()
-	out, err := exec.Command(Tool(t, "tsig-keygen"), "-a", "hmac-sha256", name).Output()
+	return TSIGKeyWith(t, "hmac-sha256", name)
+}
+
+// TSIGKeyWith makes a key of the given algorithm (hmac-sha256, hmac-sha384, hmac-sha512) with
+// tsig-keygen and returns its secret.
+func TSIGKeyWith(t testing.TB, algorithm, name string) string {
+	t.Helper()
+	out, err := exec.Command(Tool(t, "tsig-keygen"), "-a", algorithm, name).Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,15 +89,31 @@ func (b *Log) String() string {
 	return b.buf.String()
 }
 
+// Zone is one zone a BIND secondary carries, transferred with its own key.
+type Zone struct {
+	Name      string
+	KeyName   string
+	Algorithm string // default hmac-sha256
+	Secret    string
+}
+
 // StartSecondary runs named on addr (a loopback address, see FreeAddr) as a secondary of zone,
-// transferring from primary with the TSIG key keyName. It is stopped when the test ends, and its
-// log shown if the test failed or NAMED_LOG is set.
+// transferring from primary with the hmac-sha256 TSIG key keyName. It is stopped when the test
+// ends, and its log shown if the test failed or NAMED_LOG is set.
 func StartSecondary(t testing.TB, addr, zone string, primary netip.AddrPort, keyName, secret string) *Log {
+	t.Helper()
+	return StartSecondaryZones(t, addr, primary, Zone{Name: zone, KeyName: keyName, Secret: secret})
+}
+
+// StartSecondaryZones runs named on addr as a secondary of several zones of primary, each
+// transferred with its own key.
+func StartSecondaryZones(t testing.TB, addr string, primary netip.AddrPort, zones ...Zone) *Log {
 	t.Helper()
 	named := Tool(t, "named")
 	dir := t.TempDir()
 	listen := netip.MustParseAddrPort(addr)
-	conf := fmt.Sprintf(`options {
+	var conf strings.Builder
+	fmt.Fprintf(&conf, `options {
 	directory "%[1]s";
 	pid-file "%[1]s/named.pid";
 	session-keyfile "%[1]s/session.key";
@@ -100,15 +124,26 @@ func StartSecondary(t testing.TB, addr, zone string, primary netip.AddrPort, key
 	dnssec-validation no;
 };
 controls { };
-key "%[3]s" { algorithm hmac-sha256; secret "%[4]s"; };
-zone "%[5]s" {
+`, dir, listen.Port())
+	keys := map[string]bool{}
+	for _, z := range zones {
+		alg := z.Algorithm
+		if alg == "" {
+			alg = "hmac-sha256"
+		}
+		if !keys[z.KeyName] {
+			keys[z.KeyName] = true
+			fmt.Fprintf(&conf, "key \"%s\" { algorithm %s; secret \"%s\"; };\n", z.KeyName, alg, z.Secret)
+		}
+		fmt.Fprintf(&conf, `zone "%[1]s" {
 	type secondary;
-	primaries { %[6]s port %[7]d key "%[3]s"; };
-	file "%[1]s/%[5]s.db";
+	primaries { %[2]s port %[3]d key "%[4]s"; };
+	file "%[5]s/%[1]s.db";
 };
-`, dir, listen.Port(), keyName, secret, zone, primary.Addr(), primary.Port())
+`, z.Name, primary.Addr(), primary.Port(), z.KeyName, dir)
+	}
 	path := filepath.Join(dir, "named.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(conf.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	log := &Log{}

@@ -185,8 +185,10 @@ func TestRendersAreAccepted(t *testing.T) {
 		if c.Image != "registry.example.com/dns/dnspolicy-controller:v0.1.0-test" {
 			t.Errorf("image %s", c.Image)
 		}
-		if len(c.Env) != 1 || c.Env[0].Name != "DNSPOLICY_DNS_TSIG_KEYS" || c.Env[0].ValueFrom.SecretKeyRef.Name != "dns-tsig" {
-			t.Errorf("the TSIG keys do not come from the Secret: %+v", c.Env)
+		for _, want := range []string{"--dns-tsig-secret=" + d.Namespace + "/dns-tsig", "--dns-transfer-keys=demo.example.com=transfer-key"} {
+			if !slices.Contains(c.Args, want) {
+				t.Errorf("args %v lack %s: the TSIG keys come from the Secret, named by reference", c.Args, want)
+			}
 		}
 		if len(d.Spec.Template.Spec.Volumes) != 1 || d.Spec.Template.Spec.Volumes[0].ConfigMap.Name != "geoip-database" {
 			t.Errorf("geo database volume: %+v", d.Spec.Template.Spec.Volumes)
@@ -194,9 +196,8 @@ func TestRendersAreAccepted(t *testing.T) {
 		if sc := c.SecurityContext; sc == nil || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation {
 			t.Errorf("container security context %+v", sc)
 		}
-		opts := parseArgs(t, args)
-		if len(opts.DNSTSIGKeys) != 0 {
-			t.Errorf("TSIG keys in the args: %v", opts.DNSTSIGKeys)
+		if opts := parseArgs(t, args); opts.DNSServer.TSIGSecret != d.Namespace+"/dns-tsig" {
+			t.Errorf("the binary reads its TSIG keys from %q, want the Secret %s/dns-tsig", opts.DNSServer.TSIGSecret, d.Namespace)
 		}
 	})
 	t.Run("helm namespaced", func(t *testing.T) {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -102,20 +103,25 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 		}
 	}
 	if o.DNSServerAddress != "" {
-		server, err := dnsserver.New(dnsserver.Options{
-			Addr:          o.DNSServerAddress,
-			GeoIPDatabase: o.DNSGeoIPDatabase,
-			TSIGKeys:      o.DNSTSIGKeys,
-			Log:           mgr.GetLogger().WithName("dnsserver"),
-		})
+		keys, err := o.DNSServer.tsigKeys(context.Background(), mgr.GetAPIReader())
+		if err != nil {
+			return fmt.Errorf("dns server: %w", err)
+		}
+		sopts := o.dnsServerOptions(keys)
+		sopts.Log = mgr.GetLogger().WithName("dnsserver")
+		server, err := dnsserver.New(sopts)
 		if err != nil {
 			return fmt.Errorf("dns server: %w", err)
 		}
 		r := &dnsservercontroller.Reconciler{
-			Client:      mgr.GetClient(),
-			Server:      server,
-			Nameservers: o.DNSNameservers,
-			Secondaries: o.DNSSecondaries,
+			Client:          mgr.GetClient(),
+			SecretReader:    mgr.GetAPIReader(),
+			Namespaces:      o.WatchNamespaces,
+			Server:          server,
+			Nameservers:     o.DNSNameservers,
+			Secondaries:     o.DNSSecondaries,
+			ZoneNamespaces:  o.DNSServer.ZoneNamespaces,
+			OnlyListedZones: o.DNSServer.OnlyListedZones,
 		}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("dns server: %w", err)

@@ -4,7 +4,6 @@
 package app
 
 import (
-	"encoding/base64"
 	"flag"
 	"fmt"
 	"net"
@@ -40,8 +39,6 @@ type Options struct {
 	DNSServerAddress string
 	// DNSGeoIPDatabase is the MaxMind-format database the server locates clients with.
 	DNSGeoIPDatabase string
-	// DNSTSIGKeys are HMAC-SHA256 secrets (base64) by key name; a peer signing with one may transfer zones.
-	DNSTSIGKeys map[string]string
 	// DNSSecondaries are host:port addresses to NOTIFY, by zone name.
 	DNSSecondaries map[string][]string
 	// DNSNameservers are the NS names of every served zone.
@@ -53,6 +50,8 @@ type Options struct {
 	NoProviderSecretWatch bool
 	// PrintVersion prints Version and exits.
 	PrintVersion bool
+	// DNSServer holds the server's tenancy, TSIG and resource settings.
+	DNSServer DNSServerOptions
 }
 
 // Version is the release this binary was built from, set by the Makefile from the VERSION file
@@ -71,6 +70,7 @@ func DefaultOptions() Options {
 		Providers:                 BackendNames(),
 		EnableRecordController:    true,
 		EnableDNSPolicyController: true,
+		DNSServer:                 defaultDNSServerOptions(),
 	}
 }
 
@@ -93,11 +93,11 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	fs.BoolVar(&o.EnableDNSPolicyController, "enable-policy-controller", o.EnableDNSPolicyController, "Run the DNSPolicy controller (turns Gateway listeners into DNSRecords).")
 	fs.StringVar(&o.DNSServerAddress, "dns-server-address", o.DNSServerAddress, "host:port the embedded authoritative DNS server listens on (UDP and TCP), e.g. 127.0.0.1:1053; empty: no DNS server.")
 	fs.StringVar(&o.DNSGeoIPDatabase, "dns-geoip-database", o.DNSGeoIPDatabase, "MaxMind-format (country or city) database the DNS server locates clients with; empty: every client gets the default geo.")
-	tsigKeys := fs.String("dns-tsig-keys", "", "Comma-separated name:base64secret HMAC-SHA256 keys; a peer signing with one may transfer zones (AXFR).")
 	secondaries := fs.String("dns-secondaries", "", "Comma-separated zone=host:port secondaries sent a NOTIFY when their zone changes.")
 	watchSecrets := fs.Bool("watch-provider-secrets", !o.NoProviderSecretWatch, "Watch Secrets' metadata so a changed provider Secret is used at once; needs list and watch on Secrets in every watched namespace. Off: a changed Secret is used at the record's next pass.")
 	fs.BoolVar(&o.PrintVersion, "version", false, "Print the version and exit.")
 	nameservers := fs.String("dns-nameservers", "", "Comma-separated NS names of every served zone (the first is the SOA's primary); empty: ns1.<zone>.")
+	finishDNSServer := o.DNSServer.dnsServerFlags(fs)
 
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
@@ -131,14 +131,8 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 			o.Providers = append(o.Providers, p)
 		}
 	}
-	var err error
-	if o.DNSTSIGKeys, err = parsePairs("--dns-tsig-keys", *tsigKeys, ":"); err != nil {
+	if err := finishDNSServer(); err != nil {
 		return o, err
-	}
-	for name, secret := range o.DNSTSIGKeys {
-		if _, err := base64.StdEncoding.DecodeString(secret); err != nil {
-			return o, fmt.Errorf("--dns-tsig-keys: the secret of key %q is not base64", name)
-		}
 	}
 	// A zone may have several secondaries, so this list is not a map of unique keys.
 	for _, item := range splitList(*secondaries) {
@@ -174,25 +168,6 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-// parsePairs reads a comma-separated list of key<sep>value pairs into a map; a key given twice is an error.
-func parsePairs(flagName, s, sep string) (map[string]string, error) {
-	var out map[string]string
-	for _, item := range splitList(s) {
-		k, v, ok := strings.Cut(item, sep)
-		if !ok || k == "" || v == "" {
-			return nil, fmt.Errorf("%s: %q is not of the form key%svalue", flagName, item, sep)
-		}
-		if out == nil {
-			out = map[string]string{}
-		}
-		if _, dup := out[k]; dup {
-			return nil, fmt.Errorf("%s: %q is given twice", flagName, k)
-		}
-		out[k] = v
-	}
-	return out, nil
 }
 
 // EnvName is the environment variable of a flag.

@@ -1,3 +1,5 @@
+//go:build integration
+
 package dnsserver_test
 
 import (
@@ -12,8 +14,10 @@ import (
 
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -43,8 +47,30 @@ const kuadrantAPI = `[
   {"dnsName":"kuadrant-1jvq7n2c-a-9xk2pa-1h4y2q.klb.api.k.example.com","recordTTL":60,"recordType":"TXT","targets":["\"heritage=external-dns,external-dns/owner=us1owner,external-dns/version=1\""]}
 ]`
 
-// writeAuthoritative creates an authoritative record as Kuadrant's dns-operator names and labels it.
+// writeAuthoritative creates an authoritative record as Kuadrant's dns-operator names and labels it,
+// in a namespace entitled to the zone: one holding a kuadrant.io/coredns Secret that lists it, as the
+// namespace of a dns-operator publishing there does.
 func writeAuthoritative(t *testing.T, ns, zone, rootHost string, eps []*v1alpha1.Endpoint) *v1alpha1.DNSRecord {
+	t.Helper()
+	entitle(t, ns, zone)
+	return writeUnentitled(t, ns, zone, rootHost, eps)
+}
+
+// entitle creates a kuadrant.io/coredns Secret listing the zone in the namespace, once.
+func entitle(t *testing.T, ns, zone string) {
+	t.Helper()
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "zone-" + hash.Base36(zone, 8)},
+		Type:       v1alpha1.SecretTypeCoreDNS,
+		StringData: map[string]string{v1alpha1.CoreDNSZonesKey: zone},
+	}
+	if err := env.Client.Create(context.Background(), secret); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// writeUnentitled creates an authoritative record without entitling its namespace.
+func writeUnentitled(t *testing.T, ns, zone, rootHost string, eps []*v1alpha1.Endpoint) *v1alpha1.DNSRecord {
 	t.Helper()
 	r := &v1alpha1.DNSRecord{
 		ObjectMeta: metav1.ObjectMeta{
@@ -125,11 +151,14 @@ func TestChangesRestartAndRemoval(t *testing.T) {
 
 	var took []time.Duration
 	for i, target := range []string{"192.0.2.2", "192.0.2.3", "192.0.2.4"} {
-		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
-			t.Fatal(err)
-		}
-		rec.Spec.Endpoints[0].Targets = v1alpha1.Targets{target}
-		if err := env.Client.Update(ctx, rec); err != nil {
+		// The server writes the record's Served condition, so an update may meet a newer version.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
+				return err
+			}
+			rec.Spec.Endpoints[0].Targets = v1alpha1.Targets{target}
+			return env.Client.Update(ctx, rec)
+		}); err != nil {
 			t.Fatal(err)
 		}
 		took = append(took, eventually(t, time.Second, m.addr, "www.c.example.com", dns.TypeA, netip.Addr{}, "NOERROR "+target))
@@ -272,20 +301,27 @@ func TestDNSServerFlags(t *testing.T) {
 	env := map[string]string{"DNSPOLICY_DNS_SECONDARIES": "e.example.com=127.0.0.1:5301,E.example.com.=127.0.0.1:5302"}
 	o, err := app.Parse([]string{
 		"--dns-server-address=127.0.0.1:1053", "--dns-geoip-database=/geo.mmdb",
-		"--dns-tsig-keys=xfr:c2VjcmV0,other:b3RoZXI=", "--dns-nameservers=ns1.example.com,ns2.example.com",
+		"--dns-tsig-key-file=/keys/tsig.conf", "--dns-transfer-keys=e.example.com=xfr,e.example.com=other,f.example.com=xfr",
+		"--dns-zone-namespaces=e.example.com=team-a,E.example.com.=team-b", "--dns-only-listed-zones",
+		"--dns-nameservers=ns1.example.com,ns2.example.com", "--dns-max-tcp-connections=10",
+		"--dns-rrl-responses-per-second=20", "--dns-tcp-write-timeout=2s",
 		"--enable-record-controller=false", "--enable-policy-controller=false",
 	}, func(name string) (string, bool) { v, ok := env[name]; return v, ok })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.DNSServerAddress != "127.0.0.1:1053" || o.DNSGeoIPDatabase != "/geo.mmdb" ||
-		fmt.Sprint(o.DNSTSIGKeys) != "map[other:b3RoZXI= xfr:c2VjcmV0]" ||
+	d := o.DNSServer
+	if o.DNSServerAddress != "127.0.0.1:1053" || o.DNSGeoIPDatabase != "/geo.mmdb" || d.TSIGKeyFile != "/keys/tsig.conf" ||
+		fmt.Sprint(d.TransferKeys) != "map[e.example.com:[xfr other] f.example.com:[xfr]]" ||
+		fmt.Sprint(d.ZoneNamespaces) != "map[e.example.com:[team-a team-b]]" || !d.OnlyListedZones ||
 		fmt.Sprint(o.DNSSecondaries) != "map[e.example.com:[127.0.0.1:5301 127.0.0.1:5302]]" ||
-		fmt.Sprint(o.DNSNameservers) != "[ns1.example.com ns2.example.com]" {
+		fmt.Sprint(o.DNSNameservers) != "[ns1.example.com ns2.example.com]" || d.MaxTCPConnections != 10 ||
+		d.RateLimit.ResponsesPerSecond != 20 || d.RateLimit.Slip != 2 || d.TCPWriteTimeout != 2*time.Second ||
+		d.MaxTCPPerSource != 64 || d.TCPIdleTimeout != 10*time.Second {
 		t.Errorf("parsed %+v", o)
 	}
-	for _, bad := range []string{"--dns-tsig-keys=xfr", "--dns-tsig-keys=xfr:not-base64!", "--dns-tsig-keys=a:YQ==,a:Yg==",
-		"--dns-secondaries=127.0.0.1:53", "--dns-secondaries=z=nohostport"} {
+	for _, bad := range []string{"--dns-tsig-keys=xfr:c2VjcmV0", "--dns-transfer-keys=e.example.com=xfr", "--dns-tsig-secret=nosep",
+		"--dns-zone-namespaces=team-a", "--dns-secondaries=127.0.0.1:53", "--dns-secondaries=z=nohostport"} {
 		if _, err := app.Parse([]string{bad}, func(string) (string, bool) { return "", false }); err == nil {
 			t.Errorf("%s accepted", bad)
 		}

@@ -1,12 +1,18 @@
+//go:build integration
+
 package dnsserver_test
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -25,8 +31,15 @@ func TestBINDSecondaryFollowsRecords(t *testing.T) {
 		v1alpha1.NewEndpoint("www.s.example.com", "A", 60, "192.0.2.1"),
 	})
 	bindAddr := bind.FreeAddr(t)
+	// The key reaches the server as an operator gives it: tsig-keygen's output in a file (a mounted
+	// Secret), never a flag value.
+	keyFile := filepath.Join(t.TempDir(), "tsig.conf")
+	if err := os.WriteFile(keyFile, []byte(fmt.Sprintf("key \"xfr\" {\n\talgorithm hmac-sha256;\n\tsecret \"%s\";\n};\n", secret)), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	srv := startManager(t, nil, func(o *app.Options) {
-		o.DNSTSIGKeys = map[string]string{"xfr": secret}
+		o.DNSServer.TSIGKeyFile = keyFile
+		o.DNSServer.TransferKeys = map[string][]string{"s.example.com": {"xfr"}}
 		o.DNSSecondaries = map[string][]string{"s.example.com": {bindAddr}}
 	})
 	eventually(t, 10*time.Second, srv.addr, "www.s.example.com", dns.TypeA, netip.Addr{}, "NOERROR 192.0.2.1")
@@ -49,11 +62,14 @@ func TestBINDSecondaryFollowsRecords(t *testing.T) {
 	}
 	waitBIND("NOERROR 192.0.2.1")
 
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
-		t.Fatal(err)
-	}
-	rec.Spec.Endpoints[0].Targets = v1alpha1.Targets{"192.0.2.2"}
-	if err := env.Client.Update(ctx, rec); err != nil {
+	// The server writes the record's Served condition, so an update may meet a newer version.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
+			return err
+		}
+		rec.Spec.Endpoints[0].Targets = v1alpha1.Targets{"192.0.2.2"}
+		return env.Client.Update(ctx, rec)
+	}); err != nil {
 		t.Fatal(err)
 	}
 	waitBIND("NOERROR 192.0.2.2")

@@ -1,0 +1,171 @@
+package app
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
+)
+
+// DNSServerOptions are the embedded DNS server's tenancy, TSIG and resource settings
+// (docs/embedded-dns.md lists each beside BIND's equivalent).
+type DNSServerOptions struct {
+	// ZoneNamespaces lists, by zone, the namespaces entitled to serve records in it.
+	ZoneNamespaces map[string][]string
+	// OnlyListedZones ignores kuadrant.io/coredns Secrets for entitlement: only ZoneNamespaces counts.
+	OnlyListedZones bool
+	// TSIGKeyFile is a file of BIND key statements (tsig-keygen's output), e.g. a mounted Secret.
+	TSIGKeyFile string
+	// TSIGSecret is namespace/name of a Secret whose values are BIND key statements, read at start.
+	TSIGSecret string
+	// TransferKeys names, by zone, the keys that may transfer it; the first signs its NOTIFYs.
+	TransferKeys map[string][]string
+	// GeoIPReloadInterval is how often the geo database file is checked for a change.
+	GeoIPReloadInterval time.Duration
+	MaxUDPSize          int
+	MaxTCPConnections   int
+	MaxTCPPerSource     int
+	MaxTCPQueries       int
+	TCPIdleTimeout      time.Duration
+	TCPWriteTimeout     time.Duration
+	RateLimit           dnsserver.RateLimit
+}
+
+func defaultDNSServerOptions() DNSServerOptions {
+	return DNSServerOptions{
+		GeoIPReloadInterval: dnsserver.DefaultGeoIPReloadInterval,
+		MaxUDPSize:          1232,
+		MaxTCPConnections:   dnsserver.DefaultMaxTCPConnections,
+		MaxTCPPerSource:     dnsserver.DefaultMaxTCPConnectionsPerSource,
+		MaxTCPQueries:       dnsserver.DefaultMaxTCPQueries,
+		TCPIdleTimeout:      dnsserver.DefaultTCPIdleTimeout,
+		TCPWriteTimeout:     dnsserver.DefaultTCPWriteTimeout,
+		RateLimit:           dnsserver.RateLimit{Slip: 2, IPv4PrefixLength: 24, IPv6PrefixLength: 56},
+	}
+}
+
+// dnsServerFlags registers the flags and returns a function that parses the list-valued ones once
+// the flag set has been parsed.
+func (d *DNSServerOptions) dnsServerFlags(fs *flag.FlagSet) func() error {
+	zoneNamespaces := fs.String("dns-zone-namespaces", "", "Comma-separated zone=namespace pairs (a zone may repeat): the namespaces whose authoritative records a zone is served from. A zone not listed is served from the namespaces whose kuadrant.io/coredns Secret lists it.")
+	fs.BoolVar(&d.OnlyListedZones, "dns-only-listed-zones", d.OnlyListedZones, "Serve only zones listed in --dns-zone-namespaces; provider Secrets entitle no namespace (for clusters where tenants may create any Secret).")
+	fs.StringVar(&d.TSIGKeyFile, "dns-tsig-key-file", d.TSIGKeyFile, "File of BIND key statements (tsig-keygen output; hmac-sha256/384/512), e.g. a mounted Secret.")
+	fs.StringVar(&d.TSIGSecret, "dns-tsig-secret", d.TSIGSecret, "namespace/name of a Secret whose values are BIND key statements, read at start.")
+	transferKeys := fs.String("dns-transfer-keys", "", "Comma-separated zone=keyname pairs (a zone may repeat): the TSIG keys allowed to transfer a zone; the first also signs its NOTIFYs. A zone not listed cannot be transferred.")
+	fs.DurationVar(&d.GeoIPReloadInterval, "dns-geoip-reload-interval", d.GeoIPReloadInterval, "How often the geo database file is checked and reloaded when it changed; 0 or negative: never.")
+	fs.IntVar(&d.MaxUDPSize, "dns-max-udp-size", d.MaxUDPSize, "Largest UDP answer; larger ones are truncated so the client retries over TCP.")
+	fs.IntVar(&d.MaxTCPConnections, "dns-max-tcp-connections", d.MaxTCPConnections, "Open TCP connections at most; more are closed at accept. Negative: no limit.")
+	fs.IntVar(&d.MaxTCPPerSource, "dns-max-tcp-connections-per-source", d.MaxTCPPerSource, "Open TCP connections from one client address at most. Negative: no limit.")
+	fs.IntVar(&d.MaxTCPQueries, "dns-max-tcp-queries", d.MaxTCPQueries, "Queries one TCP connection may send before it is closed. Negative: no limit.")
+	fs.DurationVar(&d.TCPIdleTimeout, "dns-tcp-idle-timeout", d.TCPIdleTimeout, "How long a TCP connection may wait for its next query.")
+	fs.DurationVar(&d.TCPWriteTimeout, "dns-tcp-write-timeout", d.TCPWriteTimeout, "Time to write one message, each zone transfer message included, before the connection is closed.")
+	fs.IntVar(&d.RateLimit.ResponsesPerSecond, "dns-rrl-responses-per-second", d.RateLimit.ResponsesPerSecond, "Response rate limiting over UDP: answers per second per client prefix; 0: off.")
+	fs.IntVar(&d.RateLimit.Slip, "dns-rrl-slip", d.RateLimit.Slip, "Every Nth rate-limited answer is sent truncated (the client retries over TCP), the others dropped; 0: drop all.")
+	fs.IntVar(&d.RateLimit.IPv4PrefixLength, "dns-rrl-ipv4-prefix-length", d.RateLimit.IPv4PrefixLength, "IPv4 prefix length that groups clients for rate limiting.")
+	fs.IntVar(&d.RateLimit.IPv6PrefixLength, "dns-rrl-ipv6-prefix-length", d.RateLimit.IPv6PrefixLength, "IPv6 prefix length that groups clients for rate limiting.")
+	return func() error {
+		var err error
+		if d.ZoneNamespaces, err = zoneList("--dns-zone-namespaces", *zoneNamespaces); err != nil {
+			return err
+		}
+		if d.TransferKeys, err = zoneList("--dns-transfer-keys", *transferKeys); err != nil {
+			return err
+		}
+		if d.TSIGSecret != "" {
+			if ns, name, ok := strings.Cut(d.TSIGSecret, "/"); !ok || ns == "" || name == "" {
+				return fmt.Errorf("--dns-tsig-secret: %q is not namespace/name", d.TSIGSecret)
+			}
+		}
+		if len(d.TransferKeys) > 0 && d.TSIGKeyFile == "" && d.TSIGSecret == "" {
+			return fmt.Errorf("--dns-transfer-keys needs the keys: --dns-tsig-key-file or --dns-tsig-secret")
+		}
+		return nil
+	}
+}
+
+// zoneList reads comma-separated zone=value pairs into values by zone; a zone may repeat.
+func zoneList(flagName, s string) (map[string][]string, error) {
+	var out map[string][]string
+	for _, item := range splitList(s) {
+		zone, value, ok := strings.Cut(item, "=")
+		zone, value = strings.ToLower(strings.TrimSuffix(strings.TrimSpace(zone), ".")), strings.TrimSpace(value)
+		if !ok || zone == "" || value == "" {
+			return nil, fmt.Errorf("%s: %q is not of the form zone=value", flagName, item)
+		}
+		if out == nil {
+			out = map[string][]string{}
+		}
+		if !slices.Contains(out[zone], value) {
+			out[zone] = append(out[zone], value)
+		}
+	}
+	return out, nil
+}
+
+// tsigKeys reads the server's TSIG keys from the key file and the Secret, if given. Secret values
+// are never logged; errors name the file or Secret only.
+func (d DNSServerOptions) tsigKeys(ctx context.Context, reader client.Reader) ([]dnsserver.TSIGKey, error) {
+	var keys []dnsserver.TSIGKey
+	if d.TSIGKeyFile != "" {
+		b, err := os.ReadFile(d.TSIGKeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("--dns-tsig-key-file: %w", err)
+		}
+		k, err := dnsserver.ParseTSIGKeys(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("--dns-tsig-key-file %s: %w", d.TSIGKeyFile, err)
+		}
+		keys = append(keys, k...)
+	}
+	if d.TSIGSecret != "" {
+		ns, name, _ := strings.Cut(d.TSIGSecret, "/")
+		var secret corev1.Secret
+		if err := reader.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &secret); err != nil {
+			return nil, fmt.Errorf("--dns-tsig-secret %s: %w", d.TSIGSecret, err)
+		}
+		names := make([]string, 0, len(secret.Data))
+		for k := range secret.Data {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		for _, k := range names {
+			parsed, err := dnsserver.ParseTSIGKeys(string(secret.Data[k]))
+			if err != nil {
+				return nil, fmt.Errorf("--dns-tsig-secret %s, key %s: %w", d.TSIGSecret, k, err)
+			}
+			keys = append(keys, parsed...)
+		}
+	}
+	return keys, nil
+}
+
+// dnsServerOptions turns the flags into the server's options.
+func (o Options) dnsServerOptions(keys []dnsserver.TSIGKey) dnsserver.Options {
+	d := o.DNSServer
+	reload := d.GeoIPReloadInterval
+	if reload <= 0 {
+		reload = -1
+	}
+	return dnsserver.Options{
+		Addr:                       o.DNSServerAddress,
+		GeoIPDatabase:              o.DNSGeoIPDatabase,
+		GeoIPReloadInterval:        reload,
+		TSIGKeys:                   keys,
+		TransferKeys:               d.TransferKeys,
+		MaxUDPSize:                 d.MaxUDPSize,
+		MaxTCPConnections:          d.MaxTCPConnections,
+		MaxTCPConnectionsPerSource: d.MaxTCPPerSource,
+		MaxTCPQueries:              d.MaxTCPQueries,
+		TCPIdleTimeout:             d.TCPIdleTimeout,
+		TCPWriteTimeout:            d.TCPWriteTimeout,
+		RateLimit:                  d.RateLimit,
+	}
+}

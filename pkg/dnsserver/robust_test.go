@@ -1,0 +1,134 @@
+package dnsserver
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+)
+
+// A set of 5,000 addresses and a TXT of over 64 KiB cannot be sent in one DNS message. The zone is
+// built without them: their names answer SERVFAIL over UDP and TCP (well-formed, never a denial a
+// resolver would cache, never a partial set), each source says why, and the rest of the zone
+// answers as before.
+func TestOversizedSetsAreRefused(t *testing.T) {
+	s := startServer(t, Options{})
+	var many []string
+	for i := range 5000 {
+		many = append(many, fmt.Sprintf("10.%d.%d.%d", i/65536, i/256%256, i%256))
+	}
+	st := setZone(t, s, "example.com", ZoneData{Sources: []Source{
+		{Name: "tenant/big", Endpoints: []*v1alpha1.Endpoint{ep("big.example.com", "A", 60, many...)}},
+		{Name: "tenant/txt", Endpoints: []*v1alpha1.Endpoint{ep("txt.example.com", "TXT", 60, strings.Repeat("x", 70*1024))}},
+		{Name: "tenant/ok", Endpoints: []*v1alpha1.Endpoint{
+			ep("www.example.com", "A", 60, "192.0.2.10"),
+			// Fits: 3,000 addresses are 48 KB over TCP.
+			ep("wide.example.com", "A", 60, many[:3000]...),
+		}},
+	}})
+	for _, src := range []string{"tenant/big", "tenant/txt"} {
+		if len(st.Refused[src]) != 1 || !strings.Contains(strings.Join(st.Refused[src], ""), "one DNS message can carry") {
+			t.Errorf("%s: refusals %q", src, st.Refused[src])
+		}
+	}
+	if len(st.Refused["tenant/ok"]) != 0 {
+		t.Errorf("tenant/ok refused: %q", st.Refused["tenant/ok"])
+	}
+	for _, tcp := range []bool{false, true} {
+		for _, q := range []struct {
+			name  string
+			qtype uint16
+		}{{"big.example.com.", dns.TypeA}, {"txt.example.com.", dns.TypeTXT}, {"big.example.com.", dns.TypeANY}} {
+			if r := exchange(t, s, q.name, q.qtype, queryOpts{tcp: tcp, edns: true}); r.Rcode != dns.RcodeServerFailure || len(r.Answer) != 0 {
+				t.Errorf("%s %s (tcp=%v): %s with %d answers, want SERVFAIL", q.name, dns.TypeToString[q.qtype], tcp, dns.RcodeToString[r.Rcode], len(r.Answer))
+			}
+		}
+		if r := exchange(t, s, "www.example.com.", dns.TypeA, queryOpts{tcp: tcp}); len(r.Answer) != 1 {
+			t.Errorf("www (tcp=%v): %v", tcp, r)
+		}
+	}
+	if r := exchange(t, s, "wide.example.com.", dns.TypeA, queryOpts{edns: true}); !r.Truncated {
+		t.Errorf("3,000 addresses over UDP are not truncated")
+	}
+	if r := exchange(t, s, "wide.example.com.", dns.TypeA, queryOpts{tcp: true}); len(r.Answer) != 3000 {
+		t.Errorf("3,000 addresses over TCP: %d answers", len(r.Answer))
+	}
+	if v := metricValue(t, s, "dnspolicy_dnsserver_zone_refused_records", `zone="example.com."`); v != 2 {
+		t.Errorf("refused records metric %v", v)
+	}
+}
+
+// Data over the protocol's limits is refused at build time with a reason, never packed: names over
+// 63-byte labels or 255 bytes, as owners or targets. A quoted TXT string over 255 bytes is split
+// into strings, as zone files are read.
+func TestUnrepresentableRecordsAreRefused(t *testing.T) {
+	s := startServer(t, Options{})
+	long := strings.Repeat("a", 64)
+	st := setZone(t, s, "example.com", ZoneData{Endpoints: []*v1alpha1.Endpoint{
+		ep("q.example.com", "TXT", 60, `"`+strings.Repeat("y", 300)+`"`),
+		ep(long+".example.com", "A", 60, "192.0.2.1"),
+		ep(strings.Repeat("abcdefghi.", 26)+"example.com", "A", 60, "192.0.2.1"),
+		ep("c.example.com", "CNAME", 60, long+".example.org"),
+		ep("www.example.com", "A", 60, "192.0.2.10"),
+	}})
+	if len(st.Skipped) != 3 {
+		t.Fatalf("skipped %q", st.Skipped)
+	}
+	if r := exchange(t, s, "q.example.com.", dns.TypeTXT, queryOpts{edns: true}); len(r.Answer) != 1 || len(strings.Join(r.Answer[0].(*dns.TXT).Txt, "")) != 300 {
+		t.Errorf("long quoted TXT: %v", r)
+	}
+	if r := exchange(t, s, "www.example.com.", dns.TypeA, queryOpts{}); len(r.Answer) != 1 {
+		t.Errorf("www: %v", r)
+	}
+}
+
+// The apex NS and SOA come from the server's configuration: records cannot re-delegate the zone.
+func TestApexNSAndSOAComeFromConfiguration(t *testing.T) {
+	s := startServer(t, Options{})
+	st := setZone(t, s, "example.com", ZoneData{Nameservers: []string{"ns1.example.com"}, Sources: []Source{{Name: "tenant/x", Endpoints: []*v1alpha1.Endpoint{
+		ep("example.com", "NS", 300, "ns.evil.example.net"),
+		ep("example.com", "SOA", 300, "ns.evil.example.net. h.evil.example.net. 1 2 3 4 5"),
+		ep("example.com", "A", 60, "192.0.2.1"),
+	}}}})
+	if got := st.Refused["tenant/x"]; len(got) != 2 || !strings.Contains(got[0], "server's configuration") {
+		t.Errorf("refusals %q", got)
+	}
+	r := exchange(t, s, "example.com.", dns.TypeNS, queryOpts{})
+	if got := rrText(r.Answer); !slices.Equal(got, []string{"example.com.\t0\tIN\tNS\tns1.example.com."}) {
+		t.Errorf("apex NS %q", got)
+	}
+	r = exchange(t, s, "example.com.", dns.TypeSOA, queryOpts{})
+	if soa := r.Answer[0].(*dns.SOA); soa.Ns != "ns1.example.com." {
+		t.Errorf("SOA %v", soa)
+	}
+}
+
+// Answers are counted by zone, type and rcode; names outside every zone by reason.
+func TestQueryMetrics(t *testing.T) {
+	s := startServer(t, Options{})
+	simpleZone(t, s)
+	for range 3 {
+		exchange(t, s, "www.example.com.", dns.TypeA, queryOpts{})
+	}
+	exchange(t, s, "nope.example.com.", dns.TypeA, queryOpts{})
+	exchange(t, s, "www.example.org.", dns.TypeA, queryOpts{})
+	for _, c := range []struct {
+		labels []string
+		want   float64
+	}{
+		{[]string{`zone="example.com."`, `type="A"`, `rcode="NOERROR"`}, 3},
+		{[]string{`zone="example.com."`, `type="A"`, `rcode="NXDOMAIN"`}, 1},
+		{[]string{`zone=""`, `rcode="REFUSED"`}, 1},
+	} {
+		if v := metricValue(t, s, "dnspolicy_dnsserver_queries_total", c.labels...); v != c.want {
+			t.Errorf("queries %v = %v, want %v", c.labels, v, c.want)
+		}
+	}
+	if v := metricValue(t, s, "dnspolicy_dnsserver_refused_total", `reason="not authoritative"`); v != 1 {
+		t.Errorf("refused = %v", v)
+	}
+}
