@@ -51,7 +51,9 @@ import (
 
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords/status,verbs=get;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// Secrets are listed only in the namespaces that hold a zone's records, and their metadata watched
+// unless --watch-provider-secrets=false: the list and watch verbs come from the provider-secrets
+// Role bound per namespace, never cluster-wide (config/rbac/README.md).
 
 // The Served condition of an authoritative record, owned by this controller (server-side apply
 // with FieldOwner, so it never overwrites the record controller's conditions).
@@ -79,9 +81,6 @@ type Reconciler struct {
 	// SecretReader lists kuadrant.io/coredns Secrets straight from the API server (no Secret cache);
 	// nil means Client.
 	SecretReader client.Reader
-	// Namespaces limits the Secrets read to these namespaces (the manager's watched namespaces);
-	// empty means every namespace.
-	Namespaces []string
 	// Server is the DNS server the zones go to. SetupWithManager starts and stops it with the manager.
 	Server *dnsserver.Server
 	// Nameservers are the NS targets of every zone; empty means ns1.<zone>.
@@ -94,6 +93,9 @@ type Reconciler struct {
 	// OnlyListedZones serves no zone that ZoneNamespaces does not list: provider Secrets entitle
 	// nobody. For clusters where tenants may create Secrets of any type.
 	OnlyListedZones bool
+	// NoSecretWatch leaves out the watch of Secrets' metadata (--watch-provider-secrets=false): the
+	// provider Secrets are then listed again at every reconcile of a zone, not cached.
+	NoSecretWatch bool
 
 	// secrets caches the namespaces provider Secrets entitle, by zone, so that a record change is
 	// served without a call to the API server. Any Secret event moves secretsGen, and the next
@@ -104,7 +106,9 @@ type Reconciler struct {
 }
 
 type entitlement struct {
-	gen        uint64
+	gen uint64
+	// candidates are the namespaces whose Secrets were listed.
+	candidates string
 	namespaces map[string]bool
 }
 
@@ -137,7 +141,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.DNSRecord{}, handler.EnqueueRequestsFromMapFunc(zoneOf), builder.WithPredicates(authoritative,
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 4})
-	if !r.OnlyListedZones {
+	if !r.OnlyListedZones && !r.NoSecretWatch {
 		// A provider Secret created, changed or deleted can change who is entitled to any zone. The
 		// watch is on metadata only (shared with the record controller's); the Secrets themselves
 		// are read from the API server when a zone is reconciled.
@@ -186,7 +190,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}); err != nil {
 		return ctrl.Result{}, err
 	}
-	entitled, why, err := r.entitled(ctx, zone)
+	candidates := map[string]bool{}
+	for i := range list.Items {
+		candidates[list.Items[i].Namespace] = true
+	}
+	entitled, why, err := r.entitled(ctx, zone, candidates)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -275,7 +283,9 @@ func refusedMessage(zone string, reasons []string) string {
 }
 
 // entitled returns the namespaces that may contribute to a zone, and, for the others, why not.
-func (r *Reconciler) entitled(ctx context.Context, zone string) (map[string]bool, string, error) {
+// candidates are the namespaces holding the zone's records: only their Secrets can entitle them, so
+// only their Secrets are listed, namespace by namespace (no cluster-wide list of Secrets).
+func (r *Reconciler) entitled(ctx context.Context, zone string, candidates map[string]bool) (map[string]bool, string, error) {
 	zone = v1alpha1.NormalizeName(zone)
 	out := map[string]bool{}
 	for z, namespaces := range r.ZoneNamespaces {
@@ -290,20 +300,22 @@ func (r *Reconciler) entitled(ctx context.Context, zone string) (map[string]bool
 		return out, "the zone is not listed in --dns-zone-namespaces", nil
 	}
 	why := fmt.Sprintf("no %s Secret in the namespace lists the zone in %s", v1alpha1.SecretTypeCoreDNS, v1alpha1.CoreDNSZonesKey)
+	namespaces := make([]string, 0, len(candidates))
+	for ns := range candidates {
+		namespaces = append(namespaces, ns)
+	}
+	slices.Sort(namespaces)
+	key := strings.Join(namespaces, ",")
 	r.mu.Lock()
 	gen := r.secretsGen
 	cached, ok := r.secrets[zone]
 	r.mu.Unlock()
-	if ok && cached.gen == gen {
+	if ok && cached.gen == gen && cached.candidates == key && !r.NoSecretWatch {
 		return cached.namespaces, why, nil
 	}
 	reader := r.SecretReader
 	if reader == nil {
 		reader = r.Client
-	}
-	namespaces := r.Namespaces
-	if len(namespaces) == 0 {
-		namespaces = []string{metav1.NamespaceAll}
 	}
 	for _, ns := range namespaces {
 		var secrets corev1.SecretList
@@ -328,7 +340,7 @@ func (r *Reconciler) entitled(ctx context.Context, zone string) (map[string]bool
 	}
 	// Stored with the generation read before the list: a Secret event during it leaves the entry
 	// stale, and the zone is reconciled again for that event.
-	r.secrets[zone] = entitlement{gen: gen, namespaces: out}
+	r.secrets[zone] = entitlement{gen: gen, candidates: key, namespaces: out}
 	r.mu.Unlock()
 	return out, why, nil
 }

@@ -116,12 +116,12 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 		r := &dnsservercontroller.Reconciler{
 			Client:          mgr.GetClient(),
 			SecretReader:    mgr.GetAPIReader(),
-			Namespaces:      o.WatchNamespaces,
 			Server:          server,
 			Nameservers:     o.DNSNameservers,
 			Secondaries:     o.DNSSecondaries,
 			ZoneNamespaces:  o.DNSServer.ZoneNamespaces,
 			OnlyListedZones: o.DNSServer.OnlyListedZones,
+			NoSecretWatch:   o.NoProviderSecretWatch,
 		}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("dns server: %w", err)
