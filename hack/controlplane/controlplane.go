@@ -109,6 +109,14 @@ func Assets() (string, error) {
 		}
 		assetsDir = strings.TrimSpace(string(out))
 	})
+	if assetsErr == nil {
+		// Said here, not as a start-up timeout of the control plane later.
+		for _, name := range []string{"kube-apiserver", "etcd"} {
+			if _, err := os.Stat(filepath.Join(assetsDir, name)); err != nil {
+				return "", fmt.Errorf("no %s in %s (KUBEBUILDER_ASSETS or hack/envtest-bins.sh): run `make envtest`: %w", name, assetsDir, err)
+			}
+		}
+	}
 	return assetsDir, assetsErr
 }
 

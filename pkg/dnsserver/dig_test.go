@@ -1,3 +1,5 @@
+//go:build integration
+
 package dnsserver
 
 import (
@@ -182,5 +184,14 @@ func TestDigWeighted(t *testing.T) {
 	chi := (one-n/4)*(one-n/4)/(n/4) + (two-3*n/4)*(two-3*n/4)/(3*n/4)
 	if one+two != n || chi > 10.83 {
 		t.Errorf("split %v, chi-square %.2f", counts, chi)
+	}
+}
+
+func TestKuadrantTXTWithDig(t *testing.T) {
+	s := startServer(t, Options{})
+	setZone(t, s, "k.example.com", ZoneData{Endpoints: kuadrantZone(t)})
+	r := dig(t, s, "kuadrant-4bf1h7kq-a-simple.k.example.com", "TXT", "+short")
+	if got := strings.TrimSpace(r.out); got != `"heritage=external-dns,external-dns/owner=eu1owner,external-dns/version=1"` {
+		t.Errorf("dig shows %s", got)
 	}
 }

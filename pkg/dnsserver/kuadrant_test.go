@@ -121,12 +121,3 @@ func TestKuadrantShapedRecords(t *testing.T) {
 		t.Errorf("the shared record is served %d times", n)
 	}
 }
-
-func TestKuadrantTXTWithDig(t *testing.T) {
-	s := startServer(t, Options{})
-	setZone(t, s, "k.example.com", ZoneData{Endpoints: kuadrantZone(t)})
-	r := dig(t, s, "kuadrant-4bf1h7kq-a-simple.k.example.com", "TXT", "+short")
-	if got := strings.TrimSpace(r.out); got != `"heritage=external-dns,external-dns/owner=eu1owner,external-dns/version=1"` {
-		t.Errorf("dig shows %s", got)
-	}
-}

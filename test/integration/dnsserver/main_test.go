@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package dnsserver_test runs the embedded DNS server inside a manager on a real control plane, fed
 // by authoritative DNSRecords that the tests write directly (as Kuadrant's dns-operator writes them)
 // or that the record controller writes through the coredns backend, and asks it with a real client.
