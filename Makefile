@@ -30,7 +30,8 @@ help: ## List the targets with one line each.
 .PHONY: run
 run: ## Run the controller: against the current cluster if it answers, else a local control plane.
 	go build -o bin/dnspolicy-run ./hack/run
-	bin/dnspolicy-run $(ARGS)
+	@# exec: make is its parent, so a killed make stops it too (hack/run/supervise.go).
+	exec bin/dnspolicy-run $(ARGS)
 
 .PHONY: build
 build: ## Build the controller binary into bin/.
