@@ -74,7 +74,8 @@ func run() error {
 		return err
 	}
 	ctrl.SetLogger(opts.Logger())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP: the terminal closed.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
 	if cfg, where, ok := reachableCluster(opts); ok {
