@@ -4,6 +4,7 @@ package app
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -77,7 +78,8 @@ func TestSecretCacheHoldsNoSecretData(t *testing.T) {
 	value := func(name string) string {
 		v := "credential-" + rand.String(24)
 		values[name] = v
-		leaks = append(leaks, v)
+		// The data of a manifest is base64 in JSON, as in the last-applied annotation.
+		leaks = append(leaks, v, base64.StdEncoding.EncodeToString([]byte(v)))
 		return v
 	}
 	secret := func(name string, labels map[string]string) *corev1.Secret {
@@ -98,7 +100,7 @@ func TestSecretCacheHoldsNoSecretData(t *testing.T) {
 		WithType(v1alpha1.SecretTypeInMemory).
 		WithData(map[string][]byte{"token": []byte(ssaValue)}).
 		// As an earlier client-side apply would have left it.
-		WithAnnotations(map[string]string{lastApplied: `{"data":{"token":"` + ssaValue + `"}}`}),
+		WithAnnotations(map[string]string{lastApplied: `{"data":{"token":"` + base64.StdEncoding.EncodeToString([]byte(ssaValue)) + `"}}`}),
 		client.FieldOwner("kubectl")); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +149,7 @@ func TestSecretCacheHoldsNoSecretData(t *testing.T) {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns.Name, Name: name}, s); err != nil {
 			t.Fatal(err)
 		}
-		if !strings.Contains(s.Annotations[lastApplied], values[name]) || len(s.ManagedFields) == 0 {
+		if !strings.Contains(s.Annotations[lastApplied], base64.StdEncoding.EncodeToString([]byte(values[name]))) || len(s.ManagedFields) == 0 {
 			t.Fatalf("Secret %s on the server lacks the last-applied data or managedFields: %v %v", name, s.Annotations, s.ManagedFields)
 		}
 		want[name] = s
