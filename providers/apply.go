@@ -8,7 +8,7 @@ import (
 )
 
 // ApplyChanges returns the record sets of a zone with one batch applied, or an error when a hosted
-// DNS service would reject any part of the batch. It never modifies records or the batch; the result
+// DNS service would reject any part of the batch or a set it requires is not as required. It never modifies records or the batch; the result
 // holds copies of the batch's endpoints.
 //
 // The batch applies in order deletions, updates, creations, so a batch that deletes the A at a name
@@ -79,6 +79,19 @@ func ApplyChanges(zoneName string, records []*v1alpha1.Endpoint, changes *Change
 		written[ep.Key()] = true
 	}
 
+	for _, ep := range changes.Require {
+		if written[ep.Key()] {
+			return nil, Errorf(Permanent, "batch requires %s and changes it", ep)
+		}
+		i, ok := index[ep.Key()]
+		if !ok {
+			return nil, Errorf(StaleView, "required %s is not in the zone", ep)
+		}
+		if !next[i].SameValues(ep) {
+			return nil, Errorf(StaleView, "required %s: the zone holds %s", ep, next[i])
+		}
+	}
+
 	result := make([]*v1alpha1.Endpoint, 0, len(next))
 	for _, ep := range next {
 		if ep != nil {
@@ -105,7 +118,7 @@ func validateBatch(zoneName string, changes *Changes) error {
 				changes.UpdateOld[i], changes.UpdateNew[i])
 		}
 	}
-	for _, list := range [][]*v1alpha1.Endpoint{changes.Create, changes.UpdateNew, changes.Delete, changes.UpdateOld} {
+	for _, list := range [][]*v1alpha1.Endpoint{changes.Create, changes.UpdateNew, changes.Delete, changes.UpdateOld, changes.Require} {
 		for _, ep := range list {
 			if err := validateEndpoint(zoneName, ep); err != nil {
 				return err

@@ -5,8 +5,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 )
 
 // Calls counts provider API calls: they cost money and hit rate limits, so they are the first thing
@@ -37,14 +35,14 @@ func (i instrumented) Zones(ctx context.Context) ([]Zone, error) {
 	return z, err
 }
 
-func (i instrumented) Records(ctx context.Context, zone Zone) ([]*v1alpha1.Endpoint, error) {
+func (i instrumented) Records(ctx context.Context, zone Zone) (View, error) {
 	r, err := i.Provider.Records(ctx, zone)
 	count(i.Provider, "records", err)
 	return r, err
 }
 
-func (i instrumented) Apply(ctx context.Context, zone Zone, changes *Changes) error {
-	err := i.Provider.Apply(ctx, zone, changes)
+func (i instrumented) Apply(ctx context.Context, zone Zone, state State, changes *Changes) error {
+	err := i.Provider.Apply(ctx, zone, state, changes)
 	count(i.Provider, "apply", err)
 	return err
 }

@@ -17,33 +17,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/zone"
 )
 
-// Zone is a hosted zone of a backend.
-type Zone struct {
-	// ID is the backend's identifier of the zone.
-	ID string
-	// DNSName is the zone's domain name, lower case, without a trailing dot.
-	DNSName string
-}
+// Zone is a hosted zone of a backend (see package zone).
+type Zone = zone.Zone
 
-// Changes is one batch of changes to one zone. A backend applies a batch all or nothing, so a change
-// of record type at a name (delete the A, create the CNAME) never leaves the name empty.
-type Changes struct {
-	Create []*v1alpha1.Endpoint
-	// UpdateOld[i] is replaced by UpdateNew[i]; both have the same key (name, type, set identifier).
-	UpdateOld []*v1alpha1.Endpoint
-	UpdateNew []*v1alpha1.Endpoint
-	Delete    []*v1alpha1.Endpoint
-}
-
-// Len is the number of record-set changes in the batch.
-func (c *Changes) Len() int {
-	return len(c.Create) + len(c.UpdateNew) + len(c.Delete)
-}
-
-// Empty reports whether the batch changes nothing.
-func (c *Changes) Empty() bool { return c == nil || c.Len() == 0 }
+// Changes is one batch of changes to one zone (see package batch).
+type Changes = batch.Changes
 
 // Capabilities describe what a backend can hold, so the engine plans only what the backend can apply.
 type Capabilities struct {
@@ -66,6 +48,20 @@ func (c Capabilities) Fits(changes *Changes) bool {
 	return (c.MaxChangesPerBatch <= 0 || changes.Len() <= c.MaxChangesPerBatch) && (c.BatchFits == nil || c.BatchFits(changes))
 }
 
+// State is what a backend read beside a zone's endpoints and needs in order to write against them
+// safely: ETags, the record sets as the cloud holds them, changes not yet propagated. It is opaque to
+// the engine, which keeps it with its one view of the zone and hands it to every Apply and
+// AwaitPropagation planned from that view. A backend keeps no copy of a zone of its own.
+type State any
+
+// View is one read of a zone.
+type View struct {
+	// Endpoints are every record set of the zone, TXT records included. The engine owns them.
+	Endpoints []*v1alpha1.Endpoint
+	// State is the backend's own record of the read (nil when it needs none).
+	State State
+}
+
 // Provider is one DNS backend, bound to one provider Secret's credentials.
 type Provider interface {
 	// Name is the value of the kuadrant.io/dns-provider-name label (aws, google, azure, coredns,
@@ -75,11 +71,21 @@ type Provider interface {
 	Capabilities() Capabilities
 	// Zones lists the zones the credentials can see.
 	Zones(ctx context.Context) ([]Zone, error)
-	// Records reads every record set of one zone, TXT records included.
-	Records(ctx context.Context, zone Zone) ([]*v1alpha1.Endpoint, error)
-	// Apply applies one batch to one zone, all or nothing. A batch larger than MaxChangesPerBatch is a
-	// caller error.
-	Apply(ctx context.Context, zone Zone, changes *Changes) error
+	// Records reads every record set of one zone, TXT records included, and the State to write
+	// against them.
+	Records(ctx context.Context, zone Zone) (View, error)
+	// Apply applies one batch to one zone, all or nothing, or fails as StaleView when the zone does
+	// not hold what the batch assumes: the sets it deletes and updates with their old values, nothing
+	// where it creates, and every set it requires (Changes.Require) with exactly the required
+	// values. state is the State of the view the batch was planned from, kept current by the Apply
+	// calls since: on success Apply updates it to the zone after the batch; after an error the engine
+	// reads the zone again. A batch larger than MaxChangesPerBatch is a caller error.
+	Apply(ctx context.Context, zone Zone, state State, changes *Changes) error
+	// AwaitPropagation returns once the batches applied with state are served by the backend's
+	// name servers (Route 53 answers PENDING until INSYNC), so a record reported Ready is served.
+	// The engine calls it once after a cycle's batches, so a burst's batches go out back to back.
+	// Backends that serve what they accept at once return nil.
+	AwaitPropagation(ctx context.Context, zone Zone, state State) error
 	// AdjustEndpoints rewrites desired endpoints into what the backend stores and reads back (for
 	// example dropping routing properties it cannot express), so a plan compares like with like. It
 	// returns a Permanent error for what the backend cannot express at all (an unknown geo code).

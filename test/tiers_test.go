@@ -23,9 +23,10 @@ var needsIntegration = []string{
 	"sigs.k8s.io/controller-runtime/pkg/envtest",
 }
 
-// Every test file under test/integration, and every test file importing what starts a control
-// plane or runs BIND or dig, is built only with the integration tag; test/e2e only with e2e. A
-// test file that runs a tool itself (os/exec) must carry one of the tags too.
+// Every test file importing what starts a control plane or runs BIND or dig is built only with the
+// integration tag; test/e2e only with e2e. A test file that runs a tool itself (os/exec) must carry
+// one of the tags too. (A test under test/integration that needs only Go, such as in-process
+// emulators, may stay in the unit tier.)
 func TestTiersAreTagged(t *testing.T) {
 	// Tests run in their package's directory, test/.
 	wd, err := os.Getwd()
@@ -78,8 +79,6 @@ func TestTiersAreTagged(t *testing.T) {
 		switch {
 		case strings.HasPrefix(rel, filepath.Join("test", "e2e")+string(filepath.Separator)):
 			want = "e2e"
-		case strings.HasPrefix(rel, filepath.Join("test", "integration")+string(filepath.Separator)):
-			want = "integration"
 		default:
 			for _, imp := range f.Imports {
 				p, _ := strconv.Unquote(imp.Path.Value)

@@ -122,5 +122,5 @@ type DNSPolicyList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&DNSPolicy{}, &DNSPolicyList{})
+	register(&DNSPolicy{}, &DNSPolicyList{})
 }

@@ -1,13 +1,23 @@
 package v1alpha1
 
-// Condition types of DNSRecord.
+// Condition types of DNSRecord, in the order the status lists them.
 const (
-	ConditionTypeReady   = "Ready"
+	// ConditionTypeReady: is every record this owner wants published in the zone (possibly holding
+	// another owner's value for a shared, single-valued thing)?
+	ConditionTypeReady = "Ready"
+	// ConditionTypeConflicted: did this owner lose a shared wish to another owner (a default geo
+	// target, a TTL, a CNAME's target, a record type)? Set once the record has been planned.
+	ConditionTypeConflicted = "Conflicted"
+	// ConditionTypeHealthy: do the record's health probes pass?
 	ConditionTypeHealthy = "Healthy"
 )
 
-// Reasons of the DNSRecord Ready and Healthy conditions. Kuadrant's tooling reads some of them, with the
-// messages in docs/troubleshooting.md, so they are part of the wire contract.
+// ConditionOrder is the order of a DNSRecord's conditions.
+var ConditionOrder = []string{ConditionTypeReady, ConditionTypeConflicted, ConditionTypeHealthy}
+
+// Reasons of the DNSRecord conditions: every reason the record controller writes is here, and each
+// has an entry in docs/troubleshooting.md. Kuadrant's tooling reads the first group, with the
+// messages below, so they are part of the wire contract.
 const (
 	ReasonProviderSuccess    = "ProviderSuccess"
 	ReasonProviderError      = "ProviderError"
@@ -17,4 +27,40 @@ const (
 	ReasonUnhealthy          = "Unhealthy"
 	ReasonPartiallyHealthy   = "PartiallyHealthy"
 	ReasonHealthy            = "Healthy"
+)
+
+// Reasons beyond Kuadrant's.
+const (
+	// ReasonConflicted: Ready=False when a record key this owner wants is not published at all
+	// (it lost a record-type conflict, a record no owner claims holds the name, or its ownership TXT
+	// name is taken); Conflicted=True when any wish lost.
+	ReasonConflicted = "Conflicted"
+	// ReasonNoConflict: Conflicted=False, every value this owner wants is published.
+	ReasonNoConflict = "NoConflict"
+	// ReasonProviderSecretMissing: the provider Secret named, or a default-provider Secret, is not
+	// there.
+	ReasonProviderSecretMissing = "ProviderSecretMissing"
+	// ReasonMultipleDefaultProviders: no providerRef, and several Secrets of the namespace are
+	// labelled as its default provider.
+	ReasonMultipleDefaultProviders = "MultipleDefaultProviders"
+	// ReasonUnsupportedProvider: the Secret's type has no backend in this controller (unknown, or not
+	// enabled by --providers), or the backend refused the Secret.
+	ReasonUnsupportedProvider = "UnsupportedProvider"
+	// ReasonAuthoritative: an authoritative record, a zone the embedded DNS server serves.
+	ReasonAuthoritative = "Authoritative"
+	// ReasonOrphaned is the reason of the Warning event of a deleted record released without its
+	// contributions withdrawn from the zone.
+	ReasonOrphaned = "Orphaned"
+)
+
+// Condition messages. Kuadrant's tooling matches the first group verbatim (DESIGN 4b).
+const (
+	MessageProviderSuccess    = "Provider ensured the dns record"
+	MessageAwaitingValidation = "Awaiting validation"
+	MessageNoZone             = "Unable to find suitable zone in provider: %s"
+	MessageProviderError      = "The DNS provider failed to ensure the record: %s"
+
+	MessageAuthoritative = "Authoritative record: served by the embedded DNS server, not published to a provider"
+	MessageNoConflict    = "Every value this owner wants is published"
+	MessageConflicted    = "Another owner's value is published: %s"
 )

@@ -82,5 +82,5 @@ type DNSHealthCheckProbeList struct {
 }
 
 func init() {
-	SchemeBuilder.Register(&DNSHealthCheckProbe{}, &DNSHealthCheckProbeList{})
+	register(&DNSHealthCheckProbe{}, &DNSHealthCheckProbeList{})
 }

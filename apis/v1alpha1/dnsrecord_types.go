@@ -156,5 +156,5 @@ func (r *DNSRecord) RootHost() string {
 }
 
 func init() {
-	SchemeBuilder.Register(&DNSRecord{}, &DNSRecordList{})
+	register(&DNSRecord{}, &DNSRecordList{})
 }

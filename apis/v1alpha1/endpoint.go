@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -140,6 +141,10 @@ func (t Targets) SameTargets(o Targets) bool {
 	if len(t) != len(o) {
 		return false
 	}
+	// Most comparisons are of a value with itself as read back: equal as written, no copies needed.
+	if slices.Equal(t, o) {
+		return true
+	}
 	a, b := t.normalized(), o.normalized()
 	for i := range a {
 		if a[i] != b[i] {
@@ -178,6 +183,9 @@ func SortEndpoints(eps []*Endpoint) {
 func (e *Endpoint) SameValues(o *Endpoint) bool {
 	if e.RecordTTL != o.RecordTTL || !e.Targets.SameTargets(o.Targets) || len(e.ProviderSpecific) != len(o.ProviderSpecific) {
 		return false
+	}
+	if slices.Equal(e.ProviderSpecific, o.ProviderSpecific) {
+		return true
 	}
 	props := map[ProviderSpecificProperty]int{}
 	for _, p := range e.ProviderSpecific {

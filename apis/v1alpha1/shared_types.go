@@ -38,7 +38,8 @@ const (
 	DefaultEndpointGVR                               = "kuadrant.io/v1alpha1.dnsrecords"
 	DefaultEndpointZoneRecordLabel                   = "kuadrant.io/zone-record=true"
 
-	// SecretTypeK8gb hands hostnames to an installed k8gb. Key: optional K8GB_NAMESPACE.
+	// SecretTypeK8gb hands hostnames to an installed k8gb. Keys: K8GB_GEO_TAG, optional K8GB_STRATEGY,
+	// K8GB_PRIMARY_GEO_TAG, K8GB_WEIGHTS (defined in providers/k8gb) and K8GB_NAMESPACE.
 	SecretTypeK8gb   corev1.SecretType = "kuadrant.io/k8gb"
 	K8gbNamespaceKey                   = "K8GB_NAMESPACE"
 

@@ -24,7 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -35,6 +34,7 @@ import (
 
 	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
 )
 
 // +kubebuilder:rbac:groups=gateway.networking.k8s.io,resources=gateways,verbs=get;list;watch
@@ -320,11 +320,11 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 
 // recordTransition records an event when a condition appears, or changes status or reason.
 func (r *Reconciler) recordTransition(p *dnsv1.DNSPolicy, before []metav1.Condition, typ, action string) {
-	now := meta.FindStatusCondition(p.Status.Conditions, typ)
+	now := conditions.Get(p.Status.Conditions, typ)
 	if now == nil {
 		return
 	}
-	if was := meta.FindStatusCondition(before, typ); was != nil && was.Status == now.Status && was.Reason == now.Reason {
+	if was := conditions.Get(before, typ); was != nil && was.Status == now.Status && was.Reason == now.Reason {
 		return
 	}
 	eventType := corev1.EventTypeNormal

@@ -12,7 +12,7 @@ import (
 
 	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
-	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
 )
 
 const policyKind = "DNSPolicy"
@@ -53,12 +53,16 @@ const (
 	msgAffected          = "Object affected by DNSPolicy %s"
 )
 
+// policyConditions is the order of a DNSPolicy's conditions.
+var policyConditions = conditions.Order{ConditionAccepted, ConditionEnforced, ConditionSubResourcesHealthy}
+
 // fixes say what to do about a record's Ready reason, where the record's own message names the
 // thing but not the remedy.
 var fixes = map[string]string{
-	dnsrecord.ReasonProviderSecretMissing: "create the provider Secret in this namespace, or name an existing one in spec.providerRefs",
-	dnsrecord.ReasonUnsupportedProvider:   "use a Secret of a provider type this controller runs (its --providers flag)",
-	v1alpha1.ReasonDNSProviderError:       "create a zone for this hostname that the provider Secret's credentials can see",
+	v1alpha1.ReasonProviderSecretMissing:    "create the provider Secret in this namespace, or name an existing one in spec.providerRefs",
+	v1alpha1.ReasonMultipleDefaultProviders: "keep the kuadrant.io/default-provider=true label on one Secret of this namespace, or name one in spec.providerRefs",
+	v1alpha1.ReasonUnsupportedProvider:      "use a Secret of a provider type this controller runs (its --providers flag)",
+	v1alpha1.ReasonDNSProviderError:         "create a zone for this hostname that the provider Secret's credentials can see",
 }
 
 // policyStatus is the status a policy gets from its verdict, once the verdict's listener plans know
@@ -74,8 +78,8 @@ func policyStatus(v *verdict, previous dnsv1.DNSPolicyStatus) dnsv1.DNSPolicySta
 	setCondition(&st.Conditions, p.Generation, ConditionAccepted, boolStatus(v.accepted()), v.reason, message)
 	if !v.accepted() {
 		// As Kuadrant: a policy that is not accepted enforces nothing.
-		meta.RemoveStatusCondition(&st.Conditions, ConditionEnforced)
-		meta.RemoveStatusCondition(&st.Conditions, ConditionSubResourcesHealthy)
+		policyConditions.Remove(&st.Conditions, ConditionEnforced)
+		policyConditions.Remove(&st.Conditions, ConditionSubResourcesHealthy)
 		st.RecordConditions, st.TotalRecords = nil, 0
 		return st
 	}
@@ -94,7 +98,7 @@ func policyStatus(v *verdict, previous dnsv1.DNSPolicyStatus) dnsv1.DNSPolicySta
 		status, reason, message := healthy(records)
 		setCondition(&st.Conditions, p.Generation, ConditionSubResourcesHealthy, status, reason, message)
 	} else {
-		meta.RemoveStatusCondition(&st.Conditions, ConditionSubResourcesHealthy)
+		policyConditions.Remove(&st.Conditions, ConditionSubResourcesHealthy)
 	}
 	return st
 }
@@ -115,8 +119,10 @@ func keptRecords(listeners []*listenerPlan) []string {
 // enforced is True when every record the policy wants is Ready for its current spec. Unlike
 // Kuadrant, which reports True with "partially enforced" and counts a record with no Ready
 // condition yet as ready, a record that is not Ready for its current generation makes it False.
+// A Ready record that lost a shared wish to another owner (Conflicted=True: its traffic flows, with
+// the other owner's default geo or TTL) keeps the policy enforced; the message names the conflict.
 func enforced(listeners []*listenerPlan) (metav1.ConditionStatus, string, string) {
-	var notReady, details, skipped []string
+	var notReady, details, skipped, conflicted []string
 	wanted, ready := 0, 0
 	for _, lp := range listeners {
 		switch {
@@ -131,6 +137,9 @@ func enforced(listeners []*listenerPlan) (metav1.ConditionStatus, string, string
 				details = append(details, lp.record.Name+": "+why)
 			} else {
 				ready++
+				if c := conditions.Get(lp.current.Status.Conditions, v1alpha1.ConditionTypeConflicted); c != nil && c.Status == metav1.ConditionTrue {
+					conflicted = append(conflicted, lp.record.Name+": "+c.Reason+": "+c.Message)
+				}
 			}
 		}
 	}
@@ -138,7 +147,7 @@ func enforced(listeners []*listenerPlan) (metav1.ConditionStatus, string, string
 	case len(details) == 0 && wanted == 0:
 		return metav1.ConditionTrue, ReasonEnforced, joinNotes(msgNoRecords, skipped)
 	case len(details) == 0:
-		return metav1.ConditionTrue, ReasonEnforced, joinNotes(msgEnforced, skipped)
+		return metav1.ConditionTrue, ReasonEnforced, joinNotes(msgEnforced, append(conflicted, skipped...))
 	case ready == 0:
 		return metav1.ConditionFalse, ReasonUnknown, joinNotes(msgNoneReady, append(details, skipped...))
 	case len(notReady) == 0:
@@ -156,7 +165,7 @@ func notReadyReason(rec *v1alpha1.DNSRecord) string {
 	if rec == nil {
 		return "not created yet"
 	}
-	c := meta.FindStatusCondition(rec.Status.Conditions, v1alpha1.ConditionTypeReady)
+	c := conditions.Get(rec.Status.Conditions, v1alpha1.ConditionTypeReady)
 	switch {
 	case c == nil || c.ObservedGeneration < rec.Generation:
 		return "awaiting the DNSRecord controller"
@@ -178,7 +187,7 @@ func healthy(records []*v1alpha1.DNSRecord) (metav1.ConditionStatus, string, str
 	}
 	var unhealthy, unjudged []string
 	for _, rec := range records {
-		c := meta.FindStatusCondition(rec.Status.Conditions, v1alpha1.ConditionTypeHealthy)
+		c := conditions.Get(rec.Status.Conditions, v1alpha1.ConditionTypeHealthy)
 		switch {
 		case c == nil || c.ObservedGeneration < rec.Generation:
 			unjudged = append(unjudged, rec.Name)
@@ -197,7 +206,8 @@ func healthy(records []*v1alpha1.DNSRecord) (metav1.ConditionStatus, string, str
 	return metav1.ConditionTrue, ReasonHealthy, "All sub-resources are healthy"
 }
 
-// recordConditions maps each record's rootHost to its failing conditions, as Kuadrant does.
+// recordConditions maps each record's rootHost to its failing conditions, as Kuadrant does: those
+// not True, and Conflicted when it is True (a lost shared wish).
 func recordConditions(records []*v1alpha1.DNSRecord) map[string][]metav1.Condition {
 	out := map[string][]metav1.Condition{}
 	for _, rec := range records {
@@ -209,7 +219,7 @@ func recordConditions(records []*v1alpha1.DNSRecord) map[string][]metav1.Conditi
 			}
 		}
 		for _, c := range all {
-			if c.Status != metav1.ConditionTrue {
+			if failing(c) {
 				out[rec.Spec.RootHost] = append(out[rec.Spec.RootHost], c)
 			}
 		}
@@ -218,6 +228,14 @@ func recordConditions(records []*v1alpha1.DNSRecord) map[string][]metav1.Conditi
 		return nil
 	}
 	return out
+}
+
+// failing reports whether a record's condition tells of a problem.
+func failing(c metav1.Condition) bool {
+	if c.Type == v1alpha1.ConditionTypeConflicted {
+		return c.Status == metav1.ConditionTrue
+	}
+	return c.Status != metav1.ConditionTrue
 }
 
 // gatewayStatus returns the Gateway's status with the affected condition on the Gateway and on each
@@ -241,12 +259,12 @@ func gatewayStatus(gw *gatewayapiv1.Gateway, verdicts []*verdict) gatewayapiv1.G
 	if len(all) == 0 {
 		meta.RemoveStatusCondition(&st.Conditions, ConditionAffected)
 	} else {
-		setCondition(&st.Conditions, gw.Generation, ConditionAffected, metav1.ConditionTrue, ReasonAccepted, fmt.Sprintf(msgAffected, "["+strings.Join(all, " ")+"]"))
+		conditions.Set(&st.Conditions, gw.Generation, metav1.Condition{Type: ConditionAffected, Status: metav1.ConditionTrue, Reason: ReasonAccepted, Message: fmt.Sprintf(msgAffected, "["+strings.Join(all, " ")+"]")})
 	}
 	for i := range st.Listeners {
 		ls := &st.Listeners[i]
 		if key, ok := byListener[ls.Name]; ok {
-			setCondition(&ls.Conditions, gw.Generation, ConditionAffected, metav1.ConditionTrue, ReasonAccepted, fmt.Sprintf(msgAffected, "["+key+"]"))
+			conditions.Set(&ls.Conditions, gw.Generation, metav1.Condition{Type: ConditionAffected, Status: metav1.ConditionTrue, Reason: ReasonAccepted, Message: fmt.Sprintf(msgAffected, "["+key+"]")})
 		} else {
 			meta.RemoveStatusCondition(&ls.Conditions, ConditionAffected)
 		}
@@ -254,12 +272,10 @@ func gatewayStatus(gw *gatewayapiv1.Gateway, verdicts []*verdict) gatewayapiv1.G
 	return st
 }
 
-// setCondition sets a condition; meta.SetStatusCondition moves the transition time only when the
-// status flips.
+// setCondition sets a condition of a policy, in the policy's condition order. Gateway conditions,
+// which the Gateway's implementation writes too, are set in place (conditions.Set).
 func setCondition(conds *[]metav1.Condition, generation int64, typ string, status metav1.ConditionStatus, reason, message string) {
-	meta.SetStatusCondition(conds, metav1.Condition{
-		Type: typ, Status: status, Reason: reason, Message: message, ObservedGeneration: generation,
-	})
+	policyConditions.Set(conds, generation, metav1.Condition{Type: typ, Status: status, Reason: reason, Message: message})
 }
 
 func boolStatus(b bool) metav1.ConditionStatus {

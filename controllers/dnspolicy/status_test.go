@@ -165,3 +165,39 @@ func TestGatewayStatus(t *testing.T) {
 		t.Error("gatewayStatus modified its input")
 	}
 }
+
+// A record whose traffic flows but which lost a shared wish (another owner's default geo is
+// published) keeps the policy enforced; the conflict shows in the message and in recordConditions,
+// while a record without conflicts (Conflicted=False) shows nowhere.
+func TestConflictedRecordKeepsPolicyEnforced(t *testing.T) {
+	withConflict := func(name string, status metav1.ConditionStatus, reason, message string) *v1alpha1.DNSRecord {
+		rec := record(name, metav1.ConditionTrue, "ProviderSuccess", "Provider ensured the dns record", 2)
+		rec.Status.Conditions = append(rec.Status.Conditions, metav1.Condition{
+			Type: v1alpha1.ConditionTypeConflicted, Status: status, Reason: reason, Message: message, ObservedGeneration: 2,
+		})
+		return rec
+	}
+	lost := "Another owner's value is published: klb.a.example.com CNAME set default: targets wants us.klb.a.example.com, published ie.klb.a.example.com from owner owner-a"
+	v := &verdict{policy: policy("g", time.Hour, ""), reason: ReasonAccepted, message: msgAccepted, listeners: []*listenerPlan{
+		published(withConflict("a", metav1.ConditionTrue, v1alpha1.ReasonConflicted, lost)),
+		published(withConflict("b", metav1.ConditionFalse, v1alpha1.ReasonNoConflict, "Every value this owner wants is published")),
+	}}
+	st := policyStatus(v, dnsv1.DNSPolicyStatus{})
+	c := meta.FindStatusCondition(st.Conditions, ConditionEnforced)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonEnforced {
+		t.Fatalf("Enforced %+v, want True: every record is Ready", c)
+	}
+	if want := "DNSPolicy has been successfully enforced: a: Conflicted: " + lost; c.Message != want {
+		t.Errorf("Enforced message\n got %q\nwant %q", c.Message, want)
+	}
+	got := st.RecordConditions
+	if len(got) != 1 || len(got["a.example.com"]) != 1 || got["a.example.com"][0].Type != v1alpha1.ConditionTypeConflicted {
+		t.Errorf("recordConditions %v, want only a.example.com's Conflicted", got)
+	}
+	// The policy's conditions come in one order whatever was there before.
+	prev := dnsv1.DNSPolicyStatus{Conditions: []metav1.Condition{{Type: ConditionEnforced, Status: metav1.ConditionFalse, Reason: "Unknown"}}}
+	st = policyStatus(v, prev)
+	if st.Conditions[0].Type != ConditionAccepted || st.Conditions[1].Type != ConditionEnforced {
+		t.Errorf("condition order %s, %s; want Accepted, Enforced", st.Conditions[0].Type, st.Conditions[1].Type)
+	}
+}

@@ -94,7 +94,7 @@ func BenchmarkCheck1000Changes10000Records(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := registry.Read(in.Current).Check(in.OwnerID, nil, res.Changes); err != nil {
+		if err := registry.Read(in.Current).Check([]string{in.OwnerID}, nil, res.Changes); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
-	"github.com/dnspolicy/dnspolicy-controller/providers"
 )
 
 // fuzzReader turns fuzz bytes into choices; past the end every choice is the first.
@@ -156,11 +156,11 @@ func FuzzPlan(f *testing.F) {
 				t.Fatalf("changes %v, which nobody owns", e)
 			}
 		}
-		if err := zone.Check(in.OwnerID, in.Expired, res.Changes); err != nil {
+		if err := zone.Check([]string{in.OwnerID}, in.Expired, res.Changes); err != nil {
 			t.Fatalf("the check refuses the plan: %v\n%s", err, describeChanges(res.Changes))
 		}
 		z := newZone(in.Current...)
-		if z.apply(&providers.Changes{}) != nil {
+		if z.apply(&batch.Changes{}) != nil {
 			// The zone already breaks DNS rules (a human's CNAME beside other records): a strict
 			// backend would not hold it.
 			return

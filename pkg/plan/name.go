@@ -300,8 +300,13 @@ func (p *planner) union(s *slot) v1alpha1.Targets {
 }
 
 func (p *planner) recordChange(s *slot, v *value) {
+	// A record already published changes only by the hand of an owner that claims it, before or
+	// after the plan (the gate holds us to that too): where claims and record disagree, the
+	// record's own claimants put it right.
+	claims := s.record != nil && s.record.Claim(p.owner) != nil || s.txt != nil && s.taken == nil
 	switch {
 	case s.human:
+	case v != nil && s.current != nil && !claims:
 	case v != nil && s.current == nil:
 		p.changes.Create = append(p.changes.Create, v.record)
 	case v != nil && !sameRecord(v.record, s.current):
@@ -323,17 +328,68 @@ func (p *planner) claimChange(s *slot) {
 	if s.record != nil {
 		ourClaim = s.record.Claim(p.owner)
 	}
+	deleted := map[*registry.Claim]bool{}
+	ourStays := s.txt != nil && s.taken == nil
 	switch {
-	case s.txt != nil && s.taken == nil && ourClaim == nil:
+	case ourStays && ourClaim == nil:
 		p.changes.Create = append(p.changes.Create, s.txt)
-	case s.txt != nil && s.taken == nil && !sameRecord(ourClaim.TXT, s.txt):
+	case ourStays && !sameRecord(ourClaim.TXT, s.txt):
 		p.changes.UpdateOld = append(p.changes.UpdateOld, ourClaim.TXT)
 		p.changes.UpdateNew = append(p.changes.UpdateNew, s.txt)
 	case s.ours == nil && ourClaim != nil:
 		p.changes.Delete = append(p.changes.Delete, ourClaim.TXT)
+		deleted[ourClaim] = true
 	}
 	for _, c := range s.withdrawn {
 		p.changes.Delete = append(p.changes.Delete, c.TXT)
+		deleted[c] = true
+	}
+	p.requireRemainingClaim(s, deleted, ourStays)
+}
+
+// requireRemainingClaim makes a batch that changes a record or withdraws claims from it, and leaves
+// it standing on other owners' claims alone, depend on one of those claims. Another owner may be
+// withdrawing that claim at this very moment from a view that still shows ours: without the
+// requirement both batches would apply and leave a record no owner claims, which nobody could ever
+// change or remove. With it, whichever batch comes second fails as stale, and its owner plans again.
+// Where our own claim stays on the record, it holds the record, and nothing is required.
+func (p *planner) requireRemainingClaim(s *slot, deleted map[*registry.Claim]bool, ourStays bool) {
+	if ourStays || s.record == nil {
+		return
+	}
+	created := slices.ContainsFunc(p.changes.Create, func(e *v1alpha1.Endpoint) bool { return e.Key() == s.key })
+	updated := slices.ContainsFunc(p.changes.UpdateNew, func(e *v1alpha1.Endpoint) bool { return e.Key() == s.key })
+	gone := s.current == nil || slices.ContainsFunc(p.changes.Delete, func(e *v1alpha1.Endpoint) bool { return e == s.current })
+	if gone && !created {
+		if s.current == nil && len(deleted) > 0 {
+			p.requireWinningKind(s)
+		}
+		return
+	}
+	if !created && !updated && len(deleted) == 0 {
+		return // this batch does nothing to the record
+	}
+	for _, c := range s.record.Claims { // sorted by owner: the lowest remaining claim is required
+		if !deleted[c] {
+			p.changes.Require = append(p.changes.Require, c.TXT)
+			return
+		}
+	}
+}
+
+// requireWinningKind makes a batch that withdraws claims from a key that lost its name's record-type
+// conflict depend on a record of the kind that won. Publishing the key (on its remaining claimants'
+// behalf, by an owner leaving the name or joining it with a lower ID) takes every record of the
+// winning kind away, since a CNAME shares its name with nothing; if that happened at this moment, our
+// withdrawal and the publication would both apply and leave a record nobody claims. With the
+// requirement, whichever batch comes second fails as stale and is planned again.
+func (p *planner) requireWinningKind(s *slot) {
+	for _, r := range p.zone.AtName(s.key.DNSName) { // sorted by key
+		if r.Endpoint != nil && r.Owned() && (r.Key.RecordType == v1alpha1.RecordTypeCNAME) != s.cname() &&
+			!slices.ContainsFunc(slices.Concat(p.changes.Delete, p.changes.UpdateOld), func(e *v1alpha1.Endpoint) bool { return e.Key() == r.Key }) {
+			p.changes.Require = append(p.changes.Require, r.Endpoint)
+			return
+		}
 	}
 }
 

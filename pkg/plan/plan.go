@@ -46,8 +46,8 @@ import (
 	"strings"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
-	"github.com/dnspolicy/dnspolicy-controller/providers"
 )
 
 // Input is everything a plan depends on.
@@ -56,8 +56,12 @@ type Input struct {
 	OwnerID string
 	// ZoneName is the zone's domain: every desired name is in it, and no CNAME sits at its apex.
 	ZoneName string
-	// Current is every record of the zone, TXT included, as the provider returns it.
+	// Current is every record of the zone, TXT included, as the provider returns it. It is read
+	// into a registry.Zone for the plan; Zone, when set, is used instead.
 	Current []*v1alpha1.Endpoint
+	// Zone is the zone already read (and kept current by the batches applied since): a plan then
+	// costs what the names it touches cost, not what the whole zone does. Plan does not change it.
+	Zone *registry.Zone
 	// Previous is what this owner published last time (status.endpoints); may be nil. It is only
 	// needed where claims written by Kuadrant do not say whose targets a record holds.
 	Previous []*v1alpha1.Endpoint
@@ -70,7 +74,7 @@ type Input struct {
 // Result is a plan.
 type Result struct {
 	// Changes are the record and ownership-TXT changes, one batch for the zone, sorted by key.
-	Changes *providers.Changes
+	Changes *batch.Changes
 	// Published is what this owner contributes after the changes (for status.endpoints): its desired
 	// endpoints whose record is published, possibly with another owner's winning value. Wishes lost
 	// to a record-type conflict or to a human's record are not in it.
@@ -155,7 +159,7 @@ type planner struct {
 	ownerNames map[string]bool
 	expired    map[string]bool
 
-	changes   providers.Changes
+	changes   batch.Changes
 	published []*v1alpha1.Endpoint
 	conflicts []Conflict
 	owners    map[string]bool
@@ -169,9 +173,12 @@ func newPlanner(in Input) (*planner, error) {
 	if zoneName == "" {
 		return nil, invalid("no zone name")
 	}
+	if in.Zone == nil {
+		in.Zone = registry.Read(in.Current)
+	}
 	p := &planner{
 		owner:      in.OwnerID,
-		zone:       registry.Read(in.Current),
+		zone:       in.Zone,
 		desired:    map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
 		previous:   map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
 		desiredAt:  map[string][]v1alpha1.EndpointKey{},
@@ -268,9 +275,18 @@ func (p *planner) result() *Result {
 	return &Result{Changes: &p.changes, Published: p.published, Conflicts: p.conflicts, Owners: sortedKeys(p.owners)}
 }
 
-func sortChanges(c *providers.Changes) {
+func sortChanges(c *batch.Changes) {
 	sortByKey(c.Create)
 	sortByKey(c.Delete)
+	sortByKey(c.Require)
+	// Several keys at a name can depend on one set; a set the batch changes itself is held by the
+	// exact old values the change names.
+	c.Require = slices.CompactFunc(c.Require, func(a, b *v1alpha1.Endpoint) bool { return a.Key() == b.Key() })
+	changed := map[v1alpha1.EndpointKey]bool{}
+	for _, e := range slices.Concat(c.Create, c.UpdateOld, c.Delete) {
+		changed[e.Key()] = true
+	}
+	c.Require = slices.DeleteFunc(c.Require, func(e *v1alpha1.Endpoint) bool { return changed[e.Key()] })
 	pairs := make([][2]*v1alpha1.Endpoint, len(c.UpdateOld))
 	for i := range pairs {
 		pairs[i] = [2]*v1alpha1.Endpoint{c.UpdateOld[i], c.UpdateNew[i]}

@@ -1,15 +1,19 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 	"testing"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
-	"github.com/dnspolicy/dnspolicy-controller/providers"
 )
+
+// errStale marks a batch that the zone no longer fits: another owner wrote since the plan's view.
+var errStale = errors.New("stale")
 
 // strictZone is a zone as a strict backend keeps it: a batch applies whole or not at all; deleting
 // or updating needs the exact record, creating needs a free key, and a CNAME shares its name with
@@ -35,7 +39,12 @@ func (z strictZone) endpoints() []*v1alpha1.Endpoint {
 	return out
 }
 
-func (z strictZone) apply(c *providers.Changes) error {
+func (z strictZone) apply(c *batch.Changes) error {
+	for _, e := range c.Require {
+		if have, ok := z[e.Key()]; !ok || !sameRecord(have, e) {
+			return fmt.Errorf("%w: required %s: the zone holds %v", errStale, e, have)
+		}
+	}
 	next := strictZone{}
 	for k, e := range z {
 		next[k] = e
@@ -43,10 +52,10 @@ func (z strictZone) apply(c *providers.Changes) error {
 	remove := func(e *v1alpha1.Endpoint, verb string) error {
 		have, ok := next[e.Key()]
 		if !ok {
-			return fmt.Errorf("%s %s: not in the zone", verb, e)
+			return fmt.Errorf("%w: %s %s: not in the zone", errStale, verb, e)
 		}
 		if !sameRecord(have, e) {
-			return fmt.Errorf("%s %s: the zone holds %s", verb, e, have)
+			return fmt.Errorf("%w: %s %s: the zone holds %s", errStale, verb, e, have)
 		}
 		delete(next, e.Key())
 		return nil
@@ -70,7 +79,7 @@ func (z strictZone) apply(c *providers.Changes) error {
 	}
 	for _, e := range c.Create {
 		if _, ok := next[e.Key()]; ok {
-			return fmt.Errorf("create %s: exists", e)
+			return fmt.Errorf("%w: create %s: exists", errStale, e)
 		}
 		next[e.Key()] = e.DeepCopy()
 	}
@@ -83,7 +92,7 @@ func (z strictZone) apply(c *providers.Changes) error {
 	}
 	for name, ts := range types {
 		if ts[v1alpha1.RecordTypeCNAME] && len(ts) > 1 {
-			return fmt.Errorf("a CNAME shares %s with %v", name, ts)
+			return fmt.Errorf("%w: a CNAME shares %s with %v", errStale, name, ts)
 		}
 	}
 	for k := range z {
@@ -157,7 +166,7 @@ func tryStep(z strictZone, o *owner, desired []*v1alpha1.Endpoint, expired ...st
 	if err != nil {
 		return nil, fmt.Errorf("%s: Plan: %w", o.id, err)
 	}
-	if err := registry.Read(current).Check(o.id, expired, res.Changes); err != nil {
+	if err := registry.Read(current).Check([]string{o.id}, expired, res.Changes); err != nil {
 		return nil, fmt.Errorf("%s: Check refused the plan: %w\n%s", o.id, err, describeChanges(res.Changes))
 	}
 	if err := z.apply(res.Changes); err != nil {
@@ -186,7 +195,7 @@ func tryStep(z strictZone, o *owner, desired []*v1alpha1.Endpoint, expired ...st
 	return res, nil
 }
 
-func describeChanges(c *providers.Changes) string {
+func describeChanges(c *batch.Changes) string {
 	s := ""
 	for _, e := range c.Create {
 		s += "  create " + line(e) + "\n"

@@ -1,21 +1,28 @@
-// Package publish applies owners' plans to zones so that provider calls scale with zones, not records.
+// Package publish applies owners' plans to zones so that provider calls scale with zones, not records,
+// and the work of a cycle with the change, not with the zone.
 //
-// Every record of one zone goes through that zone's queue. The queue keeps one view of the zone (the
-// provider's record sets, read at most once per MaxAge unless a write or a stale-view error forces a
-// read) and works in cycles: it takes every request waiting, plans each against the view as the
-// requests before it in the cycle left it, applies the sum of their changes in as few batches as the
-// backend's limit allows, then reads the zone once to confirm the writes (the validation pass). 200
-// records created together therefore cost a handful of listings and batches instead of 200 of each.
+// Every record of one zone goes through that zone's queue. The queue owns the one view of the zone:
+// an index of its records and claims (registry.Zone) and the backend's State read with them (ETags,
+// record sets as the cloud holds them), read in full when there is none, when it is older than
+// MaxAge, or when a failed write may have left it wrong, and otherwise kept current with the batches
+// the queue itself applies. It works in cycles: it takes every request waiting, plans each against
+// the view as the requests before it in the cycle left it, sums their changes into as few batches as
+// the backend's limits allow, puts each batch through the ownership gate (registry.Zone.Check) on
+// the exact changes sent, applies it, and waits once for the backend to serve what it wrote. 200
+// records created together therefore cost a listing and a handful of batches, and a cycle for a few
+// records in a zone of 20,000 endpoints costs what those records cost.
 package publish
 
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/plan"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
@@ -26,7 +33,8 @@ type Request struct {
 	OwnerID string
 	// Previous is what the owner published last time (status.endpoints).
 	Previous []*v1alpha1.Endpoint
-	// Desired is what the owner wants now, already adjusted by the provider; empty withdraws all.
+	// Desired is what the owner wants now, already adjusted by the provider; empty withdraws every
+	// claim of the owner found in the zone, whatever Previous holds.
 	Desired []*v1alpha1.Endpoint
 }
 
@@ -36,13 +44,16 @@ type Outcome struct {
 	Plan *plan.Result
 	// Wrote is true when the request's changes were applied.
 	Wrote bool
-	// Validated is true when a zone read after the write holds everything the owner now publishes.
+	// Validated is true when the zone holds what the plan publishes: the backend accepted every
+	// batch with its preconditions and serves what it wrote (Route 53: INSYNC), or nothing needed
+	// writing.
 	Validated bool
 }
 
 // Options tune the queues.
 type Options struct {
-	// MaxAge bounds how old a cached zone view may be when a cycle plans against it.
+	// MaxAge bounds how old a view may be when a cycle plans against it: other owners' writes are
+	// seen within MaxAge.
 	MaxAge time.Duration
 	// Gather is how long a cycle waits for another request to join it; every request that joins
 	// restarts the wait, up to MaxGather after the first, so a burst (a policy creating many records,
@@ -50,10 +61,10 @@ type Options struct {
 	Gather, MaxGather time.Duration
 	// StaleRetries bounds re-plans after the backend says the view was stale.
 	StaleRetries int
-	// CallTimeout bounds each provider call of a cycle (one read of the zone, one batch) on its own
-	// (0: DefaultCallTimeout). A cycle has no bound of its own beyond its calls: a backend that paces
-	// its writes to the cloud's rate limit (Azure: 200 record-set writes per minute per zone) needs
-	// minutes for a large burst, each batch well within the bound.
+	// CallTimeout bounds each provider call of a cycle (one read of the zone, one batch, the wait
+	// for propagation) on its own (0: DefaultCallTimeout). A cycle has no bound of its own beyond its
+	// calls: a backend that paces its writes to the cloud's rate limit (Azure: 200 record-set writes
+	// per minute per zone) needs minutes for a large burst, each batch well within the bound.
 	CallTimeout time.Duration
 }
 
@@ -62,7 +73,7 @@ const DefaultCallTimeout = 2 * time.Minute
 
 // DefaultOptions suit a controller: views at most 10 s old, cycles gathered for 100 ms to 1 s. A
 // gather shorter than the gaps between reconciles of a burst on a busy API server splits the burst
-// into many small cycles, each costing a batch and a read.
+// into many small cycles, each costing a batch.
 func DefaultOptions() Options {
 	return Options{MaxAge: 10 * time.Second, Gather: 100 * time.Millisecond, MaxGather: time.Second, StaleRetries: 3, CallTimeout: DefaultCallTimeout}
 }
@@ -87,7 +98,7 @@ func New(opts Options) *Publisher {
 // backend's own preconditions keep them consistent).
 func (p *Publisher) Publish(ctx context.Context, prov providers.Provider, account string, zone providers.Zone, req Request) (Outcome, error) {
 	q := p.queue(account, zone)
-	w := &waiter{prov: prov, req: req, arrived: p.now(), done: make(chan result, 1)}
+	w := &waiter{prov: prov, req: req, done: make(chan result, 1)}
 	q.mu.Lock()
 	q.pending = append(q.pending, w)
 	if !q.running {
@@ -103,7 +114,7 @@ func (p *Publisher) Publish(ctx context.Context, prov providers.Provider, accoun
 	}
 }
 
-// Forget drops the cached view of a zone, so the next cycle reads it.
+// Forget drops the view of a zone, so the next cycle reads it.
 func (p *Publisher) Forget(account string, zone providers.Zone) {
 	q := p.queue(account, zone)
 	q.mu.Lock()
@@ -129,10 +140,16 @@ type result struct {
 }
 
 type waiter struct {
-	prov    providers.Provider
-	req     Request
-	arrived time.Time
-	done    chan result
+	prov providers.Provider
+	req  Request
+	done chan result
+}
+
+// view is the queue's one view of its zone.
+type view struct {
+	zone  *registry.Zone
+	state providers.State
+	at    time.Time
 }
 
 type queue struct {
@@ -143,8 +160,11 @@ type queue struct {
 	mu      sync.Mutex
 	pending []*waiter
 	running bool
-	view    []*v1alpha1.Endpoint
-	viewAt  time.Time
+	// view is owned by the cycle running; nil when there is none or it may be wrong.
+	view *view
+	// parsed is the index of the latest read, kept after the view is dropped: the next read reuses
+	// its parsed ownership TXTs where they are unchanged.
+	parsed *registry.Zone
 	// unclaimed are records no owner claims that a second read confirmed: a record a human made
 	// stays one, so the owners it conflicts with are not re-read for on every re-check.
 	unclaimed map[v1alpha1.EndpointKey]bool
@@ -154,15 +174,15 @@ func (q *queue) run() {
 	for {
 		q.gather()
 		q.mu.Lock()
-		batch := q.pending
+		waiters := q.pending
 		q.pending = nil
-		if len(batch) == 0 {
+		if len(waiters) == 0 {
 			q.running = false
 			q.mu.Unlock()
 			return
 		}
 		q.mu.Unlock()
-		q.cycle(batch)
+		q.cycle(waiters)
 	}
 }
 
@@ -183,24 +203,27 @@ func (q *queue) gather() {
 	}
 }
 
-// cycle serves every waiter of one gathering. Waiters planned together share one write and one
-// validation read.
+// cycle serves every waiter of one gathering.
 func (q *queue) cycle(waiters []*waiter) {
 	// A cycle runs in the background of the reconciles that wait on it; they give up on their own
 	// context. The cycle ends on its own bounds: each provider call has CallTimeout (see call), and
-	// there are at most StaleRetries+1 attempts of one read and the batches.
+	// every retry either answers a waiter or is one of at most StaleRetries re-plans.
 	ctx := context.Background()
 	prov := waiters[len(waiters)-1].prov // the newest provider object carries the newest credentials
 	start := q.now()
 	fresh := false     // whether the plan needs a view read during this cycle
 	confirmed := false // whether a record no owner claims was seen on a second read
-	for attempt := 0; ; attempt++ {
-		view, at, err := q.currentView(ctx, prov, fresh, start)
+	isolate := false   // whether each waiter gets a batch of its own (after a permanent batch failure)
+	stale := 0
+	var written []*planned // waiters whose batches applied, answered once propagation is awaited
+	remaining := waiters
+	for len(remaining) > 0 {
+		v, err := q.currentView(ctx, prov, fresh, start)
 		if err != nil {
-			failAll(waiters, err)
-			return
+			fail(remaining, err)
+			break
 		}
-		planned, batches := q.planAll(view, waiters, prov.Capabilities())
+		planned, batches := q.planAll(v, remaining, prov.Capabilities(), isolate)
 		if unclaimed := unclaimedConflicts(planned); !confirmed && q.unconfirmed(unclaimed) {
 			// A cloud's listing is not a snapshot: one that runs while another owner writes a record
 			// and its ownership TXT can hold the record without the TXT. Before an owner is told it
@@ -210,32 +233,92 @@ func (q *queue) cycle(waiters []*waiter) {
 		} else if confirmed {
 			q.confirm(unclaimed)
 		}
-		if at.Before(start) && destructive(batches) {
-			// Taking a record or targets away on the strength of a cached view could take what
+		if v.at.Before(start) && destructive(batches) {
+			// Taking a record or targets away on the strength of an old view could take what
 			// another owner claimed since the view was read: removals are planned on a fresh read.
 			fresh = true
 			continue
 		}
-		wrote, err := q.applyAll(ctx, prov, batches)
-		if err != nil && providers.KindOf(err) == providers.StaleView && attempt < q.opts.StaleRetries {
+		done, failed, err := q.applyAll(ctx, prov, v, batches)
+		written = append(written, done...)
+		remaining = answerUnwritten(planned, done, failed, err)
+		switch kind := providers.KindOf(err); {
+		case err == nil:
+		case kind == providers.StaleView && stale < q.opts.StaleRetries:
 			// Someone else wrote the zone: what was applied stays applied (each batch is whole), and
-			// re-planning against a fresh read makes the rest consistent.
+			// re-planning the rest against a fresh read makes them consistent.
+			stale++
 			fresh, start = true, q.now()
+			remaining = append(remaining, failed.waiterList()...)
+		case kind == providers.Permanent && len(failed.waiters) > 1:
+			// One bad request must not fail everyone it shared a batch with: each is tried alone.
+			isolate, fresh, start = true, true, q.now()
+			remaining = append(remaining, failed.waiterList()...)
+		case kind == providers.Permanent:
+			failed.fail(err) // alone in its batch: it fails alone, the rest go on
+			fresh, start = true, q.now()
+		default:
+			failed.fail(err)
+			fail(remaining, err)
+			remaining = nil
+		}
+	}
+	q.await(ctx, prov, written)
+}
+
+// forget drops the view: it may no longer match the zone.
+func (q *queue) forget() {
+	q.mu.Lock()
+	q.view = nil
+	q.mu.Unlock()
+}
+
+// await waits once for the backend to serve every batch of the cycle, checks them, and answers
+// their waiters. The check is a read of the zone after the writes, against which every written
+// request is planned again: one that plans to no change is published as the zone now holds it, and
+// the plan made from that read names every conflict, also one that another owner's write caused
+// while ours was in flight, so a loser is told in the same pass. One that would change the zone again
+// (it changed under us) is not yet validated and is re-checked soon. The read becomes the view.
+func (q *queue) await(ctx context.Context, prov providers.Provider, written []*planned) {
+	if len(written) == 0 {
+		return
+	}
+	q.mu.Lock()
+	v := q.view
+	q.mu.Unlock()
+	var err error
+	if v != nil {
+		callCtx, cancel := q.call(ctx)
+		err = prov.AwaitPropagation(callCtx, q.zone, v.state)
+		cancel()
+	}
+	var after *view
+	if err == nil {
+		q.forget()
+		after, err = q.currentView(ctx, prov, true, q.now())
+	}
+	for _, p := range written {
+		if err != nil {
+			p.done <- result{outcome: Outcome{Plan: p.plan, Wrote: true}, err: err}
 			continue
 		}
-		q.finish(ctx, prov, planned, wrote, err)
-		return
+		again, perr := plan.Plan(plan.Input{OwnerID: p.req.OwnerID, ZoneName: q.zone.DNSName, Zone: after.zone, Previous: p.plan.Published, Desired: p.req.Desired})
+		if perr != nil || !again.Changes.Empty() {
+			p.done <- result{outcome: Outcome{Plan: p.plan, Wrote: true}}
+			continue
+		}
+		p.done <- result{outcome: Outcome{Plan: again, Wrote: true, Validated: true}}
 	}
 }
 
 // unclaimedConflicts returns the records no owner claims that the plans conflict with.
-func unclaimedConflicts(planned []*plannedWaiter) []v1alpha1.EndpointKey {
+func unclaimedConflicts(planned []*planned) []v1alpha1.EndpointKey {
 	var keys []v1alpha1.EndpointKey
-	for _, pw := range planned {
-		if pw.plan == nil {
+	for _, p := range planned {
+		if p.plan == nil {
 			continue
 		}
-		for _, c := range pw.plan.Conflicts {
+		for _, c := range p.plan.Conflicts {
 			if c.WinnerOwner == "" {
 				keys = append(keys, v1alpha1.EndpointKey{DNSName: v1alpha1.NormalizeName(c.DNSName), RecordType: c.RecordType, SetIdentifier: c.SetIdentifier})
 			}
@@ -269,16 +352,17 @@ func (q *queue) confirm(keys []v1alpha1.EndpointKey) {
 
 // destructive reports whether the batches delete a record (not an ownership TXT) or take targets
 // away from one.
-func destructive(batches []*providers.Changes) bool {
+func destructive(batches []*pendingBatch) bool {
 	for _, b := range batches {
-		for _, ep := range b.Delete {
+		c := b.changes
+		for _, ep := range c.Delete {
 			if ep.RecordType != v1alpha1.RecordTypeTXT {
 				return true
 			}
 		}
-		for i, old := range b.UpdateOld {
+		for i, old := range c.UpdateOld {
 			kept := map[string]bool{}
-			for _, t := range b.UpdateNew[i].Targets {
+			for _, t := range c.UpdateNew[i].Targets {
 				kept[v1alpha1.NormalizeName(t)] = true
 			}
 			for _, t := range old.Targets {
@@ -291,18 +375,32 @@ func destructive(batches []*providers.Changes) bool {
 	return false
 }
 
-// currentView returns the cached view and when it was read, or reads the zone when there is no
-// view, it is older than MaxAge, or fresh asks for one read after since.
-func (q *queue) currentView(ctx context.Context, prov providers.Provider, fresh bool, since time.Time) ([]*v1alpha1.Endpoint, time.Time, error) {
+// currentView returns the queue's view, or reads the zone when there is none, it is older than
+// MaxAge, or fresh asks for one read after since. A view read through an older backend object of the
+// same Secret (rotated credentials) stays good: a Secret's type, and so its backend, cannot change.
+func (q *queue) currentView(ctx context.Context, prov providers.Provider, fresh bool, since time.Time) (*view, error) {
 	q.mu.Lock()
-	view, at := q.view, q.viewAt
+	v := q.view
 	q.mu.Unlock()
-	if view != nil && q.now().Sub(at) <= q.opts.MaxAge && (!fresh || !at.Before(since)) {
-		return view, at, nil
+	if v != nil && q.now().Sub(v.at) <= q.opts.MaxAge && (!fresh || !v.at.Before(since)) {
+		return v, nil
 	}
-	at = q.now()
-	view, err := q.read(ctx, prov)
-	return view, at, err
+	at := q.now()
+	callCtx, cancel := q.call(ctx)
+	read, err := prov.Records(callCtx, q.zone)
+	cancel()
+	if err != nil {
+		q.forget()
+		return nil, err
+	}
+	q.mu.Lock()
+	prev := q.parsed
+	q.mu.Unlock()
+	v = &view{zone: registry.ReadAgain(prev, read.Endpoints), state: read.State, at: at}
+	q.mu.Lock()
+	q.view, q.parsed = v, v.zone
+	q.mu.Unlock()
+	return v, nil
 }
 
 // call bounds one provider call by CallTimeout.
@@ -314,184 +412,261 @@ func (q *queue) call(ctx context.Context) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(ctx, d)
 }
 
-func (q *queue) read(ctx context.Context, prov providers.Provider) ([]*v1alpha1.Endpoint, error) {
-	at := q.now()
-	ctx, cancel := q.call(ctx)
-	defer cancel()
-	records, err := prov.Records(ctx, q.zone)
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if err != nil {
-		q.view = nil
-		return nil, err
-	}
-	q.view, q.viewAt = records, at
-	return records, nil
-}
-
-// plannedWaiter is a waiter with its plan and the batch its changes went into (-1: nothing to write).
-type plannedWaiter struct {
+// planned is a waiter with its plan.
+type planned struct {
 	*waiter
-	plan  *plan.Result
-	err   error
-	batch int
+	plan *plan.Result
+	err  error
+	// wrote: the plan had changes and its batch applied.
+	wrote bool
 }
 
-// planAll plans the waiters one after another, each against the zone as the previous plans leave it,
-// and cuts their summed changes into batches one Apply of the backend takes. A waiter's changes are never
-// split: a record and its ownership TXT, or the two halves of a type change, land together.
-func (q *queue) planAll(view []*v1alpha1.Endpoint, waiters []*waiter, caps providers.Capabilities) ([]*plannedWaiter, []*providers.Changes) {
+// pendingBatch is one batch being put together from the plans of several waiters: for every key
+// they change, the value before the first of them and after the last, and what they require.
+type pendingBatch struct {
+	before, after map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
+	require       map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
+	owners        []string
+	waiters       []*planned
+	// changes is the batch sent: the sum of the waiters' changes, built when the batch closes.
+	changes *batch.Changes
+}
+
+func newPendingBatch() *pendingBatch {
+	return &pendingBatch{before: map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{}, after: map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
+		require: map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{}}
+}
+
+func (b *pendingBatch) waiterList() []*waiter {
+	out := make([]*waiter, len(b.waiters))
+	for i, p := range b.waiters {
+		out[i] = p.waiter
+	}
+	return out
+}
+
+func (b *pendingBatch) fail(err error) {
+	if b == nil {
+		return
+	}
+	for _, p := range b.waiters {
+		p.done <- result{outcome: Outcome{Plan: p.plan}, err: err}
+	}
+}
+
+// sum returns the batch with one more plan's changes added (nil: none), against zone z as the plans
+// so far left it, without changing b.
+func (b *pendingBatch) sum(z *registry.Zone, c *batch.Changes) *batch.Changes {
+	before, after := b.before, b.after
+	if c != nil {
+		before, after = maps(b.before), maps(b.after)
+		note := func(e *v1alpha1.Endpoint, value *v1alpha1.Endpoint) {
+			k := e.Key()
+			if _, ok := before[k]; !ok {
+				before[k] = z.Endpoint(k)
+			}
+			after[k] = value
+		}
+		for _, e := range c.Delete {
+			note(e, nil)
+		}
+		for i, e := range c.UpdateOld {
+			note(e, c.UpdateNew[i])
+		}
+		for _, e := range c.Create {
+			note(e, e)
+		}
+	}
+	out := &batch.Changes{}
+	for k, old := range before {
+		switch now := after[k]; {
+		case old == nil && now != nil:
+			out.Create = append(out.Create, now)
+		case old != nil && now == nil:
+			out.Delete = append(out.Delete, old)
+		case old != nil && !old.SameValues(now):
+			out.UpdateOld = append(out.UpdateOld, old)
+			out.UpdateNew = append(out.UpdateNew, now)
+		}
+	}
+	require := b.require
+	if c != nil && len(c.Require) > 0 {
+		require = maps(b.require)
+		for _, e := range c.Require {
+			require[e.Key()] = e
+		}
+	}
+	for k, e := range require {
+		if _, changed := before[k]; !changed {
+			// A required set the batch changes is held by the exact old values the change names.
+			out.Require = append(out.Require, e)
+		}
+	}
+	sortChanges(out)
+	return out
+}
+
+func maps(m map[v1alpha1.EndpointKey]*v1alpha1.Endpoint) map[v1alpha1.EndpointKey]*v1alpha1.Endpoint {
+	out := make(map[v1alpha1.EndpointKey]*v1alpha1.Endpoint, len(m)+8)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// add records a plan's changes, which z has just applied; before is what the plan changed, read
+// from z before it applied them.
+func (b *pendingBatch) add(p *planned, before map[v1alpha1.EndpointKey]*v1alpha1.Endpoint, z *registry.Zone) {
+	for k, old := range before {
+		if _, ok := b.before[k]; !ok {
+			b.before[k] = old
+		}
+		b.after[k] = z.Endpoint(k)
+	}
+	for _, e := range p.plan.Changes.Require {
+		b.require[e.Key()] = e
+	}
+	if !slices.Contains(b.owners, p.req.OwnerID) {
+		b.owners = append(b.owners, p.req.OwnerID)
+	}
+	b.waiters = append(b.waiters, p)
+}
+
+// planAll plans the waiters one after another, each against the zone as the previous plans leave
+// it, and sums their changes into batches one Apply of the backend takes. A waiter's changes are
+// never split: a record and its ownership TXT, or the two halves of a type change, land together.
+// The view's index is changed as the plans go and put back before planAll returns; the batches are
+// applied to it again, one by one, as they are written.
+func (q *queue) planAll(v *view, waiters []*waiter, caps providers.Capabilities, isolate bool) ([]*planned, []*pendingBatch) {
 	var (
-		planned []*plannedWaiter
-		batches []*providers.Changes
-		start   = view // the zone before the current batch
-		work    = view // the zone after the plans so far
-		limited = caps.MaxChangesPerBatch > 0 || caps.BatchFits != nil
+		all     []*planned
+		batches []*pendingBatch
+		cur     = newPendingBatch()
+		limited = caps.MaxChangesPerBatch > 0 || caps.BatchFits != nil || isolate
 	)
 	closeBatch := func() {
-		if c := diff(start, work); !c.Empty() {
-			batches = append(batches, c)
+		if len(cur.waiters) > 0 {
+			cur.changes = cur.sum(v.zone, nil)
+			batches = append(batches, cur)
 		}
-		start = work
+		cur = newPendingBatch()
 	}
 	for _, w := range waiters {
-		pw := &plannedWaiter{waiter: w, batch: -1}
-		planned = append(planned, pw)
-		res, err := plan.Plan(plan.Input{OwnerID: w.req.OwnerID, ZoneName: q.zone.DNSName, Current: work, Previous: w.req.Previous, Desired: w.req.Desired})
+		p := &planned{waiter: w}
+		all = append(all, p)
+		res, err := plan.Plan(plan.Input{OwnerID: w.req.OwnerID, ZoneName: q.zone.DNSName, Zone: v.zone, Previous: w.req.Previous, Desired: w.req.Desired})
 		if err != nil {
-			pw.err = providers.NewError(providers.Permanent, err)
+			p.err = providers.NewError(providers.Permanent, err)
 			continue
 		}
-		pw.plan = res
+		p.plan = res
 		if res.Changes.Empty() {
 			continue
 		}
-		if err := registry.Read(work).Check(w.req.OwnerID, nil, res.Changes); err != nil {
-			pw.err = providers.NewError(providers.Permanent, err)
+		if err := v.zone.Check([]string{w.req.OwnerID}, nil, res.Changes); err != nil {
+			p.err = providers.NewError(providers.Permanent, err)
 			continue
 		}
 		if !caps.Fits(res.Changes) {
-			pw.err = providers.Errorf(providers.Permanent, "the record needs %d changes at once, more than the provider takes in one batch", res.Changes.Len())
+			p.err = providers.Errorf(providers.Permanent, "the record needs %d changes at once, more than the provider takes in one batch", res.Changes.Len())
 			continue
 		}
-		next, err := providers.ApplyChanges(q.zone.DNSName, work, res.Changes)
-		if err != nil {
-			// The plan does not fit the view it was made from: a bug, not the zone's fault.
-			pw.err = providers.NewError(providers.Permanent, fmt.Errorf("plan inconsistent with the zone: %w", err))
-			continue
-		}
-		if limited && !caps.Fits(diff(start, next)) {
+		if limited && len(cur.waiters) > 0 && (isolate || !caps.Fits(cur.sum(v.zone, res.Changes))) {
 			closeBatch() // this waiter's changes start the next batch
 		}
-		work = next
-		pw.batch = len(batches)
+		before := map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{}
+		for _, e := range slices.Concat(res.Changes.Create, res.Changes.UpdateOld, res.Changes.Delete) {
+			before[e.Key()] = v.zone.Endpoint(e.Key())
+		}
+		if err := v.zone.Apply(res.Changes); err != nil {
+			// The plan does not fit the view it was made from: a bug, not the zone's fault.
+			p.err = providers.NewError(providers.Permanent, fmt.Errorf("plan inconsistent with the zone: %w", err))
+			continue
+		}
+		cur.add(p, before, v.zone)
 	}
 	closeBatch()
-	return planned, batches
+	for i := len(batches) - 1; i >= 0; i-- {
+		if err := v.zone.Revert(batches[i].changes); err != nil {
+			// The sums are built from what the index applied, so they revert; if not, the index
+			// cannot be trusted and the next cycle reads the zone.
+			q.forget()
+		}
+	}
+	return all, batches
 }
 
-// applyAll applies the batches in order, each within its own CallTimeout, and returns how many
-// were applied.
-func (q *queue) applyAll(ctx context.Context, prov providers.Provider, batches []*providers.Changes) (int, error) {
-	for i, b := range batches {
+// applyAll puts each batch through the ownership gate on the exact changes to be sent, applies it
+// to the view's index and to the backend, and stops at the first failure. It returns the waiters
+// whose plans are done (their batch applied, or they had nothing to write), the batch that failed,
+// and its error.
+func (q *queue) applyAll(ctx context.Context, prov providers.Provider, v *view, batches []*pendingBatch) ([]*planned, *pendingBatch, error) {
+	var done []*planned
+	for _, b := range batches {
+		if err := v.zone.Check(b.owners, nil, b.changes); err != nil {
+			// Every plan in it passed the check alone: summing them went wrong.
+			return done, b, providers.NewError(providers.Permanent, fmt.Errorf("batch of %d records refused: %w", len(b.waiters), err))
+		}
+		if err := v.zone.Apply(b.changes); err != nil {
+			q.forget()
+			return done, b, providers.NewError(providers.Permanent, fmt.Errorf("batch inconsistent with the zone: %w", err))
+		}
 		callCtx, cancel := q.call(ctx)
-		err := prov.Apply(callCtx, q.zone, b)
+		err := prov.Apply(callCtx, q.zone, v.state, b.changes)
 		cancel()
 		if err != nil {
-			q.mu.Lock()
-			q.view = nil // whatever we knew may be wrong now
-			q.mu.Unlock()
-			return i, err
+			q.forget() // the index holds the batch, the zone may not, the backend's state is unknown
+			return done, b, err
 		}
+		for _, p := range b.waiters {
+			p.wrote = true
+		}
+		done = append(done, b.waiters...)
 	}
-	return len(batches), nil
+	return done, nil, nil
 }
 
-// finish reads the zone once after the writes (the validation pass) and answers every waiter.
-func (q *queue) finish(ctx context.Context, prov providers.Provider, planned []*plannedWaiter, wrote int, applyErr error) {
-	var view []*v1alpha1.Endpoint
-	var readErr error
-	if wrote > 0 {
-		view, readErr = q.read(ctx, prov)
-	} else {
-		q.mu.Lock()
-		view = q.view
-		q.mu.Unlock()
+// answerUnwritten answers the waiters that failed on their own, adds those that had nothing to
+// write to done, and returns the waiters still to serve: those of the batches after the one that
+// failed. The failed batch's waiters are the caller's to answer or retry.
+func answerUnwritten(all, done []*planned, failed *pendingBatch, err error) []*waiter {
+	settled := map[*waiter]bool{}
+	for _, p := range done {
+		settled[p.waiter] = true
 	}
-	for _, pw := range planned {
+	if failed != nil {
+		for _, p := range failed.waiters {
+			settled[p.waiter] = true
+		}
+	}
+	var remaining []*waiter
+	for _, p := range all {
 		switch {
-		case pw.err != nil:
-			pw.done <- result{err: pw.err}
-		case pw.batch >= wrote && applyErr != nil:
-			pw.done <- result{outcome: Outcome{Plan: pw.plan}, err: applyErr}
-		case pw.batch >= 0 && readErr != nil:
-			pw.done <- result{outcome: Outcome{Plan: pw.plan, Wrote: true}, err: readErr}
+		case settled[p.waiter]:
+		case p.err != nil:
+			p.done <- result{err: p.err}
+		case p.plan.Changes.Empty() && err == nil:
+			p.done <- result{outcome: Outcome{Plan: p.plan, Validated: true}}
 		default:
-			pw.done <- result{outcome: Outcome{Plan: pw.plan, Wrote: pw.batch >= 0, Validated: view != nil && holds(view, pw.plan.Published)}}
+			// Nothing to write, or a batch after the one that failed: planned on a view that the
+			// failure may have made wrong, so planned again.
+			remaining = append(remaining, p.waiter)
 		}
 	}
+	return remaining
 }
 
-func failAll(waiters []*waiter, err error) {
+func fail(waiters []*waiter, err error) {
 	for _, w := range waiters {
 		w.done <- result{err: err}
 	}
 }
 
-// holds reports whether the zone has every published record set with at least the published targets
-// (other owners may add theirs).
-func holds(zone []*v1alpha1.Endpoint, published []*v1alpha1.Endpoint) bool {
-	byKey := make(map[v1alpha1.EndpointKey]*v1alpha1.Endpoint, len(zone))
-	for _, ep := range zone {
-		byKey[ep.Key()] = ep
-	}
-	for _, want := range published {
-		got, ok := byKey[want.Key()]
-		if !ok {
-			return false
-		}
-		have := map[string]bool{}
-		for _, t := range got.Targets {
-			have[v1alpha1.NormalizeName(t)] = true
-		}
-		for _, t := range want.Targets {
-			if !have[v1alpha1.NormalizeName(t)] {
-				return false
-			}
-		}
-	}
-	return true
-}
-
-// diff is the batch that turns zone before into zone after.
-func diff(before, after []*v1alpha1.Endpoint) *providers.Changes {
-	old := make(map[v1alpha1.EndpointKey]*v1alpha1.Endpoint, len(before))
-	for _, ep := range before {
-		old[ep.Key()] = ep
-	}
-	c := &providers.Changes{}
-	seen := make(map[v1alpha1.EndpointKey]bool, len(after))
-	for _, ep := range after {
-		k := ep.Key()
-		seen[k] = true
-		prev, ok := old[k]
-		switch {
-		case !ok:
-			c.Create = append(c.Create, ep)
-		case !prev.SameValues(ep):
-			c.UpdateOld = append(c.UpdateOld, prev)
-			c.UpdateNew = append(c.UpdateNew, ep)
-		}
-	}
-	for _, ep := range before {
-		if !seen[ep.Key()] {
-			c.Delete = append(c.Delete, ep)
-		}
-	}
+func sortChanges(c *batch.Changes) {
 	sortEndpoints(c.Create)
 	sortEndpoints(c.Delete)
+	sortEndpoints(c.Require)
 	sortPairs(c.UpdateOld, c.UpdateNew)
-	return c
 }
 
 func sortEndpoints(eps []*v1alpha1.Endpoint) {

@@ -56,7 +56,7 @@ func records(t *testing.T, store *inmemory.Store, zone providers.Zone) map[strin
 	return out
 }
 
-// Requests arriving together share one listing, one batch and one validation read.
+// Requests arriving together share one listing, one batch and one read that checks the batch.
 func TestBurstBecomesOneCycle(t *testing.T) {
 	store, zone := newZone(t)
 	p, prov := New(slow()), provider(store)
@@ -75,7 +75,7 @@ func TestBurstBecomesOneCycle(t *testing.T) {
 	wg.Wait()
 	calls := store.ZoneCalls(zone.ID)
 	if calls.Apply != 1 || calls.Records != 2 {
-		t.Errorf("50 requests together: %d batches and %d listings, want 1 batch and 2 listings (plan, validation)", calls.Apply, calls.Records)
+		t.Errorf("50 requests together: %d batches and %d listings, want 1 batch and 2 listings (plan, check)", calls.Apply, calls.Records)
 	}
 	if n := len(records(t, store, zone)); n != 50 {
 		t.Errorf("zone holds %d records, want 50", n)
@@ -211,7 +211,7 @@ type timedProvider struct {
 	left []time.Duration
 }
 
-func (p *timedProvider) Apply(ctx context.Context, zone providers.Zone, changes *providers.Changes) error {
+func (p *timedProvider) Apply(ctx context.Context, zone providers.Zone, st providers.State, changes *providers.Changes) error {
 	deadline, ok := ctx.Deadline()
 	p.mu.Lock()
 	if ok {
@@ -229,7 +229,7 @@ func (p *timedProvider) Apply(ctx context.Context, zone providers.Zone, changes 
 	case <-ctx.Done():
 		return providers.NewError(providers.Transient, ctx.Err())
 	}
-	return p.Provider.Apply(ctx, zone, changes)
+	return p.Provider.Apply(ctx, zone, st, changes)
 }
 
 // Each batch has CallTimeout to itself: a cycle of batches that together take longer than one
@@ -295,16 +295,17 @@ type tornProvider struct {
 	reads int
 }
 
-func (p *tornProvider) Records(ctx context.Context, zone providers.Zone) ([]*v1alpha1.Endpoint, error) {
-	eps, err := p.Provider.Records(ctx, zone)
+func (p *tornProvider) Records(ctx context.Context, zone providers.Zone) (providers.View, error) {
+	read, err := p.Provider.Records(ctx, zone)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reads++
 	if err != nil || p.torn == 0 {
-		return eps, err
+		return read, err
 	}
 	p.torn--
-	return slices.DeleteFunc(eps, func(ep *v1alpha1.Endpoint) bool { return ep.RecordType == v1alpha1.RecordTypeTXT }), nil
+	read.Endpoints = slices.DeleteFunc(read.Endpoints, func(ep *v1alpha1.Endpoint) bool { return ep.RecordType == v1alpha1.RecordTypeTXT })
+	return read, nil
 }
 
 // A record seen without its ownership TXT is confirmed by a second read before anyone is told it
@@ -329,7 +330,7 @@ func TestUnclaimedRecordIsConfirmedByASecondRead(t *testing.T) {
 	// A human's record stays a record no owner claims, after the second read.
 	store2, zone2 := newZone(t)
 	human := provider(store2)
-	if err := human.Apply(t.Context(), zone2, &providers.Changes{Create: []*v1alpha1.Endpoint{
+	if err := human.Apply(t.Context(), zone2, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{
 		v1alpha1.NewEndpoint("human.example.com", "CNAME", 60, "elsewhere.example.net")}}); err != nil {
 		t.Fatal(err)
 	}

@@ -6,104 +6,118 @@ import (
 	"slices"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
-	"github.com/dnspolicy/dnspolicy-controller/providers"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
 )
 
 // ErrRefused is wrapped by every refusal of Check.
 var ErrRefused = errors.New("ownership check refused the change")
 
-// Check is the second ownership check, run on a batch right before it is applied to the zone z was
-// read from: the plan already keeps to what an owner may touch, and Check refuses again, so a bug in
-// the plan cannot delete or rewrite a neighbour's record.
+// Check is the ownership gate, run on the exact batch handed to a backend, last thing before it is
+// sent, against the zone z the batch was planned for (the zone before the batch). The plan already
+// keeps to what an owner may touch; Check refuses again, so a bug in the plan, or in how batches are
+// put together, cannot delete or rewrite a neighbour's record. owners are the owners whose plans the
+// batch holds (one cluster's publish cycle sums several).
 //
-// Ownership TXTs: the owner creates and updates only its own (a TXT whose value names it, at the
-// name TXTName gives), never one on a key whose record exists unowned (that would adopt a human's
-// record), and deletes only its own or those of an owner in expired whose lease ran out, the
-// latter only while a live owner keeps a claim on the record.
+// Ownership TXTs: the batch creates and updates only its owners' own (a TXT whose value names the
+// owner, at the name TXTName gives), never one on a key whose record exists unowned (that would
+// adopt a human's record), and deletes only its owners' own or those of an owner in expired whose
+// lease ran out, the latter only while a live owner keeps a claim on the record.
 //
-// Records: nothing touches a record nobody owns, and only an owner holding a claim at the record's
-// name (before or after the batch) touches a record there. Within that:
-//   - Create: the key must not exist, must be claimed after the batch, and must not shadow what
-//     stays at the name (a CNAME beside other types, or another type beside a CNAME).
-//   - Update: the record must stay claimed after the batch. Its claimants need not include the
-//     owner: where owners disagree every claimant publishes the same winner's value.
-//   - Delete: either no claim is left on the key after the batch (its last owner left), or the key
-//     lost a record-type conflict: a record of the other kind (CNAME vs. A/AAAA/NS) stays at the
-//     name, claimed by an owner no higher than every remaining claimant of the deleted record (the
-//     lowest claimant's kind wins). Losers keep their claims, so the deletion is visible and
-//     reversible.
+// Records: nothing touches a record nobody owns. Within that:
+//   - Create: the key must not exist, must be claimed after the batch, one of the owners must claim
+//     something at its name before or after (a leaving winner publishes the next claimant's wish),
+//     and it must not shadow what stays at the name (a CNAME beside other types, or another type
+//     beside a CNAME).
+//   - Update: one of the owners claims the key itself, before or after the batch, and the record
+//     stays claimed after it.
+//   - Delete: one of the owners claimed the key and no claim is left on it after the batch (its
+//     last owner left), or the key lost a record-type conflict seen by a party to the name: a
+//     claimed record of the other kind (CNAME vs. A/AAAA/NS) stays at the name, claimed by an owner
+//     no higher than every remaining claimant of the deleted record (the lowest claimant's kind
+//     wins). Losers keep their claims, so the deletion is visible and reversible.
+//   - Require: every required set is in the zone with the required values.
 //
-// And no batch leaves a record without any claim: it would look like a human's record forever.
-// Malformed batches (UpdateOld and UpdateNew not pairwise of one key, a key changed twice) are
-// refused too.
-func (z *Zone) Check(ownerID string, expired []string, changes *providers.Changes) error {
+// And no batch leaves a record without any claim, it would look like a human's record forever; a
+// batch that withdraws a claim from a record other owners keep claiming requires one of their claims
+// (batch.Changes.Require), so two owners leaving at once cannot both leave it behind. Malformed
+// batches (UpdateOld and UpdateNew not pairwise of one key, a key changed twice) are refused too.
+func (z *Zone) Check(owners []string, expired []string, changes *batch.Changes) error {
 	if changes == nil {
 		return nil
 	}
-	b, err := z.newBatch(ownerID, expired, changes)
+	g, err := z.newGate(owners, expired, changes)
 	if err != nil {
 		return err
 	}
 	for _, e := range changes.Create {
-		if err := b.checkCreate(e); err != nil {
+		if err := g.checkCreate(e); err != nil {
 			return err
 		}
 	}
 	for i := range changes.UpdateNew {
-		if err := b.checkUpdate(changes.UpdateOld[i], changes.UpdateNew[i]); err != nil {
+		if err := g.checkUpdate(changes.UpdateOld[i], changes.UpdateNew[i]); err != nil {
 			return err
 		}
 	}
 	for _, e := range changes.Delete {
-		if err := b.checkDelete(e); err != nil {
+		if err := g.checkDelete(e); err != nil {
 			return err
 		}
 	}
-	return b.checkWithdrawals()
+	for _, e := range changes.Require {
+		if cur := z.endpoints[e.Key()]; cur == nil || !cur.SameValues(e) {
+			return refuse("requires %s", mismatch(e, cur))
+		}
+	}
+	if err := g.checkWithdrawals(); err != nil {
+		return err
+	}
+	return g.checkHeld(changes)
 }
 
 func refuse(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrRefused}, args...)...)
 }
 
-// batch is what Check knows about one batch: which keys it creates and deletes, and the claims it
+// gate is what Check knows about one batch: which keys it creates and deletes, and the claims it
 // creates and withdraws.
-type batch struct {
+type gate struct {
 	zone    *Zone
-	owner   string
+	owners  map[string]bool
 	expired map[string]bool
 	created map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
 	// createdAt holds the created endpoints by name.
 	createdAt map[string][]*v1alpha1.Endpoint
 	deleted   map[v1alpha1.EndpointKey]bool
-	// newClaims are the claims the batch creates, by claimed record; ourNewNames the names where
-	// they are the owner's.
-	newClaims   map[v1alpha1.EndpointKey][]*Claim
-	ourNewNames map[string]bool
-	// parse reads an ownership TXT, hashing each owner once.
-	parse func(*v1alpha1.Endpoint) (*Claim, bool)
+	required  map[v1alpha1.EndpointKey]bool
+	// newClaims are the claims the batch creates, by claimed record; newNames the names where the
+	// batch's owners create them.
+	newClaims map[v1alpha1.EndpointKey][]*Claim
+	newNames  map[string]bool
 	// withdrawn are the claims the batch deletes.
 	withdrawn []*Claim
 }
 
-func (z *Zone) newBatch(owner string, expired []string, c *providers.Changes) (*batch, error) {
+func (z *Zone) newGate(owners, expired []string, c *batch.Changes) (*gate, error) {
 	if len(c.UpdateOld) != len(c.UpdateNew) {
 		return nil, refuse("%d old and %d new endpoints in the updates", len(c.UpdateOld), len(c.UpdateNew))
 	}
-	b := &batch{
-		zone:        z,
-		owner:       owner,
-		expired:     map[string]bool{},
-		created:     map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
-		createdAt:   map[string][]*v1alpha1.Endpoint{},
-		deleted:     map[v1alpha1.EndpointKey]bool{},
-		newClaims:   map[v1alpha1.EndpointKey][]*Claim{},
-		ourNewNames: map[string]bool{},
+	g := &gate{
+		zone:      z,
+		owners:    map[string]bool{},
+		expired:   map[string]bool{},
+		created:   map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
+		createdAt: map[string][]*v1alpha1.Endpoint{},
+		deleted:   map[v1alpha1.EndpointKey]bool{},
+		required:  map[v1alpha1.EndpointKey]bool{},
+		newClaims: map[v1alpha1.EndpointKey][]*Claim{},
+		newNames:  map[string]bool{},
 	}
-	hashOf := memoHash()
-	b.parse = func(e *v1alpha1.Endpoint) (*Claim, bool) { return parseTXT(e, hashOf) }
+	for _, o := range owners {
+		g.owners[o] = true
+	}
 	for _, o := range expired {
-		b.expired[o] = o != owner
+		g.expired[o] = !g.owners[o]
 	}
 	seen := map[v1alpha1.EndpointKey]bool{}
 	once := func(e *v1alpha1.Endpoint) error {
@@ -120,12 +134,12 @@ func (z *Zone) newBatch(owner string, expired []string, c *providers.Changes) (*
 		if err := once(e); err != nil {
 			return nil, err
 		}
-		b.created[e.Key()] = e
-		b.createdAt[e.Key().DNSName] = append(b.createdAt[e.Key().DNSName], e)
-		if claim, ok := b.parse(e); ok {
-			b.newClaims[claim.Record] = append(b.newClaims[claim.Record], claim)
-			if claim.Owner == owner {
-				b.ourNewNames[claim.Record.DNSName] = true
+		g.created[e.Key()] = e
+		g.createdAt[e.Key().DNSName] = append(g.createdAt[e.Key().DNSName], e)
+		if claim, ok := parseTXT(e, cachedOwnerHash); ok {
+			g.newClaims[claim.Record] = append(g.newClaims[claim.Record], claim)
+			if g.owners[claim.Owner] {
+				g.newNames[claim.Record.DNSName] = true
 			}
 		}
 	}
@@ -136,17 +150,30 @@ func (z *Zone) newBatch(owner string, expired []string, c *providers.Changes) (*
 		if c.UpdateOld[i] == nil || c.UpdateOld[i].Key() != e.Key() {
 			return nil, refuse("update %d replaces %s with an endpoint of another key", i, describe(c.UpdateOld[i]))
 		}
+		// An update names the exact old values, so it holds the claim it rewrites in place as
+		// firmly as a requirement.
+		g.required[e.Key()] = true
 	}
 	for _, e := range c.Delete {
 		if err := once(e); err != nil {
 			return nil, err
 		}
-		b.deleted[e.Key()] = true
+		g.deleted[e.Key()] = true
 		if claim := z.claims[e.Key()]; claim != nil {
-			b.withdrawn = append(b.withdrawn, claim)
+			g.withdrawn = append(g.withdrawn, claim)
 		}
 	}
-	return b, nil
+	for _, e := range c.Require {
+		if e == nil {
+			return nil, refuse("a nil requirement")
+		}
+		if seen[e.Key()] {
+			return nil, refuse("%s is required and changed in one batch", describe(e))
+		}
+		seen[e.Key()] = true
+		g.required[e.Key()] = true
+	}
+	return g, nil
 }
 
 func describe(e *v1alpha1.Endpoint) string {
@@ -160,27 +187,29 @@ func describe(e *v1alpha1.Endpoint) string {
 	return s
 }
 
-func (b *batch) checkCreate(e *v1alpha1.Endpoint) error {
-	if _, exists := b.zone.endpoints[e.Key()]; exists {
+func (g *gate) checkCreate(e *v1alpha1.Endpoint) error {
+	if _, exists := g.zone.endpoints[e.Key()]; exists {
 		return refuse("creates %s, which already exists", describe(e))
 	}
 	if e.RecordType == v1alpha1.RecordTypeTXT {
-		claim, ok := b.parse(e)
-		if !ok || claim.Owner != b.owner {
-			return refuse("creates TXT %s, which is not an ownership record of %s", e.DNSName, b.owner)
+		claim, ok := parseTXT(e, cachedOwnerHash)
+		if !ok || !g.owners[claim.Owner] {
+			return refuse("creates TXT %s, which is not an ownership record of %s", e.DNSName, g.ownerList())
 		}
-		if r := b.zone.records[claim.Record]; r != nil && r.Endpoint != nil && !r.Owned() {
+		if r := g.zone.records[claim.Record]; r != nil && r.Endpoint != nil && !r.Owned() {
 			return refuse("claims %s, a record nobody owns", describe(r.Endpoint))
 		}
 		return nil
 	}
-	if err := b.checkParty(e, "creates"); err != nil {
+	// A leaving winner publishes the next claimant's wish, so a record is created by any party to
+	// its name, for whoever claims it.
+	if err := g.checkParty(e); err != nil {
 		return err
 	}
-	if len(b.claimsAfter(e.Key())) == 0 {
+	if len(g.claimsAfter(e.Key())) == 0 {
 		return refuse("creates %s, which nobody would own", describe(e))
 	}
-	for _, other := range b.remainingAt(e.Key().DNSName) {
+	for _, other := range g.remainingAt(e.Key().DNSName) {
 		if other.Key() != e.Key() && (e.RecordType == v1alpha1.RecordTypeCNAME) != (other.RecordType == v1alpha1.RecordTypeCNAME) {
 			return refuse("creates %s beside %s: a CNAME cannot share its name", describe(e), describe(other))
 		}
@@ -188,83 +217,115 @@ func (b *batch) checkCreate(e *v1alpha1.Endpoint) error {
 	return nil
 }
 
-func (b *batch) checkUpdate(old, updated *v1alpha1.Endpoint) error {
+func (g *gate) checkUpdate(old, updated *v1alpha1.Endpoint) error {
 	if old.RecordType == v1alpha1.RecordTypeTXT {
-		claim := b.zone.claims[old.Key()]
-		if claim == nil || claim.Owner != b.owner {
-			return refuse("updates TXT %s, which is not an ownership record of %s", old.DNSName, b.owner)
+		claim := g.zone.claims[old.Key()]
+		if claim == nil || !g.owners[claim.Owner] {
+			return refuse("updates TXT %s, which is not an ownership record of %s", old.DNSName, g.ownerList())
 		}
-		if n, ok := b.parse(updated); !ok || n.Owner != b.owner {
-			return refuse("updates TXT %s into something that is not an ownership record of %s", old.DNSName, b.owner)
+		if n, ok := parseTXT(updated, cachedOwnerHash); !ok || n.Owner != claim.Owner {
+			return refuse("updates TXT %s into something that is not an ownership record of %s", old.DNSName, claim.Owner)
 		}
 		return nil
 	}
-	if err := b.checkOwned(old, "updates"); err != nil {
+	r, err := g.owned(old, "updates")
+	if err != nil {
 		return err
 	}
-	if len(b.claimsAfter(old.Key())) == 0 {
+	after := g.claimsAfter(old.Key())
+	if len(after) == 0 {
 		return refuse("updates %s and leaves it without an owner", describe(old))
+	}
+	if !g.ownersClaim(r.Owners()) && !g.ownersClaim(after) {
+		return refuse("updates %s, which %s does not claim", describe(old), g.ownerList())
 	}
 	return nil
 }
 
-func (b *batch) checkDelete(e *v1alpha1.Endpoint) error {
+func (g *gate) checkDelete(e *v1alpha1.Endpoint) error {
 	if e.RecordType == v1alpha1.RecordTypeTXT {
-		claim := b.zone.claims[e.Key()]
+		claim := g.zone.claims[e.Key()]
 		if claim == nil {
 			return refuse("deletes TXT %s, which is not an ownership record", e.DNSName)
 		}
-		if claim.Owner != b.owner && !b.expired[claim.Owner] {
+		if !g.owners[claim.Owner] && !g.expired[claim.Owner] {
 			return refuse("deletes TXT %s of owner %s", e.DNSName, claim.Owner)
 		}
 		return nil
 	}
-	if err := b.checkOwned(e, "deletes"); err != nil {
+	r, err := g.owned(e, "deletes")
+	if err != nil {
 		return err
 	}
-	if owners := b.claimsAfter(e.Key()); len(owners) > 0 && !b.otherKindWins(e, owners[0]) {
-		return refuse("deletes %s, which %v still claim", describe(e), owners)
+	after := g.claimsAfter(e.Key())
+	if len(after) == 0 && g.ownersClaim(r.Owners()) {
+		return nil // its last owners left
 	}
-	return nil
+	if len(after) > 0 && g.otherKindWins(e, after[0]) {
+		return g.checkParty(e) // it lost a record-type conflict, as a party to the name sees
+	}
+	if len(after) > 0 {
+		return refuse("deletes %s, which %v still claim", describe(e), after)
+	}
+	return refuse("deletes %s, which %s does not claim", describe(e), g.ownerList())
 }
 
-// checkOwned lets an update or delete through only for a record in the zone that some owner claims,
-// at a name where this owner is a party.
-func (b *batch) checkOwned(e *v1alpha1.Endpoint, verb string) error {
-	r := b.zone.records[e.Key()]
+// owned returns the record of a key some owner claims, refusing a key that is not in the zone or that
+// nobody owns.
+func (g *gate) owned(e *v1alpha1.Endpoint, verb string) (*Record, error) {
+	r := g.zone.records[e.Key()]
 	if r == nil || r.Endpoint == nil {
-		return refuse("%s %s, which is not in the zone", verb, describe(e))
+		return nil, refuse("%s %s, which is not in the zone", verb, describe(e))
 	}
 	if !r.Owned() {
-		return refuse("%s %s, which nobody owns", verb, describe(e))
+		return nil, refuse("%s %s, which nobody owns", verb, describe(e))
 	}
-	return b.checkParty(e, verb)
+	return r, nil
 }
 
-func (b *batch) checkParty(e *v1alpha1.Endpoint, verb string) error {
+// checkParty refuses a change at a name where none of the batch's owners claims anything, before or
+// after the batch.
+func (g *gate) checkParty(e *v1alpha1.Endpoint) error {
 	name := e.Key().DNSName
-	for _, r := range b.zone.byName[name] {
-		if r.Claim(b.owner) != nil {
+	for _, r := range g.zone.byName[name] {
+		if g.ownersClaim(r.Owners()) {
 			return nil
 		}
 	}
-	if b.ourNewNames[name] {
+	if g.newNames[name] {
 		return nil
 	}
-	return refuse("%s %s, where %s claims nothing", verb, describe(e), b.owner)
+	return refuse("changes %s, where %s claims nothing", describe(e), g.ownerList())
+}
+
+// ownersClaim reports whether one of the batch's owners is among claimants.
+func (g *gate) ownersClaim(claimants []string) bool {
+	return slices.ContainsFunc(claimants, func(o string) bool { return g.owners[o] })
+}
+
+func (g *gate) ownerList() string {
+	owners := make([]string, 0, len(g.owners))
+	for o := range g.owners {
+		owners = append(owners, o)
+	}
+	slices.Sort(owners)
+	if len(owners) == 1 {
+		return owners[0]
+	}
+	return fmt.Sprint(owners)
 }
 
 // claimsAfter lists the owners claiming a record key once the batch is applied.
-func (b *batch) claimsAfter(key v1alpha1.EndpointKey) []string {
+func (g *gate) claimsAfter(key v1alpha1.EndpointKey) []string {
 	var owners []string
-	if r := b.zone.records[key]; r != nil {
+	if r := g.zone.records[key]; r != nil {
 		for _, c := range r.Claims {
-			if !b.deleted[c.TXT.Key()] {
+			if !g.deleted[c.TXT.Key()] {
 				owners = append(owners, c.Owner)
 			}
 		}
 	}
-	for _, c := range b.newClaims[key] {
+	for _, c := range g.newClaims[key] {
 		if !slices.Contains(owners, c.Owner) {
 			owners = append(owners, c.Owner)
 		}
@@ -274,54 +335,114 @@ func (b *batch) claimsAfter(key v1alpha1.EndpointKey) []string {
 }
 
 // remainingAt lists the endpoints at a name once the batch is applied.
-func (b *batch) remainingAt(name string) []*v1alpha1.Endpoint {
+func (g *gate) remainingAt(name string) []*v1alpha1.Endpoint {
 	var out []*v1alpha1.Endpoint
-	for _, e := range b.zone.atName[name] {
-		if !b.deleted[e.Key()] {
+	for _, e := range g.zone.atName[name] {
+		if !g.deleted[e.Key()] {
 			out = append(out, e)
 		}
 	}
-	return append(out, b.createdAt[name]...)
+	return append(out, g.createdAt[name]...)
 }
 
 // otherKindWins reports whether a claimed record of the other kind (CNAME vs. A/AAAA/NS) stays at
 // e's name, claimed by an owner no higher than lowest, the lowest remaining claimant of e: the plan's
 // rule for which kind a name publishes.
-func (b *batch) otherKindWins(e *v1alpha1.Endpoint, lowest string) bool {
+func (g *gate) otherKindWins(e *v1alpha1.Endpoint, lowest string) bool {
 	cname := e.RecordType == v1alpha1.RecordTypeCNAME
-	for _, other := range b.remainingAt(e.Key().DNSName) {
+	for _, other := range g.remainingAt(e.Key().DNSName) {
 		if !slices.Contains(OwnedTypes, other.RecordType) || (other.RecordType == v1alpha1.RecordTypeCNAME) == cname {
 			continue
 		}
-		if owners := b.claimsAfter(other.Key()); len(owners) > 0 && owners[0] <= lowest {
+		if owners := g.claimsAfter(other.Key()); len(owners) > 0 && owners[0] <= lowest {
 			return true
 		}
 	}
 	return false
 }
 
-func (b *batch) existsAfter(key v1alpha1.EndpointKey) bool {
-	if _, ok := b.created[key]; ok {
+func (g *gate) existsAfter(key v1alpha1.EndpointKey) bool {
+	if _, ok := g.created[key]; ok {
 		return true
 	}
-	r := b.zone.records[key]
-	return r != nil && r.Endpoint != nil && !b.deleted[key]
+	r := g.zone.records[key]
+	return r != nil && r.Endpoint != nil && !g.deleted[key]
 }
 
 // checkWithdrawals refuses deleted claims that orphan their record, and expired owners' claims
 // withdrawn where no live owner keeps the record.
-func (b *batch) checkWithdrawals() error {
-	for _, c := range b.withdrawn {
-		owners := b.claimsAfter(c.Record)
-		if len(owners) == 0 && b.existsAfter(c.Record) {
+func (g *gate) checkWithdrawals() error {
+	for _, c := range g.withdrawn {
+		owners := g.claimsAfter(c.Record)
+		if len(owners) == 0 && g.existsAfter(c.Record) {
 			return refuse("deletes the last claim on %s %s and leaves the record without an owner", c.Record.RecordType, c.Record.DNSName)
 		}
-		if c.Owner == b.owner {
+		if !g.owners[c.Owner] {
+			live := slices.ContainsFunc(owners, func(o string) bool { return !g.expired[o] })
+			if !live {
+				return refuse("withdraws expired owner %s from %s %s, which no live owner claims", c.Owner, c.Record.RecordType, c.Record.DNSName)
+			}
+		}
+	}
+	return nil
+}
+
+// winningKindRequired reports whether a claimed record of the other kind than key's (CNAME vs.
+// A/AAAA/NS) at key's name is required, or none is published there (nothing then keeps key
+// unpublished but records nobody owns, which no owner removes).
+func (g *gate) winningKindRequired(key v1alpha1.EndpointKey) bool {
+	cname := key.RecordType == v1alpha1.RecordTypeCNAME
+	published := false
+	for _, r := range g.zone.byName[key.DNSName] {
+		if r.Endpoint == nil || !r.Owned() || (r.Key.RecordType == v1alpha1.RecordTypeCNAME) == cname || g.deleted[r.Key] {
 			continue
 		}
-		live := slices.ContainsFunc(owners, func(o string) bool { return !b.expired[o] })
-		if !live {
-			return refuse("withdraws expired owner %s from %s %s, which no live owner claims", c.Owner, c.Record.RecordType, c.Record.DNSName)
+		published = true
+		if g.required[r.Key] {
+			return true
+		}
+	}
+	return !published
+}
+
+// checkHeld refuses a batch that creates or updates a record, or withdraws a claim from one, and
+// leaves it standing on other owners' existing claims alone without requiring one of them: their
+// owners may be withdrawing those claims at the same moment, and the record would be left with none.
+// Likewise a claim withdrawn from a key that lost its name's record-type conflict, while other
+// claims on it stay, needs a record of the winning type required: taking that away is what would
+// publish the key on the remaining claimants' behalf.
+func (g *gate) checkHeld(changes *batch.Changes) error {
+	touched := map[v1alpha1.EndpointKey]bool{}
+	for _, e := range slices.Concat(changes.Create, changes.UpdateNew) {
+		if e.RecordType != v1alpha1.RecordTypeTXT {
+			touched[e.Key()] = true
+		}
+	}
+	for _, c := range g.withdrawn {
+		touched[c.Record] = true
+	}
+	for _, c := range g.withdrawn {
+		if !g.existsAfter(c.Record) && len(g.claimsAfter(c.Record)) == 0 {
+			continue
+		}
+		if !g.existsAfter(c.Record) && !g.winningKindRequired(c.Record) {
+			return refuse("withdraws the claim of %s on %s %s, which lost to the other record type at its name, without requiring a record of that type",
+				c.Owner, c.Record.RecordType, c.Record.DNSName)
+		}
+	}
+	for key := range touched {
+		after := g.claimsAfter(key)
+		if !g.existsAfter(key) || len(after) == 0 || g.ownersClaim(after) || len(g.newClaims[key]) > 0 {
+			continue
+		}
+		held := false
+		if r := g.zone.records[key]; r != nil {
+			for _, c := range r.Claims {
+				held = held || (g.required[c.TXT.Key()] && !g.deleted[c.TXT.Key()])
+			}
+		}
+		if !held {
+			return refuse("leaves %s %s to the claims of %v without requiring one of them", key.RecordType, key.DNSName, after)
 		}
 	}
 	return nil

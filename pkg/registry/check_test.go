@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
-	"github.com/dnspolicy/dnspolicy-controller/providers"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
 )
 
 func withTTL(e *v1alpha1.Endpoint, ttl v1alpha1.TTL) *v1alpha1.Endpoint {
@@ -53,78 +53,92 @@ func TestCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		expired []string
-		changes providers.Changes
+		changes batch.Changes
 		// refused is a part of the expected refusal, "" when the batch is allowed.
 		refused string
 	}{
-		{name: "nothing", changes: providers.Changes{}},
-		{name: "create a record with our claim", changes: providers.Changes{Create: []*v1alpha1.Endpoint{newA, newATXT}}},
-		{name: "leave a shared record", changes: providers.Changes{
+		{name: "nothing", changes: batch.Changes{}},
+		{name: "create a record with our claim", changes: batch.Changes{Create: []*v1alpha1.Endpoint{newA, newATXT}}},
+		{name: "leave a shared record", changes: batch.Changes{
 			UpdateOld: []*v1alpha1.Endpoint{shared}, UpdateNew: []*v1alpha1.Endpoint{updated(shared, "2.2.2.2", "3.3.3.3")},
-			Delete: []*v1alpha1.Endpoint{o1Shared}}},
-		{name: "update our claim and the record", changes: providers.Changes{
+			Delete: []*v1alpha1.Endpoint{o1Shared}, Require: []*v1alpha1.Endpoint{o2Shared}}},
+		{name: "update our claim and the record", changes: batch.Changes{
 			UpdateOld: []*v1alpha1.Endpoint{shared, o1Shared},
 			UpdateNew: []*v1alpha1.Endpoint{updated(shared, "2.2.2.2", "3.3.3.3", "4.4.4.4"), mustTXT(t, "o1", ep("s.example.com", "A", "4.4.4.4"))}}},
-		{name: "last owner leaves", changes: providers.Changes{Delete: []*v1alpha1.Endpoint{o1CNAME, o1CNAMETXT}}},
-		{name: "type change by its only owner", changes: providers.Changes{
+		{name: "last owner leaves", changes: batch.Changes{Delete: []*v1alpha1.Endpoint{o1CNAME, o1CNAMETXT}}},
+		{name: "type change by its only owner", changes: batch.Changes{
 			Delete: []*v1alpha1.Endpoint{o1CNAME, o1CNAMETXT},
 			Create: []*v1alpha1.Endpoint{ep("c.example.com", "A", "1.1.1.1"), mustTXT(t, "o1", ep("c.example.com", "A", "1.1.1.1"))}}},
-		{name: "the kind that lost goes, its claims stay", changes: providers.Changes{
+		{name: "the kind that lost goes, its claims stay", changes: batch.Changes{
 			Delete: []*v1alpha1.Endpoint{xA}, Create: []*v1alpha1.Endpoint{xCNAME}}},
-		{name: "withdraw an expired owner where live owners remain", expired: []string{"o3"}, changes: providers.Changes{
+		{name: "withdraw an expired owner where live owners remain", expired: []string{"o3"}, changes: batch.Changes{
 			UpdateOld: []*v1alpha1.Endpoint{shared}, UpdateNew: []*v1alpha1.Endpoint{updated(shared, "1.1.1.1", "2.2.2.2")},
-			Delete: []*v1alpha1.Endpoint{o3Shared}}},
+			Delete: []*v1alpha1.Endpoint{o3Shared}, Require: []*v1alpha1.Endpoint{o1Shared}}},
+		{name: "an update of our claim holds it as a requirement does", changes: batch.Changes{
+			UpdateOld: []*v1alpha1.Endpoint{shared, o1Shared},
+			UpdateNew: []*v1alpha1.Endpoint{updated(shared, "1.1.1.1", "2.2.2.2", "5.5.5.5"), mustTXT(t, "o1", ep("s.example.com", "A", "1.1.1.1", "5.5.5.5"))},
+			Delete:    []*v1alpha1.Endpoint{o3Shared}}, expired: []string{"o3"}},
 
-		{name: "delete a human's record", changes: providers.Changes{Delete: []*v1alpha1.Endpoint{human}}, refused: "nobody owns"},
-		{name: "update a human's record", changes: providers.Changes{
+		{name: "leave a shared record without requiring a remaining claim", changes: batch.Changes{
+			UpdateOld: []*v1alpha1.Endpoint{shared}, UpdateNew: []*v1alpha1.Endpoint{updated(shared, "2.2.2.2", "3.3.3.3")},
+			Delete: []*v1alpha1.Endpoint{o1Shared}}, refused: "without requiring"},
+		{name: "require what the zone does not hold", changes: batch.Changes{
+			Delete: []*v1alpha1.Endpoint{o1Shared}, Require: []*v1alpha1.Endpoint{mustTXT(t, "o2", ep("s.example.com", "A", "7.7.7.7"))}}, refused: "requires"},
+		{name: "require a set the batch changes", changes: batch.Changes{
+			Delete: []*v1alpha1.Endpoint{o1Shared}, Require: []*v1alpha1.Endpoint{o1Shared}}, refused: "required and changed"},
+		{name: "update a record of another key at a name where we claim", changes: batch.Changes{
+			UpdateOld: []*v1alpha1.Endpoint{e}, UpdateNew: []*v1alpha1.Endpoint{updated(e, "1.1.1.1")}}, refused: "does not claim"},
+
+		{name: "delete a human's record", changes: batch.Changes{Delete: []*v1alpha1.Endpoint{human}}, refused: "nobody owns"},
+		{name: "update a human's record", changes: batch.Changes{
 			UpdateOld: []*v1alpha1.Endpoint{human}, UpdateNew: []*v1alpha1.Endpoint{updated(human, "1.1.1.1")}}, refused: "nobody owns"},
-		{name: "create over a human's record", changes: providers.Changes{
+		{name: "create over a human's record", changes: batch.Changes{
 			Create: []*v1alpha1.Endpoint{ep("h.example.com", "A", "1.1.1.1"), mustTXT(t, "o1", ep("h.example.com", "A", "1.1.1.1"))}}, refused: "already exists"},
-		{name: "claim a human's record", changes: providers.Changes{
+		{name: "claim a human's record", changes: batch.Changes{
 			Create: []*v1alpha1.Endpoint{mustTXT(t, "o1", ep("h.example.com", "A", "9.9.9.9"))}}, refused: "nobody owns"},
-		{name: "delete a human's TXT", changes: providers.Changes{Delete: []*v1alpha1.Endpoint{humanTXT}}, refused: "not an ownership record"},
-		{name: "shadow a human's TXT with a CNAME", changes: providers.Changes{
+		{name: "delete a human's TXT", changes: batch.Changes{Delete: []*v1alpha1.Endpoint{humanTXT}}, refused: "not an ownership record"},
+		{name: "shadow a human's TXT with a CNAME", changes: batch.Changes{
 			Create: []*v1alpha1.Endpoint{ep("t.example.com", "CNAME", "lb.example.net"), mustTXT(t, "o1", ep("t.example.com", "CNAME", "lb.example.net"))}}, refused: "cannot share its name"},
-		{name: "a CNAME beside an owned A that stays", changes: providers.Changes{
+		{name: "a CNAME beside an owned A that stays", changes: batch.Changes{
 			Create: []*v1alpha1.Endpoint{ep("s.example.com", "CNAME", "lb.example.net"), mustTXT(t, "o1", ep("s.example.com", "CNAME", "lb.example.net"))}}, refused: "cannot share its name"},
-		{name: "delete a neighbour's claim", changes: providers.Changes{Delete: []*v1alpha1.Endpoint{o2OnlyTXT}}, refused: "of owner o2"},
-		{name: "update a neighbour's claim", changes: providers.Changes{
+		{name: "delete a neighbour's claim", changes: batch.Changes{Delete: []*v1alpha1.Endpoint{o2OnlyTXT}}, refused: "of owner o2"},
+		{name: "update a neighbour's claim", changes: batch.Changes{
 			UpdateOld: []*v1alpha1.Endpoint{o2Shared}, UpdateNew: []*v1alpha1.Endpoint{mustTXT(t, "o2", ep("s.example.com", "A", "5.5.5.5"))}}, refused: "not an ownership record of o1"},
-		{name: "write a claim for a neighbour", changes: providers.Changes{
+		{name: "write a claim for a neighbour", changes: batch.Changes{
 			Create: []*v1alpha1.Endpoint{mustTXT(t, "o2", ep("n.example.com", "A", "1.1.1.1"))}}, refused: "not an ownership record of o1"},
-		{name: "turn our claim into a neighbour's", changes: providers.Changes{
+		{name: "turn our claim into a neighbour's", changes: batch.Changes{
 			UpdateOld: []*v1alpha1.Endpoint{o1Shared}, UpdateNew: []*v1alpha1.Endpoint{withTTL(ep(o1Shared.DNSName, "TXT", `"heritage=external-dns,external-dns/owner=o2,external-dns/version=1"`), 0)}},
 			refused: "not an ownership record of o1"},
-		{name: "create a TXT that is not a claim", changes: providers.Changes{Create: []*v1alpha1.Endpoint{ep("z.example.com", "TXT", "hello")}}, refused: "not an ownership record"},
-		{name: "delete a neighbour's record where we claim nothing", changes: providers.Changes{Delete: []*v1alpha1.Endpoint{o2Only}}, refused: "claims nothing"},
-		{name: "update a neighbour's record where we claim nothing", changes: providers.Changes{
-			UpdateOld: []*v1alpha1.Endpoint{o2Only}, UpdateNew: []*v1alpha1.Endpoint{updated(o2Only, "1.1.1.1")}}, refused: "claims nothing"},
-		{name: "delete a record others still claim", changes: providers.Changes{Delete: []*v1alpha1.Endpoint{shared, o1Shared}}, refused: "still claim"},
-		{name: "the kind that lost goes, but nothing replaces it", changes: providers.Changes{Delete: []*v1alpha1.Endpoint{xA}}, refused: "still claim"},
-		{name: "a higher owner's kind replaces the lowest owner's", changes: providers.Changes{
+		{name: "create a TXT that is not a claim", changes: batch.Changes{Create: []*v1alpha1.Endpoint{ep("z.example.com", "TXT", "hello")}}, refused: "not an ownership record"},
+		{name: "delete a neighbour's record where we claim nothing", changes: batch.Changes{Delete: []*v1alpha1.Endpoint{o2Only}}, refused: "still claim"},
+		{name: "update a neighbour's record where we claim nothing", changes: batch.Changes{
+			UpdateOld: []*v1alpha1.Endpoint{o2Only}, UpdateNew: []*v1alpha1.Endpoint{updated(o2Only, "1.1.1.1")}}, refused: "does not claim"},
+		{name: "delete a record others still claim", changes: batch.Changes{Delete: []*v1alpha1.Endpoint{shared, o1Shared}}, refused: "still claim"},
+		{name: "the kind that lost goes, but nothing replaces it", changes: batch.Changes{Delete: []*v1alpha1.Endpoint{xA}}, refused: "still claim"},
+		{name: "a higher owner's kind replaces the lowest owner's", changes: batch.Changes{
 			Delete: []*v1alpha1.Endpoint{yCNAME}, Create: []*v1alpha1.Endpoint{ep("y.example.com", "A", "1.1.1.1"), mustTXT(t, "o1", ep("y.example.com", "A", "1.1.1.1"))}},
 			refused: "still claim"},
-		{name: "orphan a record by dropping its last claim", changes: providers.Changes{Delete: []*v1alpha1.Endpoint{o1CNAMETXT}}, refused: "without an owner"},
-		{name: "create a record nobody claims", changes: providers.Changes{Create: []*v1alpha1.Endpoint{ep("s.example.com", "AAAA", "2001:db8::9")}}, refused: "nobody would own"},
-		{name: "create a record at a name we do not hold", changes: providers.Changes{Create: []*v1alpha1.Endpoint{newA}}, refused: "claims nothing"},
-		{name: "create a record beside a neighbour's where we claim nothing", changes: providers.Changes{
+		{name: "orphan a record by dropping its last claim", changes: batch.Changes{Delete: []*v1alpha1.Endpoint{o1CNAMETXT}}, refused: "without an owner"},
+		{name: "create a record nobody claims", changes: batch.Changes{Create: []*v1alpha1.Endpoint{ep("s.example.com", "AAAA", "2001:db8::9")}}, refused: "nobody would own"},
+		{name: "create a record at a name we do not hold", changes: batch.Changes{Create: []*v1alpha1.Endpoint{newA}}, refused: "claims nothing"},
+		{name: "create a record beside a neighbour's where we claim nothing", changes: batch.Changes{
 			Create: []*v1alpha1.Endpoint{ep("b.example.com", "AAAA", "2001:db8::2")}}, refused: "claims nothing"},
-		{name: "delete a live neighbour's claim calling it expired", expired: []string{"o1"}, changes: providers.Changes{Delete: []*v1alpha1.Endpoint{o2OnlyTXT}}, refused: "of owner o2"},
-		{name: "withdraw the last expired owner of a record", expired: []string{"o3"}, changes: providers.Changes{Delete: []*v1alpha1.Endpoint{o3eTXT}}, refused: "without an owner"},
-		{name: "withdraw the last expired owner and the record", expired: []string{"o3"}, changes: providers.Changes{Delete: []*v1alpha1.Endpoint{o3eTXT, e}}, refused: "no live owner"},
-		{name: "withdraw an expired owner where only expired owners remain", expired: []string{"o2", "o3"}, changes: providers.Changes{
+		{name: "delete a live neighbour's claim calling it expired", expired: []string{"o1"}, changes: batch.Changes{Delete: []*v1alpha1.Endpoint{o2OnlyTXT}}, refused: "of owner o2"},
+		{name: "withdraw the last expired owner of a record", expired: []string{"o3"}, changes: batch.Changes{Delete: []*v1alpha1.Endpoint{o3eTXT}}, refused: "without an owner"},
+		{name: "withdraw the last expired owner and the record", expired: []string{"o3"}, changes: batch.Changes{Delete: []*v1alpha1.Endpoint{o3eTXT, e}}, refused: "does not claim"},
+		{name: "withdraw an expired owner where only expired owners remain", expired: []string{"o2", "o3"}, changes: batch.Changes{
 			Delete:    []*v1alpha1.Endpoint{o3Shared, o1Shared},
 			UpdateOld: []*v1alpha1.Endpoint{shared}, UpdateNew: []*v1alpha1.Endpoint{updated(shared, "2.2.2.2")}}, refused: "no live owner"},
-		{name: "update a record that is not there", changes: providers.Changes{
+		{name: "update a record that is not there", changes: batch.Changes{
 			UpdateOld: []*v1alpha1.Endpoint{newA}, UpdateNew: []*v1alpha1.Endpoint{updated(newA, "2.2.2.2")}}, refused: "not in the zone"},
-		{name: "uneven updates", changes: providers.Changes{UpdateOld: []*v1alpha1.Endpoint{shared}}, refused: "old and"},
-		{name: "an update that changes the key", changes: providers.Changes{
+		{name: "uneven updates", changes: batch.Changes{UpdateOld: []*v1alpha1.Endpoint{shared}}, refused: "old and"},
+		{name: "an update that changes the key", changes: batch.Changes{
 			UpdateOld: []*v1alpha1.Endpoint{shared}, UpdateNew: []*v1alpha1.Endpoint{ep("s.example.com", "AAAA", "2001:db8::1")}}, refused: "another key"},
-		{name: "one key twice", changes: providers.Changes{Create: []*v1alpha1.Endpoint{newA, newATXT}, Delete: []*v1alpha1.Endpoint{newA}}, refused: "twice"},
-		{name: "a nil endpoint", changes: providers.Changes{Delete: []*v1alpha1.Endpoint{nil}}, refused: "nil"},
+		{name: "one key twice", changes: batch.Changes{Create: []*v1alpha1.Endpoint{newA, newATXT}, Delete: []*v1alpha1.Endpoint{newA}}, refused: "twice"},
+		{name: "a nil endpoint", changes: batch.Changes{Delete: []*v1alpha1.Endpoint{nil}}, refused: "nil"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			err := zone.Check("o1", tc.expired, &tc.changes)
+			err := zone.Check([]string{"o1"}, tc.expired, &tc.changes)
 			switch {
 			case tc.refused == "" && err != nil:
 				t.Fatalf("refused: %v", err)
@@ -135,7 +149,7 @@ func TestCheck(t *testing.T) {
 			}
 		})
 	}
-	if err := zone.Check("o1", nil, nil); err != nil {
+	if err := zone.Check([]string{"o1"}, nil, nil); err != nil {
 		t.Errorf("a nil batch: %v", err)
 	}
 }

@@ -30,6 +30,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
@@ -77,10 +78,38 @@ var OwnedTypes = []string{v1alpha1.RecordTypeA, v1alpha1.RecordTypeAAAA, v1alpha
 
 // TXTName is the name of the ownership TXT of ownerID for the record (dnsName, recordType).
 func TXTName(ownerID, recordType, dnsName string) string {
-	return txtName(ownerHash(ownerID), recordType, dnsName)
+	return txtName(cachedOwnerHash(ownerID), recordType, dnsName)
 }
 
 func ownerHash(ownerID string) string { return hash.Base36(ownerID, 8) }
+
+// ownerHashes remembers ownerHash's answers across reads: a zone holds many TXTs of few owners per
+// name, every read of it parses them all, and the hash (SHA-224 through big-integer base 36) was most
+// of the cost of a read. It is bounded: when full it starts over, so a controller that sees owners
+// come and go for months does not grow without end.
+var ownerHashes = struct {
+	sync.Mutex
+	m map[string]string
+}{m: map[string]string{}}
+
+const maxOwnerHashes = 1 << 16
+
+func cachedOwnerHash(ownerID string) string {
+	ownerHashes.Lock()
+	h, ok := ownerHashes.m[ownerID]
+	ownerHashes.Unlock()
+	if ok {
+		return h
+	}
+	h = ownerHash(ownerID)
+	ownerHashes.Lock()
+	if len(ownerHashes.m) >= maxOwnerHashes {
+		ownerHashes.m = map[string]string{}
+	}
+	ownerHashes.m[ownerID] = h
+	ownerHashes.Unlock()
+	return h
+}
 
 func txtName(ownerHash, recordType, dnsName string) string {
 	name := v1alpha1.NormalizeName(dnsName)
@@ -280,11 +309,10 @@ type Claim struct {
 // that does not match the owner is a hand-made record). Such a TXT is not an ownership record; it is
 // a plain TXT owned by nobody.
 func ParseTXT(txt *v1alpha1.Endpoint) (*Claim, bool) {
-	return parseTXT(txt, ownerHash)
+	return parseTXT(txt, cachedOwnerHash)
 }
 
-// parseTXT takes the hash function as a parameter so that reading many TXTs hashes each owner once
-// (see memoHash).
+// parseTXT takes the hash function as a parameter so that tests can count its calls.
 func parseTXT(txt *v1alpha1.Endpoint, ownerHash func(string) string) (*Claim, bool) {
 	if txt.RecordType != v1alpha1.RecordTypeTXT || len(txt.Targets) == 0 {
 		return nil, false

@@ -1,11 +1,14 @@
 package registry
 
 import (
+	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
 )
 
 // Record is one record key of a zone with the claims on it. A key can be claimed without being
@@ -41,11 +44,13 @@ func (r *Record) Owners() []string {
 	return owners
 }
 
-// Zone is a zone's content split into records and the ownership claims on them. It is read once
-// per plan and is not changed afterwards.
+// Zone is a zone's content split into records and the ownership claims on them, indexed by key, by
+// name and by owner. Read builds it from a full read of the zone; Apply keeps it current with the
+// batches written since, each at a cost that grows with the batch, not with the zone. A Zone is not
+// safe for concurrent use.
 type Zone struct {
 	records map[v1alpha1.EndpointKey]*Record
-	// byName holds the record keys at each name, published or only claimed.
+	// byName holds the record keys at each name, published or only claimed, sorted.
 	byName map[string][]*Record
 	// endpoints holds every endpoint read, ownership TXTs included, by its own key.
 	endpoints map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
@@ -53,21 +58,40 @@ type Zone struct {
 	atName map[string][]*v1alpha1.Endpoint
 	// claims holds the ownership TXTs by the TXT's own key.
 	claims map[v1alpha1.EndpointKey]*Claim
+	// ownerNames counts each owner's claims at each record name.
+	ownerNames map[string]map[string]int
 }
+
+// Errors of Apply, told apart with errors.Is.
+var (
+	// ErrStale: the zone does not hold what the batch assumes (a set to delete, update or require is
+	// missing or holds other values, a set to create exists). Re-planning on a fresh read settles it.
+	ErrStale = errors.New("the zone differs from what the batch assumes")
+	// ErrMalformed: the batch contradicts itself whatever the zone holds.
+	ErrMalformed = errors.New("malformed batch")
+)
 
 // Read splits a zone's endpoints (TXT included, as a provider returns them) into records and claims.
 // It never fails: a TXT that is not a well-formed version-1 ownership record is a plain record owned
 // by nobody. Of two endpoints with one key (a backend that returns duplicates) the first is kept.
+// The zone holds the endpoints given, not copies: callers hand over what they read.
 func Read(endpoints []*v1alpha1.Endpoint) *Zone {
+	return ReadAgain(nil, endpoints)
+}
+
+// ReadAgain is Read for a zone read before as prev (nil: none): an ownership TXT that holds what it
+// held then is not parsed again. Most of a zone does not change between two reads, and parsing its
+// ownership TXTs was most of the cost of reading it.
+func ReadAgain(prev *Zone, endpoints []*v1alpha1.Endpoint) *Zone {
 	n := len(endpoints)
 	z := &Zone{
-		records:   make(map[v1alpha1.EndpointKey]*Record, n),
-		byName:    make(map[string][]*Record, n),
-		endpoints: make(map[v1alpha1.EndpointKey]*v1alpha1.Endpoint, n),
-		atName:    make(map[string][]*v1alpha1.Endpoint, n),
-		claims:    make(map[v1alpha1.EndpointKey]*Claim, n),
+		records:    make(map[v1alpha1.EndpointKey]*Record, n),
+		byName:     make(map[string][]*Record, n),
+		endpoints:  make(map[v1alpha1.EndpointKey]*v1alpha1.Endpoint, n),
+		atName:     make(map[string][]*v1alpha1.Endpoint, n),
+		claims:     make(map[v1alpha1.EndpointKey]*Claim, n/2),
+		ownerNames: map[string]map[string]int{},
 	}
-	hashOf := memoHash()
 	for _, e := range endpoints {
 		if e == nil {
 			continue
@@ -78,7 +102,15 @@ func Read(endpoints []*v1alpha1.Endpoint) *Zone {
 		}
 		z.endpoints[key] = e
 		z.atName[key.DNSName] = append(z.atName[key.DNSName], e)
-		if c, ok := parseTXT(e, hashOf); ok {
+		if e.RecordType == v1alpha1.RecordTypeTXT && prev != nil {
+			if old := prev.claims[key]; old != nil && old.TXT.SameValues(e) {
+				c := *old
+				c.TXT = e
+				z.claims[key] = &c
+				continue
+			}
+		}
+		if c, ok := parseTXT(e, cachedOwnerHash); ok {
 			z.claims[key] = c
 			continue
 		}
@@ -87,6 +119,7 @@ func Read(endpoints []*v1alpha1.Endpoint) *Zone {
 	for _, c := range z.claims {
 		r := z.record(c.Record)
 		r.Claims = append(r.Claims, c)
+		z.countClaim(c, 1)
 	}
 	for _, r := range z.records {
 		if len(r.Claims) > 1 {
@@ -99,17 +132,32 @@ func Read(endpoints []*v1alpha1.Endpoint) *Zone {
 	return z
 }
 
-// memoHash returns ownerHash remembering its answers: a zone or a batch holds few owners and many
-// TXTs, and the hash is most of the cost of reading one.
-func memoHash() func(string) string {
-	hashes := map[string]string{}
-	return func(owner string) string {
-		h, ok := hashes[owner]
-		if !ok {
-			h = ownerHash(owner)
-			hashes[owner] = h
+// Len is the number of endpoints the zone holds, ownership TXTs included.
+func (z *Zone) Len() int { return len(z.endpoints) }
+
+// Endpoints returns every endpoint of the zone, sorted by key. It allocates a new slice; the
+// endpoints are the zone's own and must not be changed.
+func (z *Zone) Endpoints() []*v1alpha1.Endpoint {
+	out := make([]*v1alpha1.Endpoint, 0, len(z.endpoints))
+	for _, e := range z.endpoints {
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b *v1alpha1.Endpoint) int { return compareKeys(a.Key(), b.Key()) })
+	return out
+}
+
+func (z *Zone) countClaim(c *Claim, delta int) {
+	names := z.ownerNames[c.Owner]
+	if names == nil {
+		names = map[string]int{}
+		z.ownerNames[c.Owner] = names
+	}
+	names[c.Record.DNSName] += delta
+	if names[c.Record.DNSName] <= 0 {
+		delete(names, c.Record.DNSName)
+		if len(names) == 0 {
+			delete(z.ownerNames, c.Owner)
 		}
-		return h
 	}
 }
 
@@ -152,17 +200,22 @@ func (z *Zone) AtName(name string) []*Record {
 
 // Names returns the names of the records claimed by owner, sorted.
 func (z *Zone) Names(owner string) []string {
-	var names []string
-	for name, rs := range z.byName {
-		for _, r := range rs {
-			if r.Claim(owner) != nil {
-				names = append(names, name)
-				break
-			}
-		}
+	names := make([]string, 0, len(z.ownerNames[owner]))
+	for name := range z.ownerNames[owner] {
+		names = append(names, name)
 	}
 	sort.Strings(names)
 	return names
+}
+
+// Owners returns every owner with a claim in the zone, sorted.
+func (z *Zone) Owners() []string {
+	owners := make([]string, 0, len(z.ownerNames))
+	for o := range z.ownerNames {
+		owners = append(owners, o)
+	}
+	sort.Strings(owners)
+	return owners
 }
 
 // Unclaimed returns the endpoints at a name that no claim covers: records nobody owns and every TXT
@@ -176,6 +229,145 @@ func (z *Zone) Unclaimed(name string) []*v1alpha1.Endpoint {
 		}
 	}
 	return out
+}
+
+// Apply changes the zone as the batch changes the zone it was planned for: deletions, then updates,
+// then creations. It first checks that the zone holds what the batch assumes (what it deletes,
+// updates and requires, with the same values; nothing where it creates) and changes nothing
+// otherwise (ErrStale, or ErrMalformed for a batch that contradicts itself). The zone keeps the
+// batch's endpoints, not copies.
+func (z *Zone) Apply(c *batch.Changes) error {
+	if c == nil {
+		return nil
+	}
+	if len(c.UpdateOld) != len(c.UpdateNew) {
+		return fmt.Errorf("%w: %d old and %d new values of updated record sets", ErrMalformed, len(c.UpdateOld), len(c.UpdateNew))
+	}
+	gone := map[v1alpha1.EndpointKey]bool{}
+	for _, e := range slices.Concat(c.Delete, c.UpdateOld) {
+		if e == nil {
+			return fmt.Errorf("%w: an empty record set", ErrMalformed)
+		}
+		if gone[e.Key()] {
+			return fmt.Errorf("%w: %s is deleted or updated twice", ErrMalformed, describe(e))
+		}
+		gone[e.Key()] = true
+		if cur := z.endpoints[e.Key()]; cur == nil || !cur.SameValues(e) {
+			return fmt.Errorf("%w: %s", ErrStale, mismatch(e, cur))
+		}
+	}
+	for i, e := range c.UpdateNew {
+		if e == nil || e.Key() != c.UpdateOld[i].Key() {
+			return fmt.Errorf("%w: update %d changes the name, type or set identifier of %s", ErrMalformed, i, describe(c.UpdateOld[i]))
+		}
+	}
+	written := map[v1alpha1.EndpointKey]bool{}
+	for _, e := range slices.Concat(c.UpdateNew, c.Create) {
+		if e == nil {
+			return fmt.Errorf("%w: an empty record set", ErrMalformed)
+		}
+		if written[e.Key()] {
+			return fmt.Errorf("%w: %s is written twice", ErrMalformed, describe(e))
+		}
+		written[e.Key()] = true
+	}
+	for _, e := range c.Create {
+		if gone[e.Key()] {
+			return fmt.Errorf("%w: %s is deleted and created in one batch", ErrMalformed, describe(e))
+		}
+		if cur := z.endpoints[e.Key()]; cur != nil {
+			return fmt.Errorf("%w: cannot create %s: the zone holds %s", ErrStale, describe(e), cur)
+		}
+	}
+	for _, e := range c.Require {
+		if e == nil {
+			return fmt.Errorf("%w: an empty requirement", ErrMalformed)
+		}
+		if gone[e.Key()] || written[e.Key()] {
+			return fmt.Errorf("%w: %s is required and changed by one batch", ErrMalformed, describe(e))
+		}
+		if cur := z.endpoints[e.Key()]; cur == nil || !cur.SameValues(e) {
+			return fmt.Errorf("%w: required %s", ErrStale, mismatch(e, cur))
+		}
+	}
+	for _, e := range slices.Concat(c.Delete, c.UpdateOld) {
+		z.remove(e.Key())
+	}
+	for _, e := range slices.Concat(c.UpdateNew, c.Create) {
+		z.add(e)
+	}
+	return nil
+}
+
+// Revert undoes Apply of the same batch.
+func (z *Zone) Revert(c *batch.Changes) error {
+	return z.Apply(Inverse(c))
+}
+
+// Inverse is the batch that undoes c: what c creates is deleted, what it deletes is created, and
+// updates run backwards.
+func Inverse(c *batch.Changes) *batch.Changes {
+	return &batch.Changes{Create: c.Delete, Delete: c.Create, UpdateOld: c.UpdateNew, UpdateNew: c.UpdateOld, Require: c.Require}
+}
+
+func mismatch(want, cur *v1alpha1.Endpoint) string {
+	if cur == nil {
+		return describe(want) + " is not in the zone"
+	}
+	return fmt.Sprintf("%s holds %s, not %s", describe(want), cur, want)
+}
+
+func (z *Zone) add(e *v1alpha1.Endpoint) {
+	key := e.Key()
+	z.endpoints[key] = e
+	z.atName[key.DNSName] = append(z.atName[key.DNSName], e)
+	if c, ok := parseTXT(e, cachedOwnerHash); ok {
+		z.claims[key] = c
+		r := z.record(c.Record)
+		i, _ := slices.BinarySearchFunc(r.Claims, c.Owner, func(a *Claim, owner string) int { return strings.Compare(a.Owner, owner) })
+		r.Claims = slices.Insert(r.Claims, i, c)
+		z.countClaim(c, 1)
+		sortRecords(z.byName[c.Record.DNSName])
+		return
+	}
+	z.record(key).Endpoint = e
+	sortRecords(z.byName[key.DNSName])
+}
+
+func (z *Zone) remove(key v1alpha1.EndpointKey) {
+	e := z.endpoints[key]
+	if e == nil {
+		return
+	}
+	delete(z.endpoints, key)
+	z.atName[key.DNSName] = slices.DeleteFunc(z.atName[key.DNSName], func(x *v1alpha1.Endpoint) bool { return x == e })
+	if len(z.atName[key.DNSName]) == 0 {
+		delete(z.atName, key.DNSName)
+	}
+	if c := z.claims[key]; c != nil {
+		delete(z.claims, key)
+		z.countClaim(c, -1)
+		r := z.records[c.Record]
+		r.Claims = slices.DeleteFunc(r.Claims, func(x *Claim) bool { return x == c })
+		z.dropIfEmpty(r)
+		return
+	}
+	if r := z.records[key]; r != nil {
+		r.Endpoint = nil
+		z.dropIfEmpty(r)
+	}
+}
+
+func (z *Zone) dropIfEmpty(r *Record) {
+	if r.Endpoint != nil || len(r.Claims) > 0 {
+		return
+	}
+	delete(z.records, r.Key)
+	name := r.Key.DNSName
+	z.byName[name] = slices.DeleteFunc(z.byName[name], func(x *Record) bool { return x == r })
+	if len(z.byName[name]) == 0 {
+		delete(z.byName, name)
+	}
 }
 
 func sortRecords(rs []*Record) {

@@ -17,7 +17,6 @@ import (
 	"golang.org/x/net/publicsuffix"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
-	"github.com/dnspolicy/dnspolicy-controller/providers"
 )
 
 // Errors of Choose, told apart with errors.Is so the controller can set a precise condition. The
@@ -37,6 +36,14 @@ var (
 	// ErrAmbiguousZone: several zones share the most specific matching name.
 	ErrAmbiguousZone = errors.New("multiple zones found for host")
 )
+
+// Zone is a hosted zone of a backend.
+type Zone struct {
+	// ID is the backend's identifier of the zone.
+	ID string
+	// DNSName is the zone's domain name, lower case, without a trailing dot.
+	DNSName string
+}
 
 // maxListed bounds how many zones an error message names: it lands in a status condition.
 const maxListed = 10
@@ -62,29 +69,29 @@ const maxNameLength = 253
 //     suffix or above it (ErrPublicSuffix). Only ICANN's section of the list counts: the private
 //     section names real domains whose owners do run zones for them, and names under unmanaged
 //     top-level labels ("internal", "test") are what private zones are for;
-//   - the zone apex, when caps.ApexRecords is false (ErrApexNotAllowed). The parent zone is not
+//   - the zone apex, when apexRecords is false (ErrApexNotAllowed). The parent zone is not
 //     tried instead: records there would be shadowed by the delegation;
 //   - two zones of the same most specific name (ErrAmbiguousZone, naming their IDs);
 //   - no match at all (ErrNoZone, naming rootHost and the zones seen).
 //
 // The zone is returned as listed, so its ID and name can be handed back to the provider unchanged.
-func Choose(rootHost string, zones []providers.Zone, caps providers.Capabilities, assignedID string) (providers.Zone, error) {
+func Choose(rootHost string, zones []Zone, apexRecords bool, assignedID string) (Zone, error) {
 	host, wildcard, err := parseHost(rootHost)
 	if err != nil {
-		return providers.Zone{}, err
+		return Zone{}, err
 	}
 	suffix := icannSuffix(host)
 	if host == suffix {
-		return providers.Zone{}, fmt.Errorf("%w: host %s is a public suffix", ErrPublicSuffix, rootHost)
+		return Zone{}, fmt.Errorf("%w: host %s is a public suffix", ErrPublicSuffix, rootHost)
 	}
 
 	// A zone can hold host when it is host or a parent of it, and strictly below the ICANN suffix.
 	holds := func(zoneName string) bool {
 		return len(zoneName) > len(suffix) && isAtOrUnder(host, zoneName)
 	}
-	checkApex := func(z providers.Zone) (providers.Zone, error) {
-		if !wildcard && !caps.ApexRecords && v1alpha1.NormalizeName(z.DNSName) == host {
-			return providers.Zone{}, fmt.Errorf("%w: %s is the apex of zone %s (%s), and this provider cannot hold records at a zone apex",
+	checkApex := func(z Zone) (Zone, error) {
+		if !wildcard && !apexRecords && v1alpha1.NormalizeName(z.DNSName) == host {
+			return Zone{}, fmt.Errorf("%w: %s is the apex of zone %s (%s), and this provider cannot hold records at a zone apex",
 				ErrApexNotAllowed, rootHost, z.DNSName, z.ID)
 		}
 		return z, nil
@@ -98,7 +105,7 @@ func Choose(rootHost string, zones []providers.Zone, caps providers.Capabilities
 		}
 	}
 
-	var best, refused []providers.Zone
+	var best, refused []Zone
 	bestName := ""
 	for _, z := range zones {
 		name := v1alpha1.NormalizeName(z.DNSName)
@@ -108,8 +115,8 @@ func Choose(rootHost string, zones []providers.Zone, caps providers.Capabilities
 		case !holds(name):
 			refused = append(refused, z)
 		case len(name) > len(bestName):
-			best, bestName = []providers.Zone{z}, name
-		case name == bestName && !slices.ContainsFunc(best, func(b providers.Zone) bool { return b.ID == z.ID }):
+			best, bestName = []Zone{z}, name
+		case name == bestName && !slices.ContainsFunc(best, func(b Zone) bool { return b.ID == z.ID }):
 			// The same zone listed twice is not a second zone.
 			best = append(best, z)
 		}
@@ -123,21 +130,21 @@ func Choose(rootHost string, zones []providers.Zone, caps providers.Capabilities
 		for i, z := range best {
 			ids[i] = z.ID
 		}
-		return providers.Zone{}, fmt.Errorf("%w: %s: zones %s are all named %s; remove or filter out all but one",
+		return Zone{}, fmt.Errorf("%w: %s: zones %s are all named %s; remove or filter out all but one",
 			ErrAmbiguousZone, rootHost, bounded(ids), bestName)
 	case len(refused) > 0:
 		// Name the most specific, whatever order the provider listed them in.
-		z := slices.MinFunc(refused, func(a, b providers.Zone) int {
+		z := slices.MinFunc(refused, func(a, b Zone) int {
 			return cmp.Or(cmp.Compare(len(b.DNSName), len(a.DNSName)), strings.Compare(a.ID, b.ID))
 		})
-		return providers.Zone{}, fmt.Errorf("%w: zone %s (%s) is a public suffix and may not hold %s",
+		return Zone{}, fmt.Errorf("%w: zone %s (%s) is a public suffix and may not hold %s",
 			ErrPublicSuffix, z.DNSName, z.ID, rootHost)
 	default:
 		names := make([]string, len(zones))
 		for i, z := range zones {
 			names[i] = v1alpha1.NormalizeName(z.DNSName)
 		}
-		return providers.Zone{}, fmt.Errorf("%w: %s is in none of the zones %s", ErrNoZone, rootHost, bounded(names))
+		return Zone{}, fmt.Errorf("%w: %s is in none of the zones %s", ErrNoZone, rootHost, bounded(names))
 	}
 }
 

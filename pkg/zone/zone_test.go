@@ -5,121 +5,119 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-
-	"github.com/dnspolicy/dnspolicy-controller/providers"
 )
 
 var (
-	apexOK = providers.Capabilities{ApexRecords: true}
-	noApex = providers.Capabilities{}
+	apexOK = true
+	noApex = false
 )
 
-func z(id, name string) providers.Zone { return providers.Zone{ID: id, DNSName: name} }
+func z(id, name string) Zone { return Zone{ID: id, DNSName: name} }
 
 func TestChoose(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		host     string
-		zones    []providers.Zone
-		caps     providers.Capabilities
+		zones    []Zone
+		caps     bool
 		assigned string
-		want     providers.Zone
+		want     Zone
 		wantErr  error
 		wantMsg  string
 	}{
 		{
 			name:  "single parent zone",
 			host:  "sub.domain.test.example.com",
-			zones: []providers.Zone{z("Z1", "example.com")},
+			zones: []Zone{z("Z1", "example.com")},
 			want:  z("Z1", "example.com"),
 		},
 		{
 			name:  "most specific of several",
 			host:  "sub.domain.test.example.com",
-			zones: []providers.Zone{z("Z1", "example.com"), z("Z3", "domain.test.example.com"), z("Z2", "test.example.com")},
+			zones: []Zone{z("Z1", "example.com"), z("Z3", "domain.test.example.com"), z("Z2", "test.example.com")},
 			want:  z("Z3", "domain.test.example.com"),
 		},
 		{
 			name:  "unrelated zones are ignored",
 			host:  "sub.domain.test.example.com",
-			zones: []providers.Zone{z("Z1", "example.com"), z("Z2", "test.example.com"), z("Z3", "test.otherdomain.com")},
+			zones: []Zone{z("Z1", "example.com"), z("Z2", "test.example.com"), z("Z3", "test.otherdomain.com")},
 			want:  z("Z2", "test.example.com"),
 		},
 		{
 			name:    "a child zone below the host does not hold it",
 			host:    "test.example.com",
-			zones:   []providers.Zone{z("Z1", "sub.test.example.com")},
+			zones:   []Zone{z("Z1", "sub.test.example.com")},
 			wantErr: ErrNoZone,
 			wantMsg: "no zone for host: test.example.com is in none of the zones [sub.test.example.com]",
 		},
 		{
 			name:    "suffix only on a label boundary",
 			host:    "app.badexample.com",
-			zones:   []providers.Zone{z("Z1", "example.com")},
+			zones:   []Zone{z("Z1", "example.com")},
 			wantErr: ErrNoZone,
 			wantMsg: "no zone for host: app.badexample.com is in none of the zones [example.com]",
 		},
 		{
 			name:  "label boundary: the real parent wins over a look-alike",
 			host:  "app.badexample.com",
-			zones: []providers.Zone{z("Z1", "example.com"), z("Z2", "badexample.com")},
+			zones: []Zone{z("Z1", "example.com"), z("Z2", "badexample.com")},
 			want:  z("Z2", "badexample.com"),
 		},
 		{
 			name:  "case and trailing dots are ignored; the zone comes back as listed",
 			host:  "App.Example.COM.",
-			zones: []providers.Zone{z("Z1", "EXAMPLE.com.")},
+			zones: []Zone{z("Z1", "EXAMPLE.com.")},
 			want:  z("Z1", "EXAMPLE.com."),
 		},
 		{
 			name:  "wildcard host goes into the zone of its parent",
 			host:  "*.example.com",
-			zones: []providers.Zone{z("Z1", "example.com")},
+			zones: []Zone{z("Z1", "example.com")},
 			caps:  noApex,
 			want:  z("Z1", "example.com"),
 		},
 		{
 			name:  "wildcard host below a sub-zone",
 			host:  "*.app.example.com",
-			zones: []providers.Zone{z("Z1", "example.com"), z("Z2", "app.example.com")},
+			zones: []Zone{z("Z1", "example.com"), z("Z2", "app.example.com")},
 			caps:  noApex,
 			want:  z("Z2", "app.example.com"),
 		},
 		{
 			name:  "two-label public suffix",
 			host:  "sub.domain.test.example.co.uk",
-			zones: []providers.Zone{z("Z1", "example.co.uk")},
+			zones: []Zone{z("Z1", "example.co.uk")},
 			want:  z("Z1", "example.co.uk"),
 		},
 		{
 			name:    "a zone that is a public suffix is refused",
 			host:    "sub.domain.test.example.co.uk",
-			zones:   []providers.Zone{z("Z1", "co.uk")},
+			zones:   []Zone{z("Z1", "co.uk")},
 			wantErr: ErrPublicSuffix,
 			wantMsg: "public suffix: zone co.uk (Z1) is a public suffix and may not hold sub.domain.test.example.co.uk",
 		},
 		{
 			name:    "a zone above the public suffix is refused too",
 			host:    "www.example.co.uk",
-			zones:   []providers.Zone{z("Z1", "uk")},
+			zones:   []Zone{z("Z1", "uk")},
 			wantErr: ErrPublicSuffix,
 		},
 		{
 			name:    "the root zone is refused",
 			host:    "www.example.com",
-			zones:   []providers.Zone{z("Z1", ".")},
+			zones:   []Zone{z("Z1", ".")},
 			wantErr: ErrPublicSuffix,
 		},
 		{
 			name:  "a proper zone wins over a public-suffix zone",
 			host:  "www.example.co.uk",
-			zones: []providers.Zone{z("Z1", "co.uk"), z("Z2", "example.co.uk")},
+			zones: []Zone{z("Z1", "co.uk"), z("Z2", "example.co.uk")},
 			want:  z("Z2", "example.co.uk"),
 		},
 		{
 			name:    "host that is a TLD",
 			host:    "com",
-			zones:   []providers.Zone{z("Z1", "com")},
+			zones:   []Zone{z("Z1", "com")},
 			caps:    apexOK,
 			wantErr: ErrPublicSuffix,
 			wantMsg: "public suffix: host com is a public suffix",
@@ -127,45 +125,45 @@ func TestChoose(t *testing.T) {
 		{
 			name:    "host that is a two-label public suffix",
 			host:    "co.uk",
-			zones:   []providers.Zone{z("Z1", "co.uk")},
+			zones:   []Zone{z("Z1", "co.uk")},
 			caps:    apexOK,
 			wantErr: ErrPublicSuffix,
 		},
 		{
 			name:    "wildcard over a public suffix",
 			host:    "*.com",
-			zones:   []providers.Zone{z("Z1", "com")},
+			zones:   []Zone{z("Z1", "com")},
 			wantErr: ErrPublicSuffix,
 		},
 		{
 			name:    "wildcard public-suffix rule (*.ck)",
 			host:    "www.shop.ck",
-			zones:   []providers.Zone{z("Z1", "shop.ck")},
+			zones:   []Zone{z("Z1", "shop.ck")},
 			wantErr: ErrPublicSuffix,
 		},
 		{
 			name:  "a private-section suffix is a real domain and may be a zone",
 			host:  "app.blogspot.com",
-			zones: []providers.Zone{z("Z1", "blogspot.com")},
+			zones: []Zone{z("Z1", "blogspot.com")},
 			want:  z("Z1", "blogspot.com"),
 		},
 		{
 			name:  "an unmanaged top-level label may be a private zone",
 			host:  "app.internal",
-			zones: []providers.Zone{z("Z1", "internal")},
+			zones: []Zone{z("Z1", "internal")},
 			want:  z("Z1", "internal"),
 		},
 		{
 			name:  "apex allowed",
 			host:  "example.com",
-			zones: []providers.Zone{z("Z1", "example.com")},
+			zones: []Zone{z("Z1", "example.com")},
 			caps:  apexOK,
 			want:  z("Z1", "example.com"),
 		},
 		{
 			name:    "apex refused",
 			host:    "example.com",
-			zones:   []providers.Zone{z("Z1", "example.com")},
+			zones:   []Zone{z("Z1", "example.com")},
 			caps:    noApex,
 			wantErr: ErrApexNotAllowed,
 			wantMsg: "apex domain not allowed: example.com is the apex of zone example.com (Z1), and this provider cannot hold records at a zone apex",
@@ -173,27 +171,27 @@ func TestChoose(t *testing.T) {
 		{
 			name:    "apex refused: the shadowed parent zone is not tried instead",
 			host:    "test.example.com",
-			zones:   []providers.Zone{z("Z1", "example.com"), z("Z2", "test.example.com")},
+			zones:   []Zone{z("Z1", "example.com"), z("Z2", "test.example.com")},
 			caps:    noApex,
 			wantErr: ErrApexNotAllowed,
 		},
 		{
 			name:    "same name twice: public and private hosted zone",
 			host:    "app.example.com",
-			zones:   []providers.Zone{z("Z1", "com.example"), z("Zpriv", "example.com"), z("Zpub", "example.com")},
+			zones:   []Zone{z("Z1", "com.example"), z("Zpriv", "example.com"), z("Zpub", "example.com")},
 			wantErr: ErrAmbiguousZone,
 			wantMsg: "multiple zones found for host: app.example.com: zones [Zpriv, Zpub] are all named example.com; remove or filter out all but one",
 		},
 		{
 			name:  "same name twice below a more specific match is not ambiguous",
 			host:  "a.app.example.com",
-			zones: []providers.Zone{z("Z1", "example.com"), z("Z2", "example.com"), z("Z3", "app.example.com")},
+			zones: []Zone{z("Z1", "example.com"), z("Z2", "example.com"), z("Z3", "app.example.com")},
 			want:  z("Z3", "app.example.com"),
 		},
 		{
 			name:  "the same zone listed twice is one zone",
 			host:  "app.example.com",
-			zones: []providers.Zone{z("Z1", "example.com"), z("Z1", "example.com")},
+			zones: []Zone{z("Z1", "example.com"), z("Z1", "example.com")},
 			want:  z("Z1", "example.com"),
 		},
 		{
@@ -205,42 +203,42 @@ func TestChoose(t *testing.T) {
 		{
 			name:     "sticky: the assigned zone stays though a more specific one appeared",
 			host:     "a.app.example.com",
-			zones:    []providers.Zone{z("Z1", "example.com"), z("Z2", "app.example.com")},
+			zones:    []Zone{z("Z1", "example.com"), z("Z2", "app.example.com")},
 			assigned: "Z1",
 			want:     z("Z1", "example.com"),
 		},
 		{
 			name:     "sticky: the assigned zone settles two zones of the same name",
 			host:     "app.example.com",
-			zones:    []providers.Zone{z("Zpub", "example.com"), z("Zpriv", "example.com")},
+			zones:    []Zone{z("Zpub", "example.com"), z("Zpriv", "example.com")},
 			assigned: "Zpriv",
 			want:     z("Zpriv", "example.com"),
 		},
 		{
 			name:     "sticky: an assigned zone that is gone is replaced",
 			host:     "a.app.example.com",
-			zones:    []providers.Zone{z("Z1", "example.com"), z("Z2", "app.example.com")},
+			zones:    []Zone{z("Z1", "example.com"), z("Z2", "app.example.com")},
 			assigned: "Zgone",
 			want:     z("Z2", "app.example.com"),
 		},
 		{
 			name:     "sticky: an assigned ID now naming an unrelated zone is not kept",
 			host:     "a.app.example.com",
-			zones:    []providers.Zone{z("Z1", "example.org"), z("Z2", "app.example.com")},
+			zones:    []Zone{z("Z1", "example.org"), z("Z2", "app.example.com")},
 			assigned: "Z1",
 			want:     z("Z2", "app.example.com"),
 		},
 		{
 			name:     "sticky: an assigned public-suffix zone is not kept",
 			host:     "www.example.co.uk",
-			zones:    []providers.Zone{z("Z1", "co.uk"), z("Z2", "example.co.uk")},
+			zones:    []Zone{z("Z1", "co.uk"), z("Z2", "example.co.uk")},
 			assigned: "Z1",
 			want:     z("Z2", "example.co.uk"),
 		},
 		{
 			name:     "sticky: the apex rule still applies to the assigned zone",
 			host:     "app.example.com",
-			zones:    []providers.Zone{z("Z1", "app.example.com")},
+			zones:    []Zone{z("Z1", "app.example.com")},
 			caps:     noApex,
 			assigned: "Z1",
 			wantErr:  ErrApexNotAllowed,
@@ -248,31 +246,31 @@ func TestChoose(t *testing.T) {
 		{
 			name:    "empty host",
 			host:    "",
-			zones:   []providers.Zone{z("Z1", "example.com")},
+			zones:   []Zone{z("Z1", "example.com")},
 			wantErr: ErrInvalidHost,
 		},
 		{
 			name:    "empty label",
 			host:    "a..example.com",
-			zones:   []providers.Zone{z("Z1", "example.com")},
+			zones:   []Zone{z("Z1", "example.com")},
 			wantErr: ErrInvalidHost,
 		},
 		{
 			name:    "bare wildcard",
 			host:    "*.",
-			zones:   []providers.Zone{z("Z1", "example.com")},
+			zones:   []Zone{z("Z1", "example.com")},
 			wantErr: ErrInvalidHost,
 		},
 		{
 			name:    "wildcard not in the first label",
 			host:    "a.*.example.com",
-			zones:   []providers.Zone{z("Z1", "example.com")},
+			zones:   []Zone{z("Z1", "example.com")},
 			wantErr: ErrInvalidHost,
 		},
 		{
 			name:    "too long",
 			host:    strings.Repeat("a.", 130) + "example.com",
-			zones:   []providers.Zone{z("Z1", "example.com")},
+			zones:   []Zone{z("Z1", "example.com")},
 			wantErr: ErrInvalidHost,
 		},
 	} {
@@ -285,7 +283,7 @@ func TestChoose(t *testing.T) {
 				if tc.wantMsg != "" && err.Error() != tc.wantMsg {
 					t.Errorf("Choose() error\n got %q\nwant %q", err.Error(), tc.wantMsg)
 				}
-				if got != (providers.Zone{}) {
+				if got != (Zone{}) {
 					t.Errorf("Choose() returned zone %v with an error", got)
 				}
 				return
@@ -313,7 +311,7 @@ func TestErrorsAreDistinct(t *testing.T) {
 }
 
 func TestNoZoneMessageIsBounded(t *testing.T) {
-	var zones []providers.Zone
+	var zones []Zone
 	for i := range 50 {
 		zones = append(zones, z(fmt.Sprint("Z", i), fmt.Sprintf("zone%02d.example.org", i)))
 	}
@@ -329,8 +327,8 @@ func TestNoZoneMessageIsBounded(t *testing.T) {
 // The message must not depend on the order the provider lists zones in, or every listing would
 // rewrite the status.
 func TestMessagesAreStable(t *testing.T) {
-	a := []providers.Zone{z("Zb", "example.com"), z("Za", "example.com"), z("Zc", "other.org"), z("Zd", "uk"), z("Ze", "co.uk")}
-	b := []providers.Zone{z("Ze", "co.uk"), z("Zc", "other.org"), z("Za", "example.com"), z("Zd", "uk"), z("Zb", "example.com")}
+	a := []Zone{z("Zb", "example.com"), z("Za", "example.com"), z("Zc", "other.org"), z("Zd", "uk"), z("Ze", "co.uk")}
+	b := []Zone{z("Ze", "co.uk"), z("Zc", "other.org"), z("Za", "example.com"), z("Zd", "uk"), z("Zb", "example.com")}
 	for _, host := range []string{"app.example.com", "app.example.net", "app.example.co.uk"} {
 		_, errA := Choose(host, a, apexOK, "")
 		_, errB := Choose(host, b, apexOK, "")
@@ -351,11 +349,11 @@ func FuzzChoose(f *testing.F) {
 	f.Add("a..b", "b,", true, "")
 	f.Add("*.", "*.,*", true, "0")
 	f.Fuzz(func(t *testing.T, host, zoneList string, apex bool, assigned string) {
-		var zones []providers.Zone
+		var zones []Zone
 		for i, name := range strings.Split(zoneList, ",") {
 			zones = append(zones, z(fmt.Sprint(i%4), name))
 		}
-		got, err := Choose(host, zones, providers.Capabilities{ApexRecords: apex}, assigned)
+		got, err := Choose(host, zones, apex, assigned)
 		if err != nil {
 			for _, sentinel := range []error{ErrInvalidHost, ErrNoZone, ErrPublicSuffix, ErrApexNotAllowed, ErrAmbiguousZone} {
 				if errors.Is(err, sentinel) {

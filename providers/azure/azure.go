@@ -30,6 +30,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -146,13 +147,6 @@ type Provider struct {
 	zones         *armdns.ZonesClient
 	profiles      *armtrafficmanager.ProfilesClient
 	locks         *zoneLocks
-
-	mu sync.Mutex
-	// states are the zones as this provider last read or wrote them, by zone ID: Apply writes
-	// against them instead of listing the zone again (the engine has just read it), and their ETags
-	// make a stale one fail with 412 (a stale view, which the engine re-reads for) rather than
-	// overwrite anything.
-	states map[string]*state
 }
 
 var _ providers.Provider = (*Provider)(nil)
@@ -195,7 +189,6 @@ func newProvider(opts Options, cfg config, locks *zoneLocks, secretRef string) (
 		zones:         dnsFactory.NewZonesClient(),
 		profiles:      tmFactory.NewProfilesClient(),
 		locks:         locks,
-		states:        map[string]*state{},
 	}, nil
 }
 
@@ -226,49 +219,31 @@ func (p *Provider) Zones(ctx context.Context) ([]providers.Zone, error) {
 	return zones, nil
 }
 
-// Records implements providers.Provider.
-func (p *Provider) Records(ctx context.Context, zone providers.Zone) ([]*v1alpha1.Endpoint, error) {
+// Records implements providers.Provider. The view's State is the read itself: the record sets
+// with their ETags, which Apply writes against (If-Match, If-None-Match), so a stale view fails with
+// 412 (a stale view, which the engine re-reads for) rather than overwrite anything.
+func (p *Provider) Records(ctx context.Context, zone providers.Zone) (providers.View, error) {
 	lock := p.locks.get(zone.ID)
 	lock.RLock()
 	defer lock.RUnlock()
 	st, err := p.read(ctx, zone)
 	if err != nil {
-		return nil, err
+		return providers.View{}, err
 	}
-	p.keep(zone.ID, st)
-	return st.endpoints(), nil
+	return providers.View{Endpoints: st.endpoints(), State: st}, nil
 }
 
-// keep remembers st as the zone's state; nil forgets it.
-func (p *Provider) keep(zoneID string, st *state) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if st == nil {
-		delete(p.states, zoneID)
-		return
-	}
-	p.states[zoneID] = st
+// AwaitPropagation implements providers.Provider: Azure DNS serves a record set once its write
+// returns.
+func (p *Provider) AwaitPropagation(context.Context, providers.Zone, providers.State) error {
+	return nil
 }
 
-// kept returns the zone's state, reading it when there is none. Callers hold the zone's lock.
-func (p *Provider) kept(ctx context.Context, zone providers.Zone) (*state, error) {
-	p.mu.Lock()
-	st := p.states[zone.ID]
-	p.mu.Unlock()
-	if st != nil {
-		return st, nil
-	}
-	st, err := p.read(ctx, zone)
-	if err != nil {
-		return nil, err
-	}
-	p.keep(zone.ID, st)
-	return st, nil
-}
-
-// Apply implements providers.Provider. The kept state is updated write by write; after any error it is
-// forgotten, so the next Apply or read lists the zone.
-func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *providers.Changes) (err error) {
+// Apply implements providers.Provider. view is the State of the view: its read, updated write by write (nil: the
+// zone is read first). Sets the batch requires are read again just before the writes and must still
+// carry the ETag the view read: Azure has no batch to make a precondition atomic with, so this is as
+// close as it gets.
+func (p *Provider) Apply(ctx context.Context, zone providers.Zone, view providers.State, changes *providers.Changes) (err error) {
 	if changes.Empty() {
 		return nil
 	}
@@ -278,14 +253,14 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 	lock := p.locks.get(zone.ID)
 	lock.Lock()
 	defer lock.Unlock()
-	defer func() {
-		if err != nil {
-			p.keep(zone.ID, nil)
-		}
-	}()
 
-	st, err := p.kept(ctx, zone)
-	if err != nil {
+	st, ok := view.(*state)
+	if !ok || st == nil {
+		if st, err = p.read(ctx, zone); err != nil {
+			return err
+		}
+	}
+	if err := p.checkRequired(ctx, zone, st, changes.Require); err != nil {
 		return err
 	}
 	for _, ep := range append(append([]*v1alpha1.Endpoint{}, changes.Create...), changes.UpdateNew...) {
@@ -357,6 +332,38 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 			if err := p.deleteGroup(ctx, zone, st, key); err != nil {
 				return err
 			}
+		}
+	}
+	return nil
+}
+
+// checkRequired fails as a stale view when a required set is no longer the one the view read.
+func (p *Provider) checkRequired(ctx context.Context, zone providers.Zone, st *state, required []*v1alpha1.Endpoint) error {
+	rg, zoneName, err := zoneRef(zone)
+	if err != nil {
+		return err
+	}
+	seen := map[groupKey]bool{}
+	for _, ep := range required {
+		key := groupKey{v1alpha1.NormalizeName(ep.DNSName), ep.RecordType}
+		if seen[key] {
+			continue
+		}
+		seen[key] = true
+		held := st.sets[key]
+		if held == nil {
+			return providers.Errorf(providers.StaleView, "required record set %s is not in the zone as read", key)
+		}
+		got, err := p.recordSets.Get(ctx, rg, zoneName, st.relativeName(key.name), armdns.RecordType(key.recordType), nil)
+		var re *azcore.ResponseError
+		if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
+			return providers.Errorf(providers.StaleView, "required record set %s is gone", key)
+		}
+		if err != nil {
+			return classify("read record set", key.String(), err)
+		}
+		if deref(got.Etag) != deref(held.Etag) {
+			return providers.Errorf(providers.StaleView, "required record set %s changed since the zone was read", key)
 		}
 	}
 	return nil

@@ -205,24 +205,25 @@ func TestAdjustEndpoints(t *testing.T) {
 	}
 }
 
-// Apply writes against the zone as the provider last read or wrote it, without listing it again;
-// a zone changed since by another writer fails the batch as a stale view (412), never overwritten,
-// and the next read brings the provider up to date.
+// Apply writes against the view's State (the zone as read, and written since), without listing it
+// again; a zone changed since by another writer fails the batch as a stale view (412), never
+// overwritten, and the next read brings the engine up to date.
 func TestApplyWritesAgainstTheKeptZone(t *testing.T) {
 	store := emulator.NewStore(subscription)
 	p := emulated(t, store)
 	zone := newZone(t, store, p)
-	if _, err := p.Records(t.Context(), zone); err != nil {
+	read, err := p.Records(t.Context(), zone)
+	if err != nil {
 		t.Fatal(err)
 	}
 	lists := func() int { return store.Calls()["RecordSets.ListAllByDNSZone"] }
 	before := lists()
 	web := v1alpha1.NewEndpoint("web."+zone.DNSName, "A", 60, "192.0.2.1")
-	if err := p.Apply(t.Context(), zone, &providers.Changes{Create: []*v1alpha1.Endpoint{web}}); err != nil {
+	if err := p.Apply(t.Context(), zone, read.State, &providers.Changes{Create: []*v1alpha1.Endpoint{web}}); err != nil {
 		t.Fatal(err)
 	}
 	moved := v1alpha1.NewEndpoint(web.DNSName, "A", 60, "192.0.2.2")
-	if err := p.Apply(t.Context(), zone, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{web}, UpdateNew: []*v1alpha1.Endpoint{moved}}); err != nil {
+	if err := p.Apply(t.Context(), zone, read.State, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{web}, UpdateNew: []*v1alpha1.Endpoint{moved}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := lists() - before; n != 0 {
@@ -235,15 +236,16 @@ func TestApplyWritesAgainstTheKeptZone(t *testing.T) {
 		t.Fatal(err)
 	}
 	theirs := v1alpha1.NewEndpoint(web.DNSName, "A", 60, "192.0.2.2", "192.0.2.3")
-	if err := other.Apply(t.Context(), zone, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{moved}, UpdateNew: []*v1alpha1.Endpoint{theirs}}); err != nil {
+	if err := other.Apply(t.Context(), zone, nil, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{moved}, UpdateNew: []*v1alpha1.Endpoint{theirs}}); err != nil {
 		t.Fatal(err)
 	}
 	ours := v1alpha1.NewEndpoint(web.DNSName, "A", 60, "192.0.2.4")
-	err := p.Apply(t.Context(), zone, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{moved}, UpdateNew: []*v1alpha1.Endpoint{ours}})
+	err = p.Apply(t.Context(), zone, read.State, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{moved}, UpdateNew: []*v1alpha1.Endpoint{ours}})
 	if providers.KindOf(err) != providers.StaleView {
 		t.Fatalf("Apply on a zone changed since = %v (%v), want StaleView", err, providers.KindOf(err))
 	}
-	got, err := p.Records(t.Context(), zone)
+	gotView, err := p.Records(t.Context(), zone)
+	got := gotView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +254,7 @@ func TestApplyWritesAgainstTheKeptZone(t *testing.T) {
 			t.Errorf("zone holds %s, want the other writer's %s", ep, theirs)
 		}
 	}
-	if err := p.Apply(t.Context(), zone, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{theirs}, UpdateNew: []*v1alpha1.Endpoint{ours}}); err != nil {
+	if err := p.Apply(t.Context(), zone, nil, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{theirs}, UpdateNew: []*v1alpha1.Endpoint{ours}}); err != nil {
 		t.Errorf("Apply after the read: %v", err)
 	}
 }

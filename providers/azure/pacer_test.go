@@ -67,14 +67,15 @@ func TestWritesArePacedToTheZoneLimit(t *testing.T) {
 		for i := range MaxChangesPerBatch {
 			eps = append(eps, a(fmt.Sprintf("b%d-r%03d.%s", b, i, zone.DNSName), "192.0.2.1"))
 		}
-		if err := p.Apply(ctx, zone, &providers.Changes{Create: eps}); err != nil {
+		if err := p.Apply(ctx, zone, nil, &providers.Changes{Create: eps}); err != nil {
 			t.Fatalf("batch %d: %v", b, err)
 		}
 	}
 	if n := store.Calls()["RecordSets.CreateOrUpdate"]; n != batches*MaxChangesPerBatch {
 		t.Errorf("%d record-set writes sent for %d record sets, want each once (none refused with 429)", n, batches*MaxChangesPerBatch)
 	}
-	got, err := p.Records(ctx, zone)
+	gotView, err := p.Records(ctx, zone)
+	got := gotView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestRetryAfterIsWaitedOut(t *testing.T) {
 		for i := range MaxChangesPerBatch {
 			eps = append(eps, a(fmt.Sprintf("b%d-r%03d.%s", b, i, zone.DNSName), "192.0.2.1"))
 		}
-		if err := other.Apply(ctx, zone, &providers.Changes{Create: eps}); err != nil {
+		if err := other.Apply(ctx, zone, nil, &providers.Changes{Create: eps}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -134,7 +135,7 @@ func TestRetryAfterIsWaitedOut(t *testing.T) {
 	}
 	before := store.Calls()["RecordSets.CreateOrUpdate"]
 	began := time.Now()
-	if err := p.Apply(ctx, zone, &providers.Changes{Create: []*v1alpha1.Endpoint{a("late."+zone.DNSName, "192.0.2.9")}}); err != nil {
+	if err := p.Apply(ctx, zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{a("late."+zone.DNSName, "192.0.2.9")}}); err != nil {
 		t.Fatalf("Apply after a 429 = %v, want the write to land after its Retry-After", err)
 	}
 	if n := store.Calls()["RecordSets.CreateOrUpdate"] - before; n != 2 {

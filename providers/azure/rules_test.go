@@ -59,11 +59,11 @@ func TestConcurrentWriterLosesTheETagRace(t *testing.T) {
 	other := emulated(t, store)
 	zone := newZone(t, store, other)
 	www := "www." + zone.DNSName
-	if err := other.Apply(ctx, zone, &providers.Changes{Create: []*v1alpha1.Endpoint{a(www, "192.0.2.1")}}); err != nil {
+	if err := other.Apply(ctx, zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{a(www, "192.0.2.1")}}); err != nil {
 		t.Fatal(err)
 	}
 	h := &hook{next: store.Transport(), fn: func() {
-		if err := other.Apply(ctx, zone, &providers.Changes{
+		if err := other.Apply(ctx, zone, nil, &providers.Changes{
 			UpdateOld: []*v1alpha1.Endpoint{a(www, "192.0.2.1")}, UpdateNew: []*v1alpha1.Endpoint{a(www, "192.0.2.1", "192.0.2.2")},
 		}); err != nil {
 			t.Errorf("the other writer: %v", err)
@@ -71,13 +71,14 @@ func TestConcurrentWriterLosesTheETagRace(t *testing.T) {
 	}}
 	// A second constructor: its zone locks are its own, as another cluster's would be.
 	p := withTransport(t, h, &azfake.TokenCredential{})
-	err := p.Apply(ctx, zone, &providers.Changes{
+	err := p.Apply(ctx, zone, nil, &providers.Changes{
 		UpdateOld: []*v1alpha1.Endpoint{a(www, "192.0.2.1")}, UpdateNew: []*v1alpha1.Endpoint{a(www, "192.0.2.1", "192.0.2.3")},
 	})
 	if providers.KindOf(err) != providers.StaleView || !strings.Contains(err.Error(), "412") {
 		t.Fatalf("Apply = %v, want StaleView from a 412", err)
 	}
-	got, err := p.Records(ctx, zone)
+	gotView, err := p.Records(ctx, zone)
+	got := gotView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +104,8 @@ func TestConcurrentWritersLoseNoUpdate(t *testing.T) {
 			for r := range rounds {
 				target := "10.0." + string(rune('0'+w)) + "." + string(rune('0'+r))
 				for {
-					read, err := p.Records(ctx, zone)
+					readView, err := p.Records(ctx, zone)
+					read := readView.Endpoints
 					if err != nil {
 						t.Error(err)
 						return
@@ -114,7 +116,7 @@ func TestConcurrentWritersLoseNoUpdate(t *testing.T) {
 						next.Targets = append(next.Targets, target)
 						changes = &providers.Changes{UpdateOld: read, UpdateNew: []*v1alpha1.Endpoint{next}}
 					}
-					err = p.Apply(ctx, zone, changes)
+					err = p.Apply(ctx, zone, nil, changes)
 					if err == nil {
 						break
 					}
@@ -127,7 +129,8 @@ func TestConcurrentWritersLoseNoUpdate(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	got, err := emulated(t, store).Records(ctx, zone)
+	gotView, err := emulated(t, store).Records(ctx, zone)
+	got := gotView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,12 +156,12 @@ func TestThrottling(t *testing.T) {
 		for i := range MaxChangesPerBatch {
 			eps = append(eps, a("r"+string(rune('a'+batch))+strings.Repeat("x", i)+"."+zone.DNSName, "192.0.2.1"))
 		}
-		if err := other.Apply(ctx, zone, &providers.Changes{Create: eps}); err != nil {
+		if err := other.Apply(ctx, zone, nil, &providers.Changes{Create: eps}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	before := store.Calls()["RecordSets.CreateOrUpdate"]
-	err := p.Apply(ctx, zone, &providers.Changes{Create: []*v1alpha1.Endpoint{a("late."+zone.DNSName, "192.0.2.9")}})
+	err := p.Apply(ctx, zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{a("late."+zone.DNSName, "192.0.2.9")}})
 	if providers.KindOf(err) != providers.Transient || !strings.Contains(err.Error(), "429") {
 		t.Fatalf("Apply = %v, want Transient from a 429", err)
 	}
@@ -168,7 +171,7 @@ func TestThrottling(t *testing.T) {
 	clockMu.Lock()
 	now = now.Add(time.Minute + time.Second)
 	clockMu.Unlock()
-	if err := p.Apply(ctx, zone, &providers.Changes{Create: []*v1alpha1.Endpoint{a("late."+zone.DNSName, "192.0.2.9")}}); err != nil {
+	if err := p.Apply(ctx, zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{a("late."+zone.DNSName, "192.0.2.9")}}); err != nil {
 		t.Fatalf("Apply a minute later: %v", err)
 	}
 }
@@ -229,28 +232,29 @@ func TestProfileLifecycle(t *testing.T) {
 			WithSetIdentifier(id).WithProviderSpecific(v1alpha1.ProviderSpecificWeight, weight)
 	}
 	one, two := set("gw1", "gw1.example.net", "120"), set("gw2", "gw2.example.net", "0")
-	if err := p.Apply(ctx, zone, &providers.Changes{Create: []*v1alpha1.Endpoint{one, two}}); err != nil {
+	if err := p.Apply(ctx, zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{one, two}}); err != nil {
 		t.Fatal(err)
 	}
 	first := store.Profiles(resourceGroup)
 	if len(first) != 1 {
 		t.Fatalf("profiles %v, want one for the name", first)
 	}
-	if err := p.Apply(ctx, zone, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{two}, UpdateNew: []*v1alpha1.Endpoint{set("gw2", "gw2.example.net", "60")}}); err != nil {
+	if err := p.Apply(ctx, zone, nil, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{two}, UpdateNew: []*v1alpha1.Endpoint{set("gw2", "gw2.example.net", "60")}}); err != nil {
 		t.Fatal(err)
 	}
 	second := store.Profiles(resourceGroup)
 	if len(second) != 1 || second[0] == first[0] {
 		t.Fatalf("profiles after an update %v, want one that replaced %v", second, first)
 	}
-	got, err := p.Records(ctx, zone)
+	gotView, err := p.Records(ctx, zone)
+	got := gotView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || got[1].ProviderSpecific[0].Value != "60" {
 		t.Errorf("Records = %v, want gw2 at weight 60", got)
 	}
-	if err := p.Apply(ctx, zone, &providers.Changes{Delete: got}); err != nil {
+	if err := p.Apply(ctx, zone, nil, &providers.Changes{Delete: got}); err != nil {
 		t.Fatal(err)
 	}
 	if left := store.Profiles(resourceGroup); len(left) != 0 {

@@ -73,11 +73,15 @@ type Provider struct {
 	project string
 	secret  string
 	retry   retry
+}
 
-	mu sync.Mutex
-	// views hold each zone's record sets as last read or written, by zone ID; Apply deletes from
-	// them, so a stale view fails with 412 instead of overwriting someone else's change.
-	views map[string]map[setKey]*dns.ResourceRecordSet
+// state is the State of a view of one zone: its record sets as read and written since, which Apply
+// deletes exactly, so a stale view fails with 412 instead of overwriting someone else's change, and
+// the changes not yet done (served) when applied.
+type state struct {
+	mu      sync.Mutex
+	sets    map[setKey]*dns.ResourceRecordSet
+	pending []string
 }
 
 var _ providers.Provider = (*Provider)(nil)
@@ -106,7 +110,7 @@ func NewWithOptions(ctx context.Context, opts Options) (*Provider, error) {
 		// The message may quote the key; say only what failed.
 		return nil, providers.Errorf(providers.Permanent, "Cloud DNS client for project %s could not be built from the service-account key", opts.Project)
 	}
-	return &Provider{svc: svc, project: opts.Project, secret: opts.Secret, retry: defaultRetry, views: map[string]map[setKey]*dns.ResourceRecordSet{}}, nil
+	return &Provider{svc: svc, project: opts.Project, secret: opts.Secret, retry: defaultRetry}, nil
 }
 
 // Name implements providers.Provider.
@@ -147,19 +151,19 @@ func (p *Provider) Zones(ctx context.Context) ([]providers.Zone, error) {
 }
 
 // Records implements providers.Provider.
-func (p *Provider) Records(ctx context.Context, zone providers.Zone) ([]*v1alpha1.Endpoint, error) {
-	view, err := p.read(ctx, zone)
+func (p *Provider) Records(ctx context.Context, zone providers.Zone) (providers.View, error) {
+	sets, err := p.read(ctx, zone)
 	if err != nil {
-		return nil, err
+		return providers.View{}, err
 	}
-	eps := unfold(view)
+	eps := unfold(sets)
 	v1alpha1.SortEndpoints(eps)
-	return eps, nil
+	return providers.View{Endpoints: eps, State: &state{sets: sets}}, nil
 }
 
-// read lists a zone's record sets and keeps them as the zone's view.
+// read lists a zone's record sets.
 func (p *Provider) read(ctx context.Context, zone providers.Zone) (map[setKey]*dns.ResourceRecordSet, error) {
-	view := map[setKey]*dns.ResourceRecordSet{}
+	sets := map[setKey]*dns.ResourceRecordSet{}
 	token := ""
 	for {
 		var resp *dns.ResourceRecordSetsListResponse
@@ -172,53 +176,41 @@ func (p *Provider) read(ctx context.Context, zone providers.Zone) (map[setKey]*d
 			return nil, p.classify(err, false, false)
 		}
 		for _, rs := range resp.Rrsets {
-			view[keyOf(rs)] = rs
+			sets[keyOf(rs)] = rs
 		}
 		if token = resp.NextPageToken; token == "" {
 			break
 		}
 	}
-	p.mu.Lock()
-	p.views[zone.ID] = view
-	p.mu.Unlock()
-	return view, nil
+	return sets, nil
 }
 
-func (p *Provider) view(ctx context.Context, zone providers.Zone) (map[setKey]*dns.ResourceRecordSet, error) {
-	p.mu.Lock()
-	view, ok := p.views[zone.ID]
-	p.mu.Unlock()
-	if ok {
-		return view, nil
-	}
-	return p.read(ctx, zone)
-}
-
-func (p *Provider) forget(zone providers.Zone) {
-	p.mu.Lock()
-	delete(p.views, zone.ID)
-	p.mu.Unlock()
-}
-
-// Apply implements providers.Provider.
-func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *providers.Changes) error {
+// Apply implements providers.Provider. st is the State of the view the batch was planned from
+// (nil: the zone is read first).
+func (p *Provider) Apply(ctx context.Context, zone providers.Zone, st providers.State, changes *providers.Changes) error {
 	if changes.Empty() {
 		return nil
 	}
 	if changes.Len() > MaxChangesPerBatch {
 		return providers.Errorf(providers.Permanent, "batch of %d changes exceeds the limit of %d per batch", changes.Len(), MaxChangesPerBatch)
 	}
-	view, err := p.view(ctx, zone)
-	if err != nil {
-		return err
+	s, ok := st.(*state)
+	if !ok || s == nil {
+		sets, err := p.read(ctx, zone)
+		if err != nil {
+			return err
+		}
+		s = &state{sets: sets}
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	// Validate the batch against the view the plan was made from, with the rules every backend
 	// shares: a stale plan is a StaleView before anything is sent.
-	next, err := providers.ApplyChanges(zone.DNSName, unfold(view), changes)
+	next, err := providers.ApplyChanges(zone.DNSName, unfoldAffected(s.sets, changes), changes)
 	if err != nil {
 		return err
 	}
-	change, want, err := buildChange(zone, view, next, changes)
+	change, want, err := buildChange(zone, s.sets, next, changes)
 	if err != nil {
 		return err
 	}
@@ -239,13 +231,16 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 	})
 	if err != nil {
 		if uncertain && staleView(err) && p.landed(ctx, zone, want) {
+			remember(s.sets, change)
 			return nil
 		}
-		p.forget(zone)
 		return p.classify(err, true, false)
 	}
-	p.remember(zone, view, change)
-	return p.awaitDone(ctx, zone, created)
+	remember(s.sets, change)
+	if created != nil && created.Status == "pending" {
+		s.pending = append(s.pending, created.Id)
+	}
+	return nil
 }
 
 // landed reads the zone back and reports whether the affected record sets hold what the change
@@ -264,40 +259,44 @@ func (p *Provider) landed(ctx context.Context, zone providers.Zone, want map[set
 	return true
 }
 
-func (p *Provider) remember(zone providers.Zone, view map[setKey]*dns.ResourceRecordSet, change *dns.Change) {
-	next := make(map[setKey]*dns.ResourceRecordSet, len(view))
-	for k, v := range view {
-		next[k] = v
-	}
+// remember keeps the view's record sets current with a change that applied.
+func remember(sets map[setKey]*dns.ResourceRecordSet, change *dns.Change) {
 	for _, d := range change.Deletions {
-		delete(next, keyOf(d))
+		delete(sets, keyOf(d))
 	}
 	for _, a := range change.Additions {
-		next[keyOf(a)] = a
+		sets[keyOf(a)] = a
 	}
-	p.mu.Lock()
-	p.views[zone.ID] = next
-	p.mu.Unlock()
 }
 
-// awaitDone polls a pending change a few times. The record sets are already replaced when
-// changes.create answers; "done" means Cloud DNS's name servers serve them.
-func (p *Provider) awaitDone(ctx context.Context, zone providers.Zone, c *dns.Change) error {
-	for i := 0; c != nil && c.Status == "pending" && i < 10; i++ {
-		select {
-		case <-ctx.Done():
-			return providers.NewError(providers.Transient, ctx.Err())
-		case <-time.After(time.Duration(i+1) * 50 * time.Millisecond):
-		}
-		id := c.Id
-		err := p.do(ctx, "read change of zone "+zone.DNSName, func(cctx context.Context) error {
-			var err error
-			c, err = p.svc.Changes.Get(p.project, zone.ID, id).Context(cctx).Do()
-			return err
-		})
-		if err != nil {
-			// The change applied; whether it is served yet is for the validation pass to see.
-			return nil
+// AwaitPropagation implements providers.Provider: it polls the changes applied with the view's state
+// a few times. The record sets are already replaced when changes.create answers; "done" means Cloud
+// DNS's name servers serve them, which takes moments, so the wait is bounded rather than an error.
+func (p *Provider) AwaitPropagation(ctx context.Context, zone providers.Zone, st providers.State) error {
+	s, ok := st.(*state)
+	if !ok || s == nil {
+		return nil
+	}
+	s.mu.Lock()
+	ids := s.pending
+	s.pending = nil
+	s.mu.Unlock()
+	for _, id := range ids {
+		for i := 0; i < 10; i++ {
+			select {
+			case <-ctx.Done():
+				return providers.NewError(providers.Transient, ctx.Err())
+			case <-time.After(time.Duration(i+1) * 50 * time.Millisecond):
+			}
+			var c *dns.Change
+			err := p.do(ctx, "read change of zone "+zone.DNSName, func(cctx context.Context) error {
+				var err error
+				c, err = p.svc.Changes.Get(p.project, zone.ID, id).Context(cctx).Do()
+				return err
+			})
+			if err != nil || c.Status != "pending" {
+				break // applied; an unreadable status is no reason to fail what landed
+			}
 		}
 	}
 	return nil
@@ -311,6 +310,13 @@ func buildChange(zone providers.Zone, view map[setKey]*dns.ResourceRecordSet, ne
 		for _, ep := range list {
 			affected[setKey{v1alpha1.NormalizeName(ep.DNSName), ep.RecordType}] = true
 		}
+	}
+	// A required set is deleted and added back unchanged: the deletion fails with 412 unless the
+	// set is exactly as required, which is Cloud DNS's only precondition.
+	required := map[setKey]bool{}
+	for _, ep := range changes.Require {
+		k := setKey{v1alpha1.NormalizeName(ep.DNSName), ep.RecordType}
+		required[k], affected[k] = true, true
 	}
 	byKey := map[setKey][]*v1alpha1.Endpoint{}
 	for _, ep := range next {
@@ -331,7 +337,7 @@ func buildChange(zone providers.Zone, view map[setKey]*dns.ResourceRecordSet, ne
 	replace := func(k setKey, rs *dns.ResourceRecordSet) {
 		old := view[k]
 		want[k] = rs
-		if old != nil && rs != nil && canonical(old) == canonical(rs) {
+		if old != nil && rs != nil && canonical(old) == canonical(rs) && !required[k] {
 			return
 		}
 		if old != nil {
@@ -404,6 +410,24 @@ func fold(zone providers.Zone, k setKey, eps []*v1alpha1.Endpoint) (*dns.Resourc
 }
 
 // unfold turns record sets back into endpoints, one per routing item, hiding SOA and companions.
+// unfoldAffected unfolds the record sets at the names a batch touches, with their companions: all a
+// batch is checked against, without unfolding the whole zone for every batch.
+func unfoldAffected(view map[setKey]*dns.ResourceRecordSet, changes *providers.Changes) []*v1alpha1.Endpoint {
+	names := map[string]bool{}
+	for _, ep := range slices.Concat(changes.Create, changes.UpdateOld, changes.UpdateNew, changes.Delete, changes.Require) {
+		if ep != nil {
+			names[v1alpha1.NormalizeName(ep.DNSName)] = true
+		}
+	}
+	part := map[setKey]*dns.ResourceRecordSet{}
+	for k, rs := range view {
+		if names[k.name] || strings.HasPrefix(k.name, companionPrefix) {
+			part[k] = rs
+		}
+	}
+	return unfold(part)
+}
+
 func unfold(view map[setKey]*dns.ResourceRecordSet) []*v1alpha1.Endpoint {
 	// Companions by their first label, which names the set they belong to (companionKey).
 	companions := map[string]*dns.ResourceRecordSet{}

@@ -93,14 +93,15 @@ func (h regionHarness) AdjustEndpoints(eps []*v1alpha1.Endpoint) ([]*v1alpha1.En
 	return translate(adjusted, false), err
 }
 
-func (h regionHarness) Records(ctx context.Context, zone providers.Zone) ([]*v1alpha1.Endpoint, error) {
-	eps, err := h.Provider.Records(ctx, zone)
-	return translate(eps, false), err
+func (h regionHarness) Records(ctx context.Context, zone providers.Zone) (providers.View, error) {
+	read, err := h.Provider.Records(ctx, zone)
+	read.Endpoints = translate(read.Endpoints, false)
+	return read, err
 }
 
-func (h regionHarness) Apply(ctx context.Context, zone providers.Zone, c *providers.Changes) error {
-	return h.Provider.Apply(ctx, zone, &providers.Changes{Create: translate(c.Create, true), UpdateOld: translate(c.UpdateOld, true),
-		UpdateNew: translate(c.UpdateNew, true), Delete: translate(c.Delete, true)})
+func (h regionHarness) Apply(ctx context.Context, zone providers.Zone, st providers.State, c *providers.Changes) error {
+	return h.Provider.Apply(ctx, zone, st, &providers.Changes{Create: translate(c.Create, true), UpdateOld: translate(c.UpdateOld, true),
+		UpdateNew: translate(c.UpdateNew, true), Delete: translate(c.Delete, true), Require: translate(c.Require, true)})
 }
 
 func TestConformance(t *testing.T) {
@@ -134,7 +135,8 @@ func TestConformanceWithFaults(t *testing.T) {
 			if attempt == 20 {
 				t.Fatalf("batch %d did not land in 20 attempts", i)
 			}
-			read, err := p.Records(ctx, zone)
+			readView, err := p.Records(ctx, zone)
+			read := readView.Endpoints
 			if err != nil {
 				continue
 			}
@@ -142,14 +144,15 @@ func TestConformanceWithFaults(t *testing.T) {
 			if len(create) == 0 {
 				break
 			}
-			if err := p.Apply(ctx, zone, &providers.Changes{Create: create}); err != nil && providers.KindOf(err) == providers.Permanent {
+			if err := p.Apply(ctx, zone, nil, &providers.Changes{Create: create}); err != nil && providers.KindOf(err) == providers.Permanent {
 				t.Fatalf("batch %d: %v", i, err)
 			}
 		}
 		want = append(want, eps...)
 	}
 	emu.SetFaults(emulator.Faults{})
-	got, err := p.Records(ctx, zone)
+	gotView, err := p.Records(ctx, zone)
+	got := gotView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +207,7 @@ func TestFoldsSetsIntoOneRoutingPolicy(t *testing.T) {
 	if len(desired) != 2 {
 		t.Fatalf("AdjustEndpoints kept %d sets, want the default geo set dropped", len(desired))
 	}
-	if err := p.Apply(t.Context(), zone, &providers.Changes{Create: desired}); err != nil {
+	if err := p.Apply(t.Context(), zone, nil, &providers.Changes{Create: desired}); err != nil {
 		t.Fatal(err)
 	}
 	var native int
@@ -257,17 +260,18 @@ func TestStaleViewIsReported(t *testing.T) {
 	set := func(target string) *v1alpha1.Endpoint {
 		return v1alpha1.NewEndpoint("www."+zone.DNSName, "A", 60, target)
 	}
-	if err := a.Apply(ctx, zone, &providers.Changes{Create: []*v1alpha1.Endpoint{set("192.0.2.1")}}); err != nil {
+	if err := a.Apply(ctx, zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{set("192.0.2.1")}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Records(ctx, zone); err != nil {
+	bView, err := b.Records(ctx, zone)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := a.Apply(ctx, zone, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{set("192.0.2.1")}, UpdateNew: []*v1alpha1.Endpoint{set("192.0.2.2")}}); err != nil {
+	if err := a.Apply(ctx, zone, nil, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{set("192.0.2.1")}, UpdateNew: []*v1alpha1.Endpoint{set("192.0.2.2")}}); err != nil {
 		t.Fatal(err)
 	}
 	// b's view still holds 192.0.2.1: Cloud DNS refuses the deletion with 412.
-	err := b.Apply(ctx, zone, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{set("192.0.2.1")}, UpdateNew: []*v1alpha1.Endpoint{set("192.0.2.3")}})
+	err = b.Apply(ctx, zone, bView.State, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{set("192.0.2.1")}, UpdateNew: []*v1alpha1.Endpoint{set("192.0.2.3")}})
 	if providers.KindOf(err) != providers.StaleView {
 		t.Fatalf("Apply from a stale view: %v, want a stale view error", err)
 	}
@@ -278,7 +282,7 @@ func TestStaleViewIsReported(t *testing.T) {
 	if _, err := b.Records(ctx, zone); err != nil {
 		t.Fatal(err)
 	}
-	if err := b.Apply(ctx, zone, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{set("192.0.2.2")}, UpdateNew: []*v1alpha1.Endpoint{set("192.0.2.3")}}); err != nil {
+	if err := b.Apply(ctx, zone, nil, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{set("192.0.2.2")}, UpdateNew: []*v1alpha1.Endpoint{set("192.0.2.3")}}); err != nil {
 		t.Fatal(err)
 	}
 }

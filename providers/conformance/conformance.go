@@ -42,6 +42,7 @@ func Run(t *testing.T, h Harness) {
 	t.Run("DeletingWhatIsNotThereRejectsTheBatch", func(t *testing.T) { deleteMissing(newFixture(t, h)) })
 	t.Run("CNAMEBesideAnotherTypeIsRejected", func(t *testing.T) { cnameBesideOthers(newFixture(t, h)) })
 	t.Run("DuplicateKeyIsRejected", func(t *testing.T) { duplicateKey(newFixture(t, h)) })
+	t.Run("RequiredSetsArePreconditions", func(t *testing.T) { requiredSets(newFixture(t, h)) })
 }
 
 func zonesListTheZone(f *fixture) {
@@ -211,11 +212,11 @@ func typeChangeIsAtomic(f *fixture) {
 	go func() {
 		defer close(done)
 		for {
-			eps, err := f.p.Records(f.ctx, f.zone)
+			read, err := f.p.Records(f.ctx, f.zone)
 			var problem string
 			if err != nil {
 				problem = fmt.Sprintf("Records during the batch: %v", err)
-			} else if types := typesAt(eps, f.name("x")); len(types) != 1 {
+			} else if types := typesAt(read.Endpoints, f.name("x")); len(types) != 1 {
 				problem = fmt.Sprintf("during the batch, %s held %v, want exactly one of A and CNAME", f.name("x"), types)
 			}
 			// A few problems diagnose the failure; the rest would only repeat them.
@@ -229,7 +230,7 @@ func typeChangeIsAtomic(f *fixture) {
 			}
 		}
 	}()
-	err := f.p.Apply(f.ctx, f.zone, &providers.Changes{Delete: []*v1alpha1.Endpoint{a}, Create: cname})
+	err := f.p.Apply(f.ctx, f.zone, f.state, &providers.Changes{Delete: []*v1alpha1.Endpoint{a}, Create: cname})
 	close(stop)
 	<-done
 	if err != nil {
@@ -288,6 +289,8 @@ type fixture struct {
 	p        providers.Provider
 	zone     providers.Zone
 	baseline []*v1alpha1.Endpoint
+	// state is the State of the last read, which every Apply is planned from, as the engine plans.
+	state providers.State
 }
 
 func newFixture(t *testing.T, h Harness) *fixture {
@@ -296,6 +299,41 @@ func newFixture(t *testing.T, h Harness) *fixture {
 	f := &fixture{t: t, ctx: t.Context(), p: p, zone: zone}
 	f.baseline = f.read()
 	return f
+}
+
+// requiredSets: a batch that requires a set applies while the set holds the required values, and is
+// rejected whole (StaleView) once the set changed or went: the engine's guard against two owners
+// leaving a shared record at once.
+func requiredSets(f *fixture) {
+	f.create(f.adjust(
+		v1alpha1.NewEndpoint(f.name("r"), v1alpha1.RecordTypeA, 60, "192.0.2.1"),
+		ownershipTXT(f.name("r"), v1alpha1.RecordTypeA),
+		v1alpha1.NewEndpoint(f.name("s"), v1alpha1.RecordTypeA, 60, "192.0.2.2"),
+	))
+	claim := f.find(v1alpha1.RecordTypeTXT, ownershipTXT(f.name("r"), v1alpha1.RecordTypeA).DNSName, "")
+	s := f.find(v1alpha1.RecordTypeA, f.name("s"), "")
+	added := f.adjust(v1alpha1.NewEndpoint(f.name("t"), v1alpha1.RecordTypeA, 60, "192.0.2.3"))
+	f.apply(&providers.Changes{Create: added, Require: []*v1alpha1.Endpoint{claim, s}})
+	f.expectZone(f.withoutBaseline(f.read()))
+	if got := f.find(v1alpha1.RecordTypeA, f.name("t"), ""); !got.SameValues(added[0]) {
+		f.t.Errorf("the batch with its requirements met wrote %v, want %v", got, added[0])
+	}
+	if got := f.find(v1alpha1.RecordTypeA, f.name("s"), ""); !got.SameValues(s) {
+		f.t.Errorf("a required set was changed by the batch: %v, want %v", got, s)
+	}
+
+	// Someone else changes s; a batch planned before (requiring s as it was) must not apply.
+	changed := s.DeepCopy()
+	changed.Targets = v1alpha1.Targets{"192.0.2.9"}
+	stale := f.state
+	f.apply(&providers.Changes{UpdateOld: []*v1alpha1.Endpoint{s}, UpdateNew: []*v1alpha1.Endpoint{changed}})
+	before := f.read()
+	err := f.p.Apply(f.ctx, f.zone, stale, &providers.Changes{Create: f.adjust(v1alpha1.NewEndpoint(f.name("u"), v1alpha1.RecordTypeA, 60, "192.0.2.4")),
+		Require: []*v1alpha1.Endpoint{s}})
+	if providers.KindOf(err) != providers.StaleView || err == nil {
+		f.t.Errorf("Apply with a requirement no longer met = %v, want a StaleView error", err)
+	}
+	sameEndpoints(f.t, "zone after a batch whose requirement failed", f.read(), before)
 }
 
 // name returns a name in the zone, lower case because backends may return names lower-cased.
@@ -314,7 +352,7 @@ func (f *fixture) adjust(eps ...*v1alpha1.Endpoint) []*v1alpha1.Endpoint {
 
 func (f *fixture) apply(changes *providers.Changes) {
 	f.t.Helper()
-	if err := f.p.Apply(f.ctx, f.zone, changes); err != nil {
+	if err := f.p.Apply(f.ctx, f.zone, f.state, changes); err != nil {
 		f.t.Fatalf("Apply: %v", err)
 	}
 }
@@ -344,11 +382,12 @@ func (f *fixture) batches(eps []*v1alpha1.Endpoint) [][]*v1alpha1.Endpoint {
 
 func (f *fixture) read() []*v1alpha1.Endpoint {
 	f.t.Helper()
-	eps, err := f.p.Records(f.ctx, f.zone)
+	read, err := f.p.Records(f.ctx, f.zone)
 	if err != nil {
 		f.t.Fatalf("Records: %v", err)
 	}
-	return eps
+	f.state = read.State
+	return read.Endpoints
 }
 
 // find returns the record set the zone holds under a key, as read.
@@ -376,7 +415,7 @@ func (f *fixture) expectZone(want []*v1alpha1.Endpoint) []*v1alpha1.Endpoint {
 func (f *fixture) expectRejected(changes *providers.Changes) {
 	f.t.Helper()
 	before := f.read()
-	err := f.p.Apply(f.ctx, f.zone, changes)
+	err := f.p.Apply(f.ctx, f.zone, f.state, changes)
 	if err == nil {
 		f.t.Errorf("Apply succeeded, want it rejected: %s", describe(changes))
 	} else if providers.KindOf(err) == providers.Transient {

@@ -98,10 +98,10 @@ func (p *Provider) Zones(context.Context) ([]providers.Zone, error) {
 }
 
 // Records implements providers.Provider: the union of the zone's authoritative records.
-func (p *Provider) Records(ctx context.Context, zone providers.Zone) ([]*v1alpha1.Endpoint, error) {
+func (p *Provider) Records(ctx context.Context, zone providers.Zone) (providers.View, error) {
 	records, err := p.records(ctx, zone)
 	if err != nil {
-		return nil, err
+		return providers.View{}, err
 	}
 	var eps []*v1alpha1.Endpoint
 	for _, r := range records {
@@ -111,12 +111,13 @@ func (p *Provider) Records(ctx context.Context, zone providers.Zone) ([]*v1alpha
 			}
 		}
 	}
-	return eps, nil
+	return providers.View{Endpoints: eps}, nil
 }
 
 // Apply implements providers.Provider. The batch is first checked against the whole zone, as strictly
-// as every backend checks it; then each change goes to the authoritative record that covers its name.
-func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *providers.Changes) error {
+// as every backend checks it, requirements included; then each change goes to the authoritative
+// record that covers its name, each written at the version it was read at.
+func (p *Provider) Apply(ctx context.Context, zone providers.Zone, _ providers.State, changes *providers.Changes) error {
 	records, err := p.records(ctx, zone)
 	if err != nil {
 		return err
@@ -150,6 +151,12 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 			return err
 		}
 	}
+	return nil
+}
+
+// AwaitPropagation implements providers.Provider: DNS servers read authoritative records as they
+// are written.
+func (p *Provider) AwaitPropagation(context.Context, providers.Zone, providers.State) error {
 	return nil
 }
 

@@ -319,10 +319,10 @@ func TestAuthoritativeRecordLifecycle(t *testing.T) {
 	z := zone("example.com")
 
 	tree := loadbalanced("app.example.com")
-	if err := p.Apply(ctx, z, &providers.Changes{Create: tree}); err != nil {
+	if err := p.Apply(ctx, z, nil, &providers.Changes{Create: tree}); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Apply(ctx, zone("example.org"), &providers.Changes{Create: []*v1alpha1.Endpoint{a("www.example.org")}}); err != nil {
+	if err := p.Apply(ctx, zone("example.org"), nil, &providers.Changes{Create: []*v1alpha1.Endpoint{a("www.example.org")}}); err != nil {
 		t.Fatal(err)
 	}
 	// A record with the same labels in another namespace is another zone's business.
@@ -350,7 +350,8 @@ func TestAuthoritativeRecordLifecycle(t *testing.T) {
 		t.Errorf("authoritative record: labels %v root %s %d endpoints; want labels %v, root app.example.com, %d endpoints",
 			app.Labels, app.Spec.RootHost, len(app.Spec.Endpoints), wantLabels, len(tree))
 	}
-	read, err := p.Records(ctx, z)
+	readView, err := p.Records(ctx, z)
+	read := readView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,18 +361,19 @@ func TestAuthoritativeRecordLifecycle(t *testing.T) {
 
 	// A second contributor under the same root host accumulates into the same record.
 	more := []*v1alpha1.Endpoint{a("other.app.example.com"), txt("other.app.example.com", "A")}
-	if err := p.Apply(ctx, z, &providers.Changes{Create: more}); err != nil {
+	if err := p.Apply(ctx, z, nil, &providers.Changes{Create: more}); err != nil {
 		t.Fatal(err)
 	}
 	if items := listAuthoritative(t, ns); len(items) != 2 {
 		t.Errorf("namespace holds %d records after a second contributor, want 2", len(items))
 	}
 
-	all, err := p.Records(ctx, z)
+	allView, err := p.Records(ctx, z)
+	all := allView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Apply(ctx, z, &providers.Changes{Delete: all}); err != nil {
+	if err := p.Apply(ctx, z, nil, &providers.Changes{Delete: all}); err != nil {
 		t.Fatal(err)
 	}
 	items = listAuthoritative(t, ns)
@@ -385,7 +387,7 @@ func TestConcurrentWriteIsStaleView(t *testing.T) {
 	ctx := t.Context()
 	ns := newNamespace(t)
 	z := zone("example.com")
-	if err := newProvider(t, env.Client, ns, "example.com").Apply(ctx, z, &providers.Changes{Create: []*v1alpha1.Endpoint{a("app.example.com")}}); err != nil {
+	if err := newProvider(t, env.Client, ns, "example.com").Apply(ctx, z, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{a("app.example.com")}}); err != nil {
 		t.Fatal(err)
 	}
 	// Another writer gets in between this provider's read and its write.
@@ -406,11 +408,12 @@ func TestConcurrentWriteIsStaleView(t *testing.T) {
 			return c.Patch(ctx, obj, patch, opts...)
 		},
 	})
-	err = newProvider(t, racing, ns, "example.com").Apply(ctx, z, &providers.Changes{Create: []*v1alpha1.Endpoint{a("www.app.example.com")}})
+	err = newProvider(t, racing, ns, "example.com").Apply(ctx, z, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{a("www.app.example.com")}})
 	if providers.KindOf(err) != providers.StaleView {
 		t.Fatalf("Apply after a concurrent write: %v, want a StaleView error", err)
 	}
-	read, err := newProvider(t, env.Client, ns, "example.com").Records(ctx, z)
+	readView, err := newProvider(t, env.Client, ns, "example.com").Records(ctx, z)
+	read := readView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}

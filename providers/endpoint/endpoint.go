@@ -70,10 +70,10 @@ func (p *Provider) Zones(ctx context.Context) ([]providers.Zone, error) {
 }
 
 // Records implements providers.Provider.
-func (p *Provider) Records(ctx context.Context, zone providers.Zone) ([]*v1alpha1.Endpoint, error) {
+func (p *Provider) Records(ctx context.Context, zone providers.Zone) (providers.View, error) {
 	record, err := p.zoneRecord(ctx, zone)
 	if err != nil {
-		return nil, err
+		return providers.View{}, err
 	}
 	records := make([]*v1alpha1.Endpoint, 0, len(record.Spec.Endpoints))
 	for _, ep := range record.Spec.Endpoints {
@@ -81,7 +81,7 @@ func (p *Provider) Records(ctx context.Context, zone providers.Zone) ([]*v1alpha
 			records = append(records, ep.DeepCopy())
 		}
 	}
-	return records, nil
+	return providers.View{Endpoints: records}, nil
 }
 
 // Apply implements providers.Provider. The batch is checked against the record's endpoints as
@@ -89,7 +89,7 @@ func (p *Provider) Records(ctx context.Context, zone providers.Zone) ([]*v1alpha
 // against, so a concurrent write makes it fail whole as StaleView. Unlike the inmemory backend it
 // allows a CNAME at the zone's root: Kuadrant's authoritative records are zones rooted at the very
 // hostname they publish, which may be a CNAME.
-func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *providers.Changes) error {
+func (p *Provider) Apply(ctx context.Context, zone providers.Zone, _ providers.State, changes *providers.Changes) error {
 	record, err := p.zoneRecord(ctx, zone)
 	if err != nil {
 		return err
@@ -103,6 +103,12 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 	if err := p.client.Patch(ctx, record, patch); err != nil {
 		return classify(err, fmt.Sprintf("writing zone DNSRecord %s/%s", p.namespace, zone.ID))
 	}
+	return nil
+}
+
+// AwaitPropagation implements providers.Provider: the record is the zone; DNS servers read it as
+// it is written.
+func (p *Provider) AwaitPropagation(context.Context, providers.Zone, providers.State) error {
 	return nil
 }
 

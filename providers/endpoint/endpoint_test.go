@@ -208,7 +208,8 @@ func TestApplyTouchesOnlyEndpoints(t *testing.T) {
 	}
 
 	p := newProvider(t, env.Client, ns, nil)
-	read, err := p.Records(ctx, zoneOf(r))
+	readView, err := p.Records(ctx, zoneOf(r))
+	read := readView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +219,7 @@ func TestApplyTouchesOnlyEndpoints(t *testing.T) {
 	// A CNAME at the zone's root is valid here: a Kuadrant authoritative record is rooted at the
 	// hostname it publishes.
 	root := v1alpha1.NewEndpoint("app.example.com", v1alpha1.RecordTypeCNAME, 300, "klb.app.example.com")
-	if err := p.Apply(ctx, zoneOf(r), &providers.Changes{Create: []*v1alpha1.Endpoint{root}}); err != nil {
+	if err := p.Apply(ctx, zoneOf(r), nil, &providers.Changes{Create: []*v1alpha1.Endpoint{root}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -249,14 +250,14 @@ func TestWildcardRootHost(t *testing.T) {
 	}
 	for _, name := range []string{"*.wild.example.com", "a.wild.example.com"} {
 		ep := v1alpha1.NewEndpoint(name, v1alpha1.RecordTypeA, 60, "192.0.2.1")
-		if err := p.Apply(ctx, zoneOf(r), &providers.Changes{Create: []*v1alpha1.Endpoint{ep}}); err != nil {
+		if err := p.Apply(ctx, zoneOf(r), nil, &providers.Changes{Create: []*v1alpha1.Endpoint{ep}}); err != nil {
 			t.Errorf("Apply(create %s): %v", ep, err)
 		}
 	}
 	// The DNSRecord API admits neither; the backend says so before it writes.
 	for _, name := range []string{"wild.example.com", "a.example.com"} {
 		ep := v1alpha1.NewEndpoint(name, v1alpha1.RecordTypeA, 60, "192.0.2.1")
-		err := p.Apply(ctx, zoneOf(r), &providers.Changes{Create: []*v1alpha1.Endpoint{ep}})
+		err := p.Apply(ctx, zoneOf(r), nil, &providers.Changes{Create: []*v1alpha1.Endpoint{ep}})
 		if providers.KindOf(err) != providers.Permanent || !strings.Contains(fmt.Sprint(err), "not in zone") {
 			t.Errorf("Apply(create %s): %v, want the backend to refuse a name outside the zone", ep, err)
 		}
@@ -281,17 +282,18 @@ func TestConcurrentWriteIsStaleView(t *testing.T) {
 	r := newZoneRecord(t, ns, "race.example.com", zoneLabel)
 	rival := newProvider(t, env.Client, ns, nil)
 	p := newProvider(t, racingClient{Client: env.Client, beforePatch: func() {
-		if err := rival.Apply(ctx, zoneOf(r), &providers.Changes{Create: []*v1alpha1.Endpoint{theirs}}); err != nil {
+		if err := rival.Apply(ctx, zoneOf(r), nil, &providers.Changes{Create: []*v1alpha1.Endpoint{theirs}}); err != nil {
 			t.Errorf("the rival's write: %v", err)
 		}
 	}}, ns, nil)
 
 	ours := v1alpha1.NewEndpoint("ours.race.example.com", v1alpha1.RecordTypeA, 60, "192.0.2.2")
-	err := p.Apply(ctx, zoneOf(r), &providers.Changes{Create: []*v1alpha1.Endpoint{ours}})
+	err := p.Apply(ctx, zoneOf(r), nil, &providers.Changes{Create: []*v1alpha1.Endpoint{ours}})
 	if providers.KindOf(err) != providers.StaleView {
 		t.Fatalf("Apply after a concurrent write: %v, want a stale-view error", err)
 	}
-	read, err := rival.Records(ctx, zoneOf(r))
+	readView, err := rival.Records(ctx, zoneOf(r))
+	read := readView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,14 +309,15 @@ func TestStaleValuesAreStaleView(t *testing.T) {
 	r := newZoneRecord(t, ns, "stale.example.com", zoneLabel,
 		v1alpha1.NewEndpoint("www.stale.example.com", v1alpha1.RecordTypeA, 60, "192.0.2.1"))
 	a, b := newProvider(t, env.Client, ns, nil), newProvider(t, env.Client, ns, nil)
-	readByA, err := a.Records(ctx, zoneOf(r))
+	readByAView, err := a.Records(ctx, zoneOf(r))
+	readByA := readByAView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
 	update := func(p providers.Provider, old *v1alpha1.Endpoint, target string) error {
 		next := old.DeepCopy()
 		next.Targets = append(next.Targets, target)
-		return p.Apply(ctx, zoneOf(r), &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{old}, UpdateNew: []*v1alpha1.Endpoint{next}})
+		return p.Apply(ctx, zoneOf(r), nil, &providers.Changes{UpdateOld: []*v1alpha1.Endpoint{old}, UpdateNew: []*v1alpha1.Endpoint{next}})
 	}
 	if err := update(b, readByA[0], "192.0.2.2"); err != nil {
 		t.Fatal(err)
@@ -342,14 +345,15 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 			for i := range rounds {
 				target := fmt.Sprintf("10.0.%d.%d", w, i)
 				for {
-					read, err := p.Records(ctx, zoneOf(r))
+					readView, err := p.Records(ctx, zoneOf(r))
+					read := readView.Endpoints
 					if err != nil {
 						errs <- err
 						return
 					}
 					next := read[0].DeepCopy()
 					next.Targets = append(next.Targets, target)
-					err = p.Apply(ctx, zoneOf(r), &providers.Changes{UpdateOld: read, UpdateNew: []*v1alpha1.Endpoint{next}})
+					err = p.Apply(ctx, zoneOf(r), nil, &providers.Changes{UpdateOld: read, UpdateNew: []*v1alpha1.Endpoint{next}})
 					if err == nil {
 						break
 					}
@@ -366,7 +370,8 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	read, err := newProvider(t, env.Client, ns, nil).Records(ctx, zoneOf(r))
+	readView, err := newProvider(t, env.Client, ns, nil).Records(ctx, zoneOf(r))
+	read := readView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -220,7 +220,7 @@ func (p *Provider) Zones(_ context.Context) ([]providers.Zone, error) {
 }
 
 // Records implements providers.Provider.
-func (p *Provider) Records(_ context.Context, zone providers.Zone) ([]*v1alpha1.Endpoint, error) {
+func (p *Provider) Records(_ context.Context, zone providers.Zone) (providers.View, error) {
 	s := p.store
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -228,15 +228,15 @@ func (p *Provider) Records(_ context.Context, zone providers.Zone) ([]*v1alpha1.
 	p.calls.records[zone.ID]++
 	z, err := s.zone(zone.ID)
 	if err != nil {
-		return nil, err
+		return providers.View{}, err
 	}
 	records := copyEndpoints(z.records)
 	v1alpha1.SortEndpoints(records)
-	return records, nil
+	return providers.View{Endpoints: records}, nil
 }
 
 // Apply implements providers.Provider.
-func (p *Provider) Apply(_ context.Context, zone providers.Zone, changes *providers.Changes) error {
+func (p *Provider) Apply(_ context.Context, zone providers.Zone, _ providers.State, changes *providers.Changes) error {
 	s := p.store
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -264,6 +264,11 @@ func (p *Provider) Apply(_ context.Context, zone providers.Zone, changes *provid
 		return err
 	}
 	z.records = records
+	return nil
+}
+
+// AwaitPropagation implements providers.Provider: the store serves what it accepts at once.
+func (p *Provider) AwaitPropagation(context.Context, providers.Zone, providers.State) error {
 	return nil
 }
 

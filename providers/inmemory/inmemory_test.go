@@ -116,11 +116,12 @@ func TestProvidersShareAStore(t *testing.T) {
 	}
 	for i, p := range ps {
 		ep := v1alpha1.NewEndpoint(fmt.Sprintf("c%d.shared.example.com", i), v1alpha1.RecordTypeA, 60, "192.0.2.1")
-		if err := p.Apply(ctx, want, &providers.Changes{Create: []*v1alpha1.Endpoint{ep}}); err != nil {
+		if err := p.Apply(ctx, want, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{ep}}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	got, err := ps[0].Records(ctx, want)
+	gotView, err := ps[0].Records(ctx, want)
+	got := gotView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,11 +207,11 @@ func TestStrictness(t *testing.T) {
 			store := NewStore()
 			zone := store.EnsureZone(zoneName)
 			p := New(store, Options{})
-			if err := p.Apply(ctx, zone, &providers.Changes{Create: []*v1alpha1.Endpoint{a("www", "192.0.2.1")}}); err != nil {
+			if err := p.Apply(ctx, zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{a("www", "192.0.2.1")}}); err != nil {
 				t.Fatal(err)
 			}
 			before, _ := store.Snapshot(zone.ID)
-			err := p.Apply(ctx, zone, &tc.changes)
+			err := p.Apply(ctx, zone, nil, &tc.changes)
 			if err == nil {
 				t.Fatal("Apply succeeded, want an error")
 			}
@@ -236,7 +237,7 @@ func TestDeleteAndCreateOfOneSetInABatch(t *testing.T) {
 		{Create: []*v1alpha1.Endpoint{old}},
 		{Delete: []*v1alpha1.Endpoint{old}, Create: []*v1alpha1.Endpoint{replacement}},
 	} {
-		if err := p.Apply(ctx, zone, c); err != nil {
+		if err := p.Apply(ctx, zone, nil, c); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -252,7 +253,7 @@ func TestUnknownZone(t *testing.T) {
 	if _, err := p.Records(t.Context(), zone); providers.KindOf(err) != providers.Permanent {
 		t.Errorf("Records of an unknown zone: %v, want a permanent error", err)
 	}
-	if err := p.Apply(t.Context(), zone, &providers.Changes{}); providers.KindOf(err) != providers.Permanent {
+	if err := p.Apply(t.Context(), zone, nil, &providers.Changes{}); providers.KindOf(err) != providers.Permanent {
 		t.Errorf("Apply to an unknown zone: %v, want a permanent error", err)
 	}
 }
@@ -264,11 +265,12 @@ func TestReturnsCopies(t *testing.T) {
 	p := New(store, Options{})
 	ep := v1alpha1.NewEndpoint("www.example.com", v1alpha1.RecordTypeA, 60, "192.0.2.1").
 		WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "10")
-	if err := p.Apply(ctx, zone, &providers.Changes{Create: []*v1alpha1.Endpoint{ep}}); err != nil {
+	if err := p.Apply(ctx, zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{ep}}); err != nil {
 		t.Fatal(err)
 	}
 	ep.Targets[0] = "198.51.100.1"
-	read, _ := p.Records(ctx, zone)
+	readView, _ := p.Records(ctx, zone)
+	read := readView.Endpoints
 	read[0].Targets[0] = "198.51.100.2"
 	read[0].ProviderSpecific[0].Value = "99"
 	adjusted, _ := p.AdjustEndpoints(read)
@@ -302,9 +304,9 @@ func TestCallCounts(t *testing.T) {
 	mustDo(err)
 	_, err = p2.Records(ctx, b)
 	mustDo(err)
-	mustDo(p1.Apply(ctx, a, &providers.Changes{Create: []*v1alpha1.Endpoint{
+	mustDo(p1.Apply(ctx, a, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{
 		v1alpha1.NewEndpoint("www.a.example.com", v1alpha1.RecordTypeA, 60, "192.0.2.1")}}))
-	if err := p2.Apply(ctx, a, &providers.Changes{Delete: []*v1alpha1.Endpoint{
+	if err := p2.Apply(ctx, a, nil, &providers.Changes{Delete: []*v1alpha1.Endpoint{
 		v1alpha1.NewEndpoint("gone.a.example.com", v1alpha1.RecordTypeA, 60, "192.0.2.1")}}); err == nil {
 		t.Fatal("deleting a missing set succeeded")
 	}
@@ -344,7 +346,8 @@ func TestConcurrentWriters(t *testing.T) {
 				// Each writer adds its own target to one shared A record, re-reading when its view is stale.
 				target := fmt.Sprintf("10.0.%d.%d", w, r)
 				for {
-					read, err := p.Records(ctx, zone)
+					readView, err := p.Records(ctx, zone)
+					read := readView.Endpoints
 					if err != nil {
 						errs <- err
 						return
@@ -357,7 +360,7 @@ func TestConcurrentWriters(t *testing.T) {
 						next.Targets = append(next.Targets, target)
 						changes.UpdateOld, changes.UpdateNew = read, []*v1alpha1.Endpoint{next}
 					}
-					err = p.Apply(ctx, zone, changes)
+					err = p.Apply(ctx, zone, nil, changes)
 					if err == nil {
 						break
 					}

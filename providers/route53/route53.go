@@ -10,9 +10,12 @@
 // overwritten. Calls are retried by the SDK's standard retryer on Throttling, PriorRequestNotComplete,
 // 5xx and connection errors, with exponential backoff and jitter, a bounded number of times.
 //
-// Apply returns once Route 53 has accepted a change (PENDING); the next read of the zone (the
-// engine's validation read) first waits until every change this provider made there is INSYNC, so
-// Ready still means served by Route 53's name servers, while the batches of a burst go out back to
+// A set the batch requires (Changes.Require) is sent as a DELETE and a CREATE of its exact values,
+// which changes nothing and fails the whole batch if the set changed: Route 53's only precondition.
+//
+// Apply returns once Route 53 has accepted a change (PENDING) and notes its ID in the view's State;
+// AwaitPropagation, called by the engine once after a cycle's batches, waits until they are INSYNC,
+// so Ready still means served by Route 53's name servers, while the batches of a burst go out back to
 // back instead of each waiting out the propagation of the one before.
 package route53
 
@@ -65,11 +68,13 @@ const defaultTTL = 300
 type Provider struct {
 	client *r53.Client
 	opts   Options
+}
 
-	mu sync.Mutex
-	// pending are the IDs of changes this provider made that were not INSYNC when last seen, by
-	// zone ID, oldest first.
-	pending map[string][]string
+// state is the State of a view of one zone: the changes applied since it was read that were not
+// INSYNC when last seen, oldest first.
+type state struct {
+	mu      sync.Mutex
+	pending []string
 }
 
 var _ providers.Provider = (*Provider)(nil)
@@ -101,7 +106,7 @@ func NewWithOptions(opts Options) *Provider {
 	if opts.Endpoint != "" {
 		clientOpts.BaseEndpoint = aws.String(opts.Endpoint)
 	}
-	return &Provider{client: r53.New(clientOpts), opts: opts, pending: map[string][]string{}}
+	return &Provider{client: r53.New(clientOpts), opts: opts}
 }
 
 // Name implements providers.Provider.
@@ -136,12 +141,13 @@ func (p *Provider) Zones(ctx context.Context) ([]providers.Zone, error) {
 }
 
 // Records implements providers.Provider: every record set of the zone except its SOA and alias sets
-// (neither of which the engine writes), page by page, once this provider's changes to the zone are
-// INSYNC.
-func (p *Provider) Records(ctx context.Context, zone providers.Zone) ([]*v1alpha1.Endpoint, error) {
-	if err := p.awaitPending(ctx, zone.ID); err != nil {
-		return nil, err
-	}
+// (neither of which the engine writes), page by page.
+func (p *Provider) Records(ctx context.Context, zone providers.Zone) (providers.View, error) {
+	eps, err := p.records(ctx, zone)
+	return providers.View{Endpoints: eps, State: &state{}}, err
+}
+
+func (p *Provider) records(ctx context.Context, zone providers.Zone) ([]*v1alpha1.Endpoint, error) {
 	var eps []*v1alpha1.Endpoint
 	pages := r53.NewListResourceRecordSetsPaginator(p.client, &r53.ListResourceRecordSetsInput{HostedZoneId: aws.String(zone.ID)})
 	for pages.HasMorePages() {
@@ -211,7 +217,7 @@ func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.
 }
 
 // Apply implements providers.Provider.
-func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *providers.Changes) error {
+func (p *Provider) Apply(ctx context.Context, zone providers.Zone, st providers.State, changes *providers.Changes) error {
 	if changes.Empty() {
 		return nil
 	}
@@ -238,16 +244,17 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, changes *prov
 	if err != nil {
 		return p.rejected(ctx, zone, changes, track, err)
 	}
-	if out.ChangeInfo.Status != types.ChangeStatusInsync {
-		p.mu.Lock()
-		p.pending[zone.ID] = append(p.pending[zone.ID], aws.ToString(out.ChangeInfo.Id))
-		p.mu.Unlock()
+	if s, ok := st.(*state); ok && out.ChangeInfo.Status != types.ChangeStatusInsync {
+		s.mu.Lock()
+		s.pending = append(s.pending, aws.ToString(out.ChangeInfo.Id))
+		s.mu.Unlock()
 	}
 	return nil
 }
 
-// changeBatch turns a batch into Route 53 changes: deletions and the old values of updates as
-// DELETE, then the new values of updates and creations as CREATE.
+// changeBatch turns a batch into Route 53 changes: deletions, the old values of updates and the
+// required sets as DELETE, then the required sets again, the new values of updates and creations as
+// CREATE.
 func changeBatch(changes *providers.Changes) ([]types.Change, error) {
 	var batch []types.Change
 	add := func(action types.ChangeAction, eps []*v1alpha1.Endpoint) error {
@@ -269,6 +276,8 @@ func changeBatch(changes *providers.Changes) ([]types.Change, error) {
 	}{
 		{types.ChangeActionDelete, changes.Delete},
 		{types.ChangeActionDelete, changes.UpdateOld},
+		{types.ChangeActionDelete, changes.Require},
+		{types.ChangeActionCreate, changes.Require},
 		{types.ChangeActionCreate, changes.UpdateNew},
 		{types.ChangeActionCreate, changes.Create},
 	} {
@@ -279,14 +288,19 @@ func changeBatch(changes *providers.Changes) ([]types.Change, error) {
 	return batch, nil
 }
 
-// awaitPending waits until the changes this provider made to the zone are INSYNC, newest first:
-// the newest is waited for, and the older ones, normally INSYNC by then, cost one GetChange each.
-// Changes found INSYNC are forgotten; on an error the rest stay pending for the next read.
-func (p *Provider) awaitPending(ctx context.Context, zoneID string) error {
+// AwaitPropagation implements providers.Provider: it waits until the changes applied with the view's
+// state are INSYNC, newest first: the newest is waited for, and the older ones, normally INSYNC by
+// then, cost one GetChange each. Changes found INSYNC are forgotten; on an error the rest stay
+// pending for the next call.
+func (p *Provider) AwaitPropagation(ctx context.Context, _ providers.Zone, st providers.State) error {
+	s, ok := st.(*state)
+	if !ok {
+		return nil
+	}
 	for newest := true; ; newest = false {
-		p.mu.Lock()
-		ids := p.pending[zoneID]
-		p.mu.Unlock()
+		s.mu.Lock()
+		ids := slices.Clone(s.pending)
+		s.mu.Unlock()
 		if len(ids) == 0 {
 			return nil
 		}
@@ -301,9 +315,9 @@ func (p *Provider) awaitPending(ctx context.Context, zoneID string) error {
 		if err := p.awaitInsync(ctx, id, status); err != nil {
 			return err
 		}
-		p.mu.Lock()
-		p.pending[zoneID] = slices.DeleteFunc(p.pending[zoneID], func(s string) bool { return s == id })
-		p.mu.Unlock()
+		s.mu.Lock()
+		s.pending = slices.DeleteFunc(s.pending, func(x string) bool { return x == id })
+		s.mu.Unlock()
 	}
 }
 
@@ -316,7 +330,7 @@ func (p *Provider) rejected(ctx context.Context, zone providers.Zone, changes *p
 	if !errors.As(err, &apiErr) || apiErr.ErrorCode() != "InvalidChangeBatch" {
 		return p.classify("ChangeResourceRecordSets", err)
 	}
-	records, readErr := p.Records(ctx, zone)
+	records, readErr := p.records(ctx, zone)
 	if readErr != nil {
 		// Without the zone the rejection cannot be told from a stale view: retry later.
 		return readErr

@@ -217,7 +217,7 @@ func TestRoutingPropertiesOnTheWire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Apply(t.Context(), providers.Zone{ID: zoneID, DNSName: "example.com"}, &providers.Changes{Create: eps}); err != nil {
+	if err := p.Apply(t.Context(), providers.Zone{ID: zoneID, DNSName: "example.com"}, nil, &providers.Changes{Create: eps}); err != nil {
 		t.Fatal(err)
 	}
 	raw := r53.New(r53.Options{Region: "us-east-1", BaseEndpoint: aws.String(url),
@@ -291,7 +291,7 @@ func TestStaleSetsAreStaleView(t *testing.T) {
 	zone := providers.Zone{ID: emu.AddZone("example.com"), DNSName: "example.com"}
 	p := fastProvider(t, url)
 	a := v1alpha1.NewEndpoint("a.example.com", "A", 60, "192.0.2.1")
-	if err := p.Apply(t.Context(), zone, &providers.Changes{Create: []*v1alpha1.Endpoint{a}}); err != nil {
+	if err := p.Apply(t.Context(), zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{a}}); err != nil {
 		t.Fatal(err)
 	}
 	other := v1alpha1.NewEndpoint("a.example.com", "A", 60, "192.0.2.9")
@@ -302,7 +302,7 @@ func TestStaleSetsAreStaleView(t *testing.T) {
 		{UpdateOld: []*v1alpha1.Endpoint{other}, UpdateNew: []*v1alpha1.Endpoint{other}},
 		{Create: []*v1alpha1.Endpoint{other}},
 	} {
-		err := p.Apply(t.Context(), zone, c)
+		err := p.Apply(t.Context(), zone, nil, c)
 		if providers.KindOf(err) != providers.StaleView {
 			t.Errorf("Apply(%+v) = %v (%v), want a stale view", c, err, providers.KindOf(err))
 		}
@@ -351,7 +351,7 @@ func TestBatchOverTheCharacterLimitIsRefusedWhole(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = p.Apply(t.Context(), zone, &providers.Changes{Create: txt})
+	err = p.Apply(t.Context(), zone, nil, &providers.Changes{Create: txt})
 	if providers.KindOf(err) != providers.Permanent || !strings.Contains(fmt.Sprint(err), "32000") {
 		t.Errorf("Apply of %d long TXT records = %v, want a Permanent error naming the 32000-character limit", len(txt), err)
 	}
@@ -363,16 +363,21 @@ func TestBatchOverTheCharacterLimitIsRefusedWhole(t *testing.T) {
 	}
 }
 
-// Apply returns once Route 53 accepted a change; the next read waits until it is INSYNC, so the
-// engine's validation read sees what the name servers serve, and a burst's batches do not each wait
-// out the propagation of the one before.
-func TestReadAwaitsInsync(t *testing.T) {
+// Apply returns once Route 53 accepted a change and notes it in the view's State; AwaitPropagation
+// waits until every change so noted is INSYNC, so the engine reports what the name servers serve,
+// and a burst's batches do not each wait out the propagation of the one before. A read no longer
+// waits: it is not the engine's way of waiting.
+func TestAwaitPropagationWaitsForInsync(t *testing.T) {
 	emu, url := start(t, emulator.Options{InsyncAfter: 300 * time.Millisecond})
 	zone := providers.Zone{ID: emu.AddZone("example.com"), DNSName: "example.com"}
 	p := fastProvider(t, url)
+	read, err := p.Records(t.Context(), zone)
+	if err != nil {
+		t.Fatal(err)
+	}
 	began := time.Now()
 	for i := range 3 {
-		if err := p.Apply(t.Context(), zone, &providers.Changes{Create: []*v1alpha1.Endpoint{
+		if err := p.Apply(t.Context(), zone, read.State, &providers.Changes{Create: []*v1alpha1.Endpoint{
 			v1alpha1.NewEndpoint(fmt.Sprintf("a%d.example.com", i), "A", 60, "192.0.2.1")}}); err != nil {
 			t.Fatal(err)
 		}
@@ -381,13 +386,19 @@ func TestReadAwaitsInsync(t *testing.T) {
 		t.Errorf("three Applies took %s: they waited for INSYNC", took)
 	}
 	if n := emu.Calls()[emulator.OpGetChange]; n != 0 {
-		t.Errorf("%d GetChange calls before the read, want none", n)
+		t.Errorf("%d GetChange calls before AwaitPropagation, want none", n)
 	}
 	if _, err := p.Records(t.Context(), zone); err != nil {
 		t.Fatal(err)
 	}
+	if n := emu.Calls()[emulator.OpGetChange]; n != 0 {
+		t.Errorf("a read made %d GetChange calls, want none", n)
+	}
+	if err := p.AwaitPropagation(t.Context(), zone, read.State); err != nil {
+		t.Fatal(err)
+	}
 	if took := time.Since(began); took < 300*time.Millisecond {
-		t.Errorf("the read returned %s after the first change, before it was INSYNC", took)
+		t.Errorf("AwaitPropagation returned %s after the first change, before it was INSYNC", took)
 	}
 	calls := emu.Calls()
 	if calls[emulator.OpGetChange] == 0 || calls[emulator.OpGetChange] > 12 {
@@ -395,11 +406,11 @@ func TestReadAwaitsInsync(t *testing.T) {
 	}
 	// Once seen INSYNC, a change is not asked about again.
 	before := emu.Calls()[emulator.OpGetChange]
-	if _, err := p.Records(t.Context(), zone); err != nil {
+	if err := p.AwaitPropagation(t.Context(), zone, read.State); err != nil {
 		t.Fatal(err)
 	}
 	if n := emu.Calls()[emulator.OpGetChange]; n != before {
-		t.Errorf("a second read made %d GetChange calls, want none", n-before)
+		t.Errorf("a second wait made %d GetChange calls, want none", n-before)
 	}
 }
 
@@ -446,7 +457,7 @@ func TestFaultsEveryBatchLandsExactlyOnce(t *testing.T) {
 	var errs []error
 	apply := func(c *providers.Changes) {
 		for range 5 {
-			err := p.Apply(t.Context(), zone, c)
+			err := p.Apply(t.Context(), zone, nil, c)
 			if err == nil {
 				return
 			}
@@ -482,7 +493,8 @@ func TestFaultsEveryBatchLandsExactlyOnce(t *testing.T) {
 	apply(&c)
 
 	emu.SetFaults(emulator.Faults{})
-	got, err := p.Records(t.Context(), zone)
+	gotView, err := p.Records(t.Context(), zone)
+	got := gotView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -534,11 +546,12 @@ func TestLostAnswerLandsOnce(t *testing.T) {
 		{Delete: []*v1alpha1.Endpoint{a}},
 	} {
 		emu.DropNext(1)
-		if err := p.Apply(t.Context(), zone, c); err != nil {
+		if err := p.Apply(t.Context(), zone, nil, c); err != nil {
 			t.Fatalf("Apply after a lost answer: %v", err)
 		}
 	}
-	got, err := p.Records(t.Context(), zone)
+	gotView, err := p.Records(t.Context(), zone)
+	got := gotView.Endpoints
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -555,7 +568,7 @@ func TestLostAnswerLandsOnce(t *testing.T) {
 		t.Errorf("%d change calls for 2 batches whose first answers were lost, want 4", n)
 	}
 	// A rejection without a lost answer is not mistaken for a landed batch.
-	if err := p.Apply(t.Context(), zone, &providers.Changes{Delete: []*v1alpha1.Endpoint{a}}); providers.KindOf(err) != providers.StaleView {
+	if err := p.Apply(t.Context(), zone, nil, &providers.Changes{Delete: []*v1alpha1.Endpoint{a}}); providers.KindOf(err) != providers.StaleView {
 		t.Errorf("deleting a set that is gone = %v, want a stale view", err)
 	}
 }

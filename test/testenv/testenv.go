@@ -97,13 +97,23 @@ func StartManager(t testing.TB, env *Env, prefix string, add func(ctrl.Manager) 
 	if err := env.Client.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
+	StartManagerIn(t, env, ns.Name, add)
+	return ns.Name
+}
+
+// StartManagerIn starts a manager as StartManager does, watching an existing namespace, and returns
+// a function that stops it and waits until it has stopped (as a crash or a restart of the
+// controller would; the test's end stops it too). A test starts another manager on the same
+// namespace to see what a restarted controller does.
+func StartManagerIn(t testing.TB, env *Env, namespace string, add func(ctrl.Manager) error) (stop func()) {
+	t.Helper()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS = -1 // as the binary runs (app.NewManager)
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns.Name: {}}},
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
 		// Several managers in one process register controllers of the same name.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -118,14 +128,15 @@ func StartManager(t testing.TB, env *Env, prefix string, add func(ctrl.Manager) 
 	go func() {
 		defer close(done)
 		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager for %s: %v", ns.Name, err)
+			t.Errorf("manager for %s: %v", namespace, err)
 		}
 	}()
-	t.Cleanup(func() {
+	stop = func() {
 		cancel()
 		<-done
-	})
-	return ns.Name
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // Main runs a package's tests with n control planes stored in *envs (one per simulated cluster),

@@ -20,6 +20,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/providers/coredns"
 	"github.com/dnspolicy/dnspolicy-controller/providers/endpoint"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+	"github.com/dnspolicy/dnspolicy-controller/providers/k8gb"
 	"github.com/dnspolicy/dnspolicy-controller/providers/route53"
 )
 
@@ -40,6 +41,7 @@ func backends(store *inmemory.Store) map[string]struct {
 		azure.ProviderName:    {v1alpha1.SecretTypeAzure, azure.NewConstructor()},
 		clouddns.ProviderName: {v1alpha1.SecretTypeGCP, clouddns.New},
 		route53.ProviderName:  {v1alpha1.SecretTypeAWS, route53.New},
+		k8gb.ProviderName:     {v1alpha1.SecretTypeK8gb, k8gb.New},
 	}
 }
 

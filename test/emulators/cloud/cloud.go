@@ -305,7 +305,8 @@ func (c *Cloud) ReadBack(ctx context.Context, dnsName string) ([]*v1alpha1.Endpo
 	}
 	for _, z := range zones {
 		if z.DNSName == strings.ToLower(strings.TrimSuffix(dnsName, ".")) {
-			return p.Records(ctx, z)
+			read, err := p.Records(ctx, z)
+			return read.Endpoints, err
 		}
 	}
 	return nil, fmt.Errorf("%s: zone %s not listed", c.Name, dnsName)

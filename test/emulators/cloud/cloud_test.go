@@ -30,7 +30,7 @@ func TestEachCloudIsReachableThroughItsSecret(t *testing.T) {
 				t.Fatalf("Zones() = %v, %v; want only %s", zones, err, zoneName)
 			}
 			ep := v1alpha1.NewEndpoint("www."+zoneName, "A", 60, "192.0.2.1")
-			if err := p.Apply(t.Context(), zones[0], &providers.Changes{Create: []*v1alpha1.Endpoint{ep}}); err != nil {
+			if err := p.Apply(t.Context(), zones[0], nil, &providers.Changes{Create: []*v1alpha1.Endpoint{ep}}); err != nil {
 				t.Fatal(err)
 			}
 			if dump := strings.Join(c.Dump(zoneName), "\n"); !strings.Contains(dump, "192.0.2.1") {

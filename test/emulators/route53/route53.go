@@ -8,8 +8,9 @@
 // unknown geolocation, more than 1,000 ResourceRecord elements or 32,000 characters of values (UPSERT
 // counting twice), and a set changed twice in one batch (a DELETE followed by a CREATE excepted). It
 // throttles with a token bucket (HTTP 400 Throttling), reports changes PENDING before INSYNC, counts
-// calls per operation, and injects faults on demand: 5xx, hung requests, throttling and dropped
-// connections. It listens on loopback only.
+// calls per operation (in all and per access key), and injects faults on demand: 5xx, hung requests,
+// throttling and dropped connections; a test can hold one client's requests after its next change. It
+// listens on loopback only.
 package route53
 
 import (
@@ -94,6 +95,8 @@ type Server struct {
 	burst     int // throttle the next burst requests
 	drops     int // drop the answers of the next drops requests
 	injected  map[string]int
+	byKey     map[string]map[string]int // calls per access key, per operation
+	holds     map[string]*Hold          // by access key
 	tokens    float64
 	lastToken time.Time
 	now       func() time.Time
@@ -136,6 +139,8 @@ func New(opts Options) *Server {
 		changes:  map[string]time.Time{},
 		calls:    map[string]int{},
 		injected: map[string]int{},
+		byKey:    map[string]map[string]int{},
+		holds:    map[string]*Hold{},
 		rng:      rand.New(rand.NewPCG(0, 0)),
 		tokens:   float64(opts.Burst),
 		now:      time.Now,
@@ -203,6 +208,39 @@ func (s *Server) Calls() map[string]int {
 	return maps.Clone(s.calls)
 }
 
+// CallsBy returns the requests signed with one access key per operation, throttled and failed ones
+// included: which of several clients sharing a zone (clusters, each with its own key) keeps writing.
+func (s *Server) CallsBy(accessKey string) map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return maps.Clone(s.byKey[accessKey])
+}
+
+// Hold holds a client's requests after one of its changes, so a test can put another client's write
+// between a client's change and its next read: the interleaving of two writers that start together.
+type Hold struct {
+	holding  chan struct{}
+	released chan struct{}
+	once     sync.Once
+}
+
+// Holding is closed once the change has applied and the client's later requests are held.
+func (h *Hold) Holding() <-chan struct{} { return h.holding }
+
+// Release lets the held requests (and every later one) through; it may be called more than once.
+func (h *Hold) Release() { h.once.Do(func() { close(h.released) }) }
+
+// HoldAfterChange arms a hold for the client signing with accessKey: after its next successful
+// ChangeResourceRecordSets, every request it sends waits until Release (or until it gives up). The
+// change itself is answered at once.
+func (s *Server) HoldAfterChange(accessKey string) *Hold {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h := &Hold{holding: make(chan struct{}), released: make(chan struct{})}
+	s.holds[accessKey] = h
+	return h
+}
+
 // Listen serves the API on addr, which must be a loopback address ("127.0.0.1:0" picks a port),
 // until the returned server is closed. It returns the base URL for the SDK's BaseEndpoint.
 func (s *Server) Listen(addr string) (*http.Server, string, error) {
@@ -229,9 +267,28 @@ type apiError struct {
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	op, zoneID, changeID := route(r)
+	key := accessKeyOf(r)
+	s.mu.Lock()
+	hold := s.holds[key]
+	s.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold.holding:
+			select {
+			case <-hold.released:
+			case <-r.Context().Done():
+				return
+			}
+		default:
+		}
+	}
 	s.mu.Lock()
 	if op != "" {
 		s.calls[op]++
+		if s.byKey[key] == nil {
+			s.byKey[key] = map[string]int{}
+		}
+		s.byKey[key][op]++
 	}
 	fault := s.pickFault()
 	if fault != "" {
@@ -273,6 +330,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		body, apiErr = s.listRecordSets(r, zoneID)
 	case OpChangeResourceRecordSets:
 		body, apiErr = s.change(r, zoneID)
+		if apiErr == nil && hold != nil {
+			s.mu.Lock()
+			select {
+			case <-hold.holding:
+			default:
+				close(hold.holding)
+			}
+			s.mu.Unlock()
+		}
 	case OpGetChange:
 		body, apiErr = s.getChange(changeID)
 	}
@@ -295,9 +361,18 @@ func (s *Server) knownKey(r *http.Request) bool {
 	if len(s.opts.AccessKeys) == 0 {
 		return true
 	}
+	key := accessKeyOf(r)
+	return key != "" && slices.Contains(s.opts.AccessKeys, key)
+}
+
+// accessKeyOf returns the access key ID of the SigV4 Authorization header, or "".
+func accessKeyOf(r *http.Request) string {
 	_, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential=")
+	if !ok {
+		return ""
+	}
 	key, _, _ := strings.Cut(cred, "/")
-	return ok && slices.Contains(s.opts.AccessKeys, key)
+	return key
 }
 
 func route(r *http.Request) (op, zoneID, changeID string) {

@@ -193,3 +193,43 @@ func TestRecordSetsPageInRoute53Order(t *testing.T) {
 		t.Errorf("%d pages for 6 sets in pages of 3, want 2", n)
 	}
 }
+
+// Calls are counted per access key, and a hold lets a client's change through and keeps its next
+// requests until released, while other clients go on.
+func TestCallsByKeyAndHoldAfterChange(t *testing.T) {
+	emu, c, zoneID := client(t, Options{RequestsPerSecond: -1})
+	other := r53.New(r53.Options{Region: "us-east-1", BaseEndpoint: c.Options().BaseEndpoint, Retryer: aws.NopRetryer{},
+		Credentials: credentials.NewStaticCredentialsProvider("AKIDOTHER", "secret", "")})
+	hold := emu.HoldAfterChange("AKID")
+	if err := submit(t, c, zoneID, change(types.ChangeActionCreate, set("a.example.com", types.RRTypeA, "192.0.2.1"))); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-hold.Holding():
+	default:
+		t.Fatal("the hold did not start after the client's change")
+	}
+	listed := make(chan error, 1)
+	go func() {
+		_, err := c.ListResourceRecordSets(t.Context(), &r53.ListResourceRecordSetsInput{HostedZoneId: aws.String(zoneID)})
+		listed <- err
+	}()
+	if err := submit(t, other, zoneID, change(types.ChangeActionCreate, set("b.example.com", types.RRTypeA, "192.0.2.2"))); err != nil {
+		t.Fatalf("another client is held too: %v", err)
+	}
+	select {
+	case err := <-listed:
+		t.Fatalf("the held client's read was answered before the release (err %v)", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	hold.Release()
+	if err := <-listed; err != nil {
+		t.Fatal(err)
+	}
+	if got := emu.CallsBy("AKID"); got[OpChangeResourceRecordSets] != 1 || got[OpListResourceRecordSets] != 1 {
+		t.Errorf("CallsBy(AKID) = %v, want one change and one listing", got)
+	}
+	if got := emu.CallsBy("AKIDOTHER"); got[OpChangeResourceRecordSets] != 1 || len(got) != 1 {
+		t.Errorf("CallsBy(AKIDOTHER) = %v, want one change", got)
+	}
+}

@@ -292,7 +292,7 @@ func TestBadInput(t *testing.T) {
 			unparsable.secret(t, pc.secret, bad[pc.secret])
 			unparsable.record(t, pc.secret, pc.secret, pc.secret+"."+zoneName, simple(pc.secret+"."+zoneName))
 			expect = append(expect, badExpectation{
-				account: unparsable, record: pc.secret, reason: dnsrecord.ReasonUnsupportedProvider,
+				account: unparsable, record: pc.secret, reason: v1alpha1.ReasonUnsupportedProvider,
 				contains: []string{"provider secret " + unparsable.cl.ns + "/" + pc.secret, pc.key},
 				hidden:   badCredentialValues(t, unparsable.c),
 			})

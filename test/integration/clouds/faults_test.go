@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
-	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/test/emulators/cloud"
@@ -316,7 +315,7 @@ func faultsNoLostOwnership(t testing.TB, cls []*cluster) {
 			t.Fatal(err)
 		}
 		for i := range list.Items {
-			if c := ready(&list.Items[i]); c != nil && c.Reason == dnsrecord.ReasonConflicted {
+			if c := ready(&list.Items[i]); c != nil && c.Reason == v1alpha1.ReasonConflicted {
 				t.Fatalf("%s: record %s is Conflicted, so a record set of its lost its ownership TXT: %s", cl.name, list.Items[i].Name, c.Message)
 			}
 		}
@@ -385,7 +384,7 @@ func faultsHuman(t testing.TB, c *cloud.Cloud) []*v1alpha1.Endpoint {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Apply(t.Context(), *zone, &providers.Changes{Create: eps}); err != nil {
+	if err := p.Apply(t.Context(), *zone, nil, &providers.Changes{Create: eps}); err != nil {
 		t.Fatal(err)
 	}
 	return eps

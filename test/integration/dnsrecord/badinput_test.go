@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
-	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 )
@@ -59,9 +58,9 @@ func TestBadInput(t *testing.T) {
 	cases := []struct {
 		name, host, provider, reason, message string
 	}{
-		{"missing secret", "a.example.com", "nope", dnsrecord.ReasonProviderSecretMissing, "secret " + cl.ns + "/nope not found"},
-		{"no default provider", "b.example.com", "", dnsrecord.ReasonProviderSecretMissing, "no providerRef and no secret labelled kuadrant.io/default-provider=true"},
-		{"unsupported type", "c.example.com", "aws", dnsrecord.ReasonUnsupportedProvider, `has type "kuadrant.io/aws", which is not supported or not enabled`},
+		{"missing secret", "a.example.com", "nope", v1alpha1.ReasonProviderSecretMissing, "secret " + cl.ns + "/nope not found"},
+		{"no default provider", "b.example.com", "", v1alpha1.ReasonProviderSecretMissing, "no providerRef and no secret labelled kuadrant.io/default-provider=true"},
+		{"unsupported type", "c.example.com", "aws", v1alpha1.ReasonUnsupportedProvider, `has type "kuadrant.io/aws", which is not supported or not enabled`},
 		{"public suffix", "co.uk", "suffix", v1alpha1.ReasonDNSProviderError, "Unable to find suitable zone in provider: "},
 		{"two zones of one name", "app.twins.example.com", "twins", v1alpha1.ReasonDNSProviderError, "Unable to find suitable zone in provider: "},
 	}
@@ -117,36 +116,6 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
-// A record whose provider Secret is deleted first is released after the grace period instead of
-// hanging on its finalizer forever, and an event says its records may remain.
-func TestSecretDeletedBeforeRecord(t *testing.T) {
-	store := inmemory.NewStore()
-	cl := startClusters(t, 1, store, fastOptions(), nil)[0]
-	const z = "orphan.example.com"
-	store.EnsureZone(z)
-	cl.secret(t, z)
-	cl.record(t, "web", "app."+z, a("app."+z, 60, "10.8.0.1"))
-	eventually(t, 10*time.Second, func() string {
-		if c := ready(cl.get(t, "web")); c == nil || c.Status != metav1.ConditionTrue {
-			return fmt.Sprintf("Ready %v", c)
-		}
-		return ""
-	})
-	if err := cl.c.Delete(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "provider", Namespace: cl.ns}}); err != nil {
-		t.Fatal(err)
-	}
-	cl.delete(t, "web")
-	eventually(t, 15*time.Second, func() string {
-		r := &v1alpha1.DNSRecord{}
-		if err := cl.c.Get(t.Context(), keyOf(cl, "web"), r); !apierrors.IsNotFound(err) {
-			c := ready(r)
-			return fmt.Sprintf("record still there (Ready %v)", c)
-		}
-		return ""
-	})
-	expectEvent(t, cl, dnsrecord.ReasonProviderSecretMissing)
-}
-
 // A record waiting for its provider Secret, or for a default-provider Secret, is published as soon
 // as the Secret appears, not at its next backoff retry: the backoff here is 5 minutes, so only the
 // controller's Secret watch can bring the records to Ready within the test.
@@ -167,8 +136,8 @@ func TestSecretCreatedLaterIsPickedUpAtOnce(t *testing.T) {
 	}
 	for _, name := range []string{"by-ref", "by-default"} {
 		eventually(t, 10*time.Second, func() string {
-			if c := ready(cl.get(t, name)); c == nil || c.Reason != dnsrecord.ReasonProviderSecretMissing {
-				return fmt.Sprintf("%s: Ready %v, want %s", name, c, dnsrecord.ReasonProviderSecretMissing)
+			if c := ready(cl.get(t, name)); c == nil || c.Reason != v1alpha1.ReasonProviderSecretMissing {
+				return fmt.Sprintf("%s: Ready %v, want %s", name, c, v1alpha1.ReasonProviderSecretMissing)
 			}
 			return ""
 		})
@@ -195,7 +164,7 @@ func TestSecretCreatedLaterIsPickedUpAtOnce(t *testing.T) {
 // failingApply refuses every batch, as a provider rejecting credentials or a record would.
 type failingApply struct{ providers.Provider }
 
-func (failingApply) Apply(context.Context, providers.Zone, *providers.Changes) error {
+func (failingApply) Apply(context.Context, providers.Zone, providers.State, *providers.Changes) error {
 	return providers.Errorf(providers.Permanent, "AccessDenied: not authorized to change zone, RequestID: 5f2c-77aa")
 }
 

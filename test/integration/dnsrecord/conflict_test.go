@@ -9,11 +9,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
-	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 )
 
@@ -38,27 +38,32 @@ func (cl *cluster) ownedRecord(t *testing.T, owner, host string, eps ...*v1alpha
 
 // conflictCase is two owners with different wishes for one thing.
 type conflictCase struct {
-	name      string
-	host      string
-	winner    []*v1alpha1.Endpoint // owner-a's (the lowest owner ID) endpoints
-	loser     []*v1alpha1.Endpoint // owner-b's
-	field     string               // what the loser reports
-	published []string             // the zone's records while both are present
-	after     []string             // the zone's records once owner-a left
+	name   string
+	host   string
+	winner []*v1alpha1.Endpoint // owner-a's (the lowest owner ID) endpoints
+	loser  []*v1alpha1.Endpoint // owner-b's
+	field  string               // what the loser reports
+	// loserReady is the loser's Ready status: True when every record key it wants is published
+	// (with the winner's value for the shared thing), False when one is not there at all.
+	loserReady metav1.ConditionStatus
+	published  []string // the zone's records while both are present
+	after      []string // the zone's records once owner-a left
 }
 
-// Each conflict converges to the lowest owner's value, both owners stop writing, the loser says so,
+// Each conflict converges to the lowest owner's value, both owners stop writing, the loser says so
+// (Conflicted=True naming the field and the winner; Ready says whether its records are published),
 // and the loser's value takes over when the winner leaves.
 func TestConflictsEnd(t *testing.T) {
 	const z = "conflict.example.com"
 	host := func(s string) string { return s + "." + z }
 	cases := []conflictCase{
 		{
-			name:   "different default geo",
-			host:   host("geo"),
-			winner: lbTree(host("geo"), "IE", 120, true, "aaaaaa-111111", "10.2.0.1"),
-			loser:  lbTree(host("geo"), "US", 120, true, "bbbbbb-222222", "10.2.0.2"),
-			field:  "targets",
+			name:       "different default geo",
+			host:       host("geo"),
+			winner:     lbTree(host("geo"), "IE", 120, true, "aaaaaa-111111", "10.2.0.1"),
+			loser:      lbTree(host("geo"), "US", 120, true, "bbbbbb-222222", "10.2.0.2"),
+			field:      "targets",
+			loserReady: metav1.ConditionTrue,
 			published: []string{
 				"aaaaaa-111111.klb.geo.conflict.example.com A 60 10.2.0.1",
 				"bbbbbb-222222.klb.geo.conflict.example.com A 60 10.2.0.2",
@@ -78,29 +83,32 @@ func TestConflictsEnd(t *testing.T) {
 			},
 		},
 		{
-			name:      "different TTL on a shared record",
-			host:      host("ttl"),
-			winner:    []*v1alpha1.Endpoint{a(host("ttl"), 60, "10.3.0.1")},
-			loser:     []*v1alpha1.Endpoint{a(host("ttl"), 300, "10.3.0.2")},
-			field:     "recordTTL",
-			published: []string{"ttl.conflict.example.com A 60 10.3.0.1,10.3.0.2"},
-			after:     []string{"ttl.conflict.example.com A 300 10.3.0.2"},
+			name:       "different TTL on a shared record",
+			host:       host("ttl"),
+			winner:     []*v1alpha1.Endpoint{a(host("ttl"), 60, "10.3.0.1")},
+			loser:      []*v1alpha1.Endpoint{a(host("ttl"), 300, "10.3.0.2")},
+			field:      "recordTTL",
+			loserReady: metav1.ConditionTrue,
+			published:  []string{"ttl.conflict.example.com A 60 10.3.0.1,10.3.0.2"},
+			after:      []string{"ttl.conflict.example.com A 300 10.3.0.2"},
 		},
 		{
-			name:      "two simple CNAMEs for one host",
-			host:      host("cname"),
-			winner:    []*v1alpha1.Endpoint{cname(host("cname"), 60, "lb-a.example.net")},
-			loser:     []*v1alpha1.Endpoint{cname(host("cname"), 60, "lb-b.example.net")},
-			field:     "targets",
-			published: []string{"cname.conflict.example.com CNAME 60 lb-a.example.net"},
-			after:     []string{"cname.conflict.example.com CNAME 60 lb-b.example.net"},
+			name:       "two simple CNAMEs for one host",
+			host:       host("cname"),
+			winner:     []*v1alpha1.Endpoint{cname(host("cname"), 60, "lb-a.example.net")},
+			loser:      []*v1alpha1.Endpoint{cname(host("cname"), 60, "lb-b.example.net")},
+			field:      "targets",
+			loserReady: metav1.ConditionTrue,
+			published:  []string{"cname.conflict.example.com CNAME 60 lb-a.example.net"},
+			after:      []string{"cname.conflict.example.com CNAME 60 lb-b.example.net"},
 		},
 		{
-			name:   "simple A against loadbalanced CNAME",
-			host:   host("mixed"),
-			winner: []*v1alpha1.Endpoint{a(host("mixed"), 60, "10.4.0.1")},
-			loser:  lbTree(host("mixed"), "US", 100, false, "cccccc-333333", "10.4.0.2"),
-			field:  "recordType",
+			name:       "simple A against loadbalanced CNAME",
+			host:       host("mixed"),
+			winner:     []*v1alpha1.Endpoint{a(host("mixed"), 60, "10.4.0.1")},
+			loser:      lbTree(host("mixed"), "US", 100, false, "cccccc-333333", "10.4.0.2"),
+			field:      "recordType",
+			loserReady: metav1.ConditionFalse,
 			published: []string{
 				"cccccc-333333.klb.mixed.conflict.example.com A 60 10.4.0.2",
 				"klb.mixed.conflict.example.com CNAME 300 us.klb.mixed.conflict.example.com set=US",
@@ -133,20 +141,36 @@ func TestConflictsEnd(t *testing.T) {
 				if msg := same(records(t, store, z), tc.published); msg != "" {
 					return msg
 				}
-				w, l := ready(cls[0].get(t, "web")), ready(cls[1].get(t, "web"))
-				if w == nil || w.Status != metav1.ConditionTrue {
+				winner, loser := cls[0].get(t, "web"), cls[1].get(t, "web")
+				if w := ready(winner); w == nil || w.Status != metav1.ConditionTrue {
 					return fmt.Sprintf("winner Ready %v", w)
 				}
-				if l == nil || l.Reason != dnsrecord.ReasonConflicted {
-					return fmt.Sprintf("loser Ready %v", l)
+				if w := conflicted(winner); w == nil || w.Status != metav1.ConditionFalse || w.Reason != v1alpha1.ReasonNoConflict {
+					return fmt.Sprintf("winner Conflicted %v, want False NoConflict", w)
+				}
+				if l := conflicted(loser); l == nil || l.Status != metav1.ConditionTrue || l.Reason != v1alpha1.ReasonConflicted {
+					return fmt.Sprintf("loser Conflicted %v", l)
+				}
+				l := ready(loser)
+				switch {
+				case tc.loserReady == metav1.ConditionTrue && (l == nil || l.Status != metav1.ConditionTrue || l.Reason != v1alpha1.ReasonProviderSuccess):
+					return fmt.Sprintf("loser Ready %v, want True ProviderSuccess: its records are published", l)
+				case tc.loserReady == metav1.ConditionFalse && (l == nil || l.Status != metav1.ConditionFalse || l.Reason != v1alpha1.ReasonConflicted):
+					return fmt.Sprintf("loser Ready %v, want False Conflicted: a record it wants is not published", l)
 				}
 				return ""
 			})
-			msg := ready(cls[1].get(t, "web")).Message
-			if !strings.Contains(msg, "owner owner-a") || !strings.Contains(msg, tc.field) {
-				t.Errorf("loser's condition must name the winning owner and the field %q: %s", tc.field, msg)
+			loser := cls[1].get(t, "web")
+			msg := conflicted(loser).Message
+			if !strings.HasPrefix(msg, "Another owner's value is published: ") || !strings.Contains(msg, "from owner owner-a") || !strings.Contains(msg, ": "+tc.field+" wants ") {
+				t.Errorf("loser's Conflicted condition must name the winning owner and the field %q: %s", tc.field, msg)
 			}
-			expectEvent(t, cls[1], dnsrecord.ReasonConflicted)
+			if tc.loserReady == metav1.ConditionFalse {
+				if m := ready(loser).Message; !strings.Contains(m, tc.host+" CNAME") || !strings.Contains(m, "from owner owner-a") {
+					t.Errorf("loser's Ready must name the record that is not published and the winner: %s", m)
+				}
+			}
+			expectEvent(t, cls[1], v1alpha1.ReasonConflicted)
 
 			// Quiet: over at least ten further passes of each record, nobody writes.
 			writes := store.ZoneCalls(inmemory.ZoneID(z)).Apply
@@ -171,10 +195,18 @@ func TestConflictsEnd(t *testing.T) {
 				if l := ready(cls[1].get(t, "web")); l == nil || l.Status != metav1.ConditionTrue {
 					return fmt.Sprintf("remaining owner Ready %v", l)
 				}
+				if c := conflicted(cls[1].get(t, "web")); c == nil || c.Status != metav1.ConditionFalse {
+					return fmt.Sprintf("remaining owner Conflicted %v, want False", c)
+				}
 				return ""
 			})
 		})
 	}
+}
+
+// conflicted returns the record's Conflicted condition (nil when not set yet).
+func conflicted(r *v1alpha1.DNSRecord) *metav1.Condition {
+	return meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ConditionTypeConflicted)
 }
 
 func expectEvent(t *testing.T, cl *cluster, reason string) {

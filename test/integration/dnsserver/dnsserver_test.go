@@ -20,7 +20,6 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
-	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
 	"github.com/dnspolicy/dnspolicy-controller/providers/coredns"
 )
@@ -220,7 +219,7 @@ func TestCoreDNSRecordIsServed(t *testing.T) {
 			return err.Error()
 		}
 		c := meta.FindStatusCondition(auth.Status.Conditions, v1alpha1.ConditionTypeReady)
-		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != dnsrecord.ReasonAuthoritative {
+		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonAuthoritative {
 			return fmt.Sprintf("authoritative record Ready = %+v", c)
 		}
 		return ""

@@ -1,0 +1,196 @@
+package dnsrecord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/zone"
+	"github.com/dnspolicy/dnspolicy-controller/providers"
+)
+
+// Deletion. While the finalizer is on, a pass withdraws every claim of this owner that the zone
+// holds, whatever the status says: the status may have lost its endpoints or zone (a crash between
+// the write and the status patch), so the zone is connected to even then, and the plan withdraws
+// what the zone's ownership TXTs say this owner claims.
+//
+// A permanent error (the Secret gone and its backend no longer kept, credentials revoked, the zone
+// deleted, the backend type disabled) holds the record until OrphanGrace after its deletion; the
+// first attempt after that which still fails releases it, with a Warning event naming what it left
+// in the zone. Several default-provider Secrets are not such an error: the record waits for the
+// user to say which Secret it is, however long that takes.
+
+// connectForDeletion finds the backend and the zone this record may have written to.
+func (r *Reconciler) connectForDeletion(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+	rec := s.record
+	if !controllerutil.ContainsFinalizer(rec, v1alpha1.RecordFinalizer) {
+		return ctrl.Result{}, nil, true
+	}
+	secret, err := r.providerSecret(ctx, rec)
+	switch {
+	case err == nil:
+		if s.backend, err = r.backends.Backend(ctx, s.key, secret, providers.Env{Client: r.Client, Namespace: secret.Namespace}); err != nil {
+			return r.releaseOrWait(ctx, s, v1alpha1.ReasonUnsupportedProvider, err)
+		}
+	case errors.Is(err, errSecretMissing):
+		last, ok := r.backends.Last(s.key)
+		if !ok {
+			return r.releaseOrWait(ctx, s, v1alpha1.ReasonProviderSecretMissing, err)
+		}
+		// Withdraw with the credentials the record published with.
+		log.FromContext(ctx).Info("provider secret gone; withdrawing with the backend built from it", "secret", last.Secret.String())
+		s.backend = last
+	default:
+		// Several default providers, or the API server failed: wait, never release.
+		r.setReady(s, metav1.ConditionFalse, secretReason(err), err.Error())
+		return ctrl.Result{}, err, true
+	}
+
+	if s.backend.Records != nil {
+		return ctrl.Result{}, nil, false // it serves the whole record: no zone
+	}
+	if rec.Status.ZoneID != "" {
+		s.zone = providers.Zone{ID: rec.Status.ZoneID, DNSName: rec.Status.ZoneDomainName}
+		return ctrl.Result{}, nil, false
+	}
+	// The status never recorded a zone, yet the record may have written to one: find it as a
+	// publish would.
+	z, err := r.chooseZone(ctx, s)
+	switch {
+	case errors.Is(err, zone.ErrNoZone):
+		// No zone the credentials see holds the host, so none holds anything of this record.
+		res, err := r.removeFinalizer(ctx, s)
+		return res, err, true
+	case err != nil:
+		reason := v1alpha1.ReasonDNSProviderError
+		msg := fmt.Sprintf(v1alpha1.MessageNoZone, zoneProblem(s, err))
+		if isZoneRefusal(err) || providers.KindOf(err) == providers.Permanent {
+			return r.releaseOrWait(ctx, s, reason, errors.New(msg))
+		}
+		r.setReady(s, metav1.ConditionFalse, reason, msg)
+		return ctrl.Result{}, err, true
+	}
+	s.zone = z
+	return ctrl.Result{}, nil, false
+}
+
+// withdraw publishes nothing for this owner, then releases the record.
+func (r *Reconciler) withdraw(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+	rec := s.record
+	if s.backend.Records != nil {
+		if err := s.backend.Records.RemoveRecord(ctx, rec.DeepCopy()); err != nil {
+			if providers.KindOf(err) == providers.Permanent {
+				return r.releaseOrWait(ctx, s, v1alpha1.ReasonProviderError, fmt.Errorf(v1alpha1.MessageProviderError, err.Error()))
+			}
+			r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonProviderError, fmt.Sprintf(v1alpha1.MessageProviderError, err.Error()))
+			return ctrl.Result{}, err, true
+		}
+		res, err := r.removeFinalizer(ctx, s)
+		return res, err, true
+	}
+	out, err := r.Publisher.Publish(ctx, s.backend.Provider, s.backend.Account, s.zone, publish.Request{
+		OwnerID: ownerID(rec), Previous: rec.Status.Endpoints,
+	})
+	if err != nil {
+		permanent := providers.KindOf(err) == providers.Permanent
+		if r.zoneGone(ctx, s) {
+			err, permanent = fmt.Errorf("zone %s (%s) is no longer listed by provider secret %s: %w", s.zone.DNSName, s.zone.ID, s.backend.Secret, err), true
+		}
+		if permanent {
+			return r.releaseOrWait(ctx, s, v1alpha1.ReasonProviderError, fmt.Errorf(v1alpha1.MessageProviderError, err.Error()))
+		}
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonProviderError, fmt.Sprintf(v1alpha1.MessageProviderError, err.Error()))
+		return ctrl.Result{}, err, true
+	}
+	if !out.Validated {
+		return ctrl.Result{RequeueAfter: r.Options.ValidationRetry}, nil, true
+	}
+	res, err := r.removeFinalizer(ctx, s)
+	return res, err, true
+}
+
+// zoneGone reports whether a fresh zone list of the backend lacks the record's zone. A listing
+// that fails tells nothing.
+func (r *Reconciler) zoneGone(ctx context.Context, s *scope) bool {
+	zones, err := s.backend.Zones(ctx, time.Now(), 0)
+	if err != nil {
+		return false
+	}
+	for _, z := range zones {
+		if z.ID == s.zone.ID {
+			return false
+		}
+	}
+	return true
+}
+
+// isZoneRefusal reports whether zone.Choose refused the host for good (not a failed listing).
+func isZoneRefusal(err error) bool {
+	return errors.Is(err, zone.ErrPublicSuffix) || errors.Is(err, zone.ErrApexNotAllowed) ||
+		errors.Is(err, zone.ErrAmbiguousZone) || errors.Is(err, zone.ErrInvalidHost)
+}
+
+// releaseOrWait handles a permanent error on deletion: until OrphanGrace after the deletion the
+// record waits (a fixed Secret is picked up at once through the Secret watch); the first attempt
+// after that which still fails releases it with a Warning event naming what it leaves in the zone.
+func (r *Reconciler) releaseOrWait(ctx context.Context, s *scope, reason string, cause error) (ctrl.Result, error, bool) {
+	rec := s.record
+	grace := r.Options.OrphanGrace
+	if waited := time.Since(rec.DeletionTimestamp.Time); waited < grace {
+		r.setReady(s, metav1.ConditionFalse, reason, fmt.Sprintf(
+			"%s; deleting: this owner's records cannot be withdrawn from the zone, and the DNSRecord is released without withdrawing them %s after its deletion unless this is fixed",
+			cause, grace))
+		return ctrl.Result{RequeueAfter: min(grace-waited, r.Options.MaxBackoff)}, nil, true
+	}
+	r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, reason, "Release",
+		"released %s after deletion without withdrawing its records (%s); left in %s: %s",
+		grace, conditions.StableMessage(cause.Error()), zoneOf(rec), leftBehind(rec))
+	res, err := r.removeFinalizer(ctx, s)
+	return res, err, true
+}
+
+// zoneOf names the zone the record's records are in, as far as the status knows.
+func zoneOf(rec *v1alpha1.DNSRecord) string {
+	if rec.Status.ZoneID == "" {
+		return "the zone holding " + rec.Spec.RootHost + " (not recorded in the status)"
+	}
+	return fmt.Sprintf("zone %s (%s)", rec.Status.ZoneDomainName, rec.Status.ZoneID)
+}
+
+// leftBehind names what a released record may have left in its zone: the records its status says it
+// published, at most ten of them, and its ownership TXTs.
+func leftBehind(rec *v1alpha1.DNSRecord) string {
+	owner := ownerID(rec)
+	claims := fmt.Sprintf("the ownership TXT records of owner %s (%s%s-*)", owner, registry.Prefix, hash.Base36(owner, 8))
+	eps := rec.Status.Endpoints
+	if len(eps) == 0 {
+		return "whatever records " + claims + " claim"
+	}
+	const shown = 10
+	var names []string
+	for i, ep := range eps {
+		if i == shown {
+			names = append(names, fmt.Sprintf("and %d more", len(eps)-shown))
+			break
+		}
+		name := ep.DNSName + " " + ep.RecordType
+		if ep.SetIdentifier != "" {
+			name += " set " + ep.SetIdentifier
+		}
+		names = append(names, name)
+	}
+	return "its contributions to " + strings.Join(names, ", ") + ", and " + claims
+}

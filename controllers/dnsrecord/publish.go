@@ -1,0 +1,167 @@
+package dnsrecord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/backends"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/zone"
+	"github.com/dnspolicy/dnspolicy-controller/providers"
+)
+
+// validate works out the owner ID and refuses a spec no backend should see (validate.go): a bad
+// record never reaches a zone's batch, so it cannot fail the records it would have shared one with.
+// Retrying does not fix a spec; a new generation starts a pass.
+func (r *Reconciler) validate(_ context.Context, s *scope) (ctrl.Result, error, bool) {
+	rec := s.record
+	rec.Status.OwnerID = ownerID(rec)
+	if err := validateSpec(rec); err != nil {
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonValidationError, err.Error())
+		return ctrl.Result{}, reconcile.TerminalError(err), true
+	}
+	return ctrl.Result{}, nil, false
+}
+
+// connect finds the Secret, its backend and the zone.
+func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+	rec := s.record
+	secret, err := r.providerSecret(ctx, rec)
+	if err != nil {
+		r.setReady(s, metav1.ConditionFalse, secretReason(err), err.Error())
+		return ctrl.Result{}, err, true
+	}
+	rec.Status.ProviderRef = v1alpha1.ProviderRef{Name: secret.Name}
+	if s.backend, err = r.backends.Backend(ctx, s.key, secret, providers.Env{Client: r.Client, Namespace: secret.Namespace}); err != nil {
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonUnsupportedProvider, err.Error())
+		return ctrl.Result{}, err, true
+	}
+	if s.backend.Records != nil {
+		return ctrl.Result{}, nil, false // it serves the whole record: no zone
+	}
+	if s.zone, err = r.chooseZone(ctx, s); err != nil {
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonDNSProviderError, fmt.Sprintf(v1alpha1.MessageNoZone, zoneProblem(s, err)))
+		return ctrl.Result{}, err, true
+	}
+	rec.Status.ZoneID, rec.Status.ZoneDomainName = s.zone.ID, s.zone.DNSName
+	return ctrl.Result{}, nil, false
+}
+
+// publish hands the desired endpoints to the zone's queue and reports the outcome.
+func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+	if s.backend.Records != nil {
+		return r.ensureWhole(ctx, s)
+	}
+	rec := s.record
+	prov := s.backend.Provider
+	desired, err := prov.AdjustEndpoints(copyEndpoints(rec.Spec.Endpoints))
+	if err != nil {
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonValidationError, err.Error())
+		if providers.KindOf(err) == providers.Permanent {
+			return ctrl.Result{}, reconcile.TerminalError(err), true
+		}
+		return ctrl.Result{}, err, true
+	}
+	out, err := r.Publisher.Publish(ctx, prov, s.backend.Account, s.zone, publish.Request{
+		OwnerID: rec.Status.OwnerID, Previous: rec.Status.Endpoints, Desired: desired,
+	})
+	if err != nil {
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonProviderError, fmt.Sprintf(v1alpha1.MessageProviderError, err.Error()))
+		return ctrl.Result{}, err, true
+	}
+	r.recordOutcome(s, out)
+	unpublished := unpublishedConflicts(desired, out.Plan)
+	switch {
+	case out.Wrote && !out.Validated:
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonAwaitingValidation, v1alpha1.MessageAwaitingValidation)
+		return ctrl.Result{RequeueAfter: r.Options.ValidationRetry}, nil, true
+	case len(unpublished) > 0:
+		// Some record this owner wants is not in the zone at all: its traffic does not flow there.
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonConflicted, conflictMessage(unpublished))
+	case !out.Validated && len(out.Plan.Conflicts) == 0:
+		// Nothing to write, yet the zone does not hold what we publish: it changed under the cached
+		// view. Re-read soon rather than report success. (With conflicts, the zone holds the
+		// winners' values where this owner's wishes differ, which the plan has just said.)
+		r.Publisher.Forget(s.backend.Account, s.zone)
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonAwaitingValidation, v1alpha1.MessageAwaitingValidation)
+		return ctrl.Result{RequeueAfter: r.Options.ValidationRetry}, nil, true
+	default:
+		// Every record this owner wants is published, possibly with another owner's winning value
+		// for a shared thing: the Conflicted condition says which.
+		r.setReady(s, metav1.ConditionTrue, v1alpha1.ReasonProviderSuccess, v1alpha1.MessageProviderSuccess)
+	}
+	return r.recheck(s, out.Wrote), nil, true
+}
+
+// chooseZone picks the zone, from a zone list reused for ZoneListMaxAge. A miss re-lists once if the
+// list is older than backends.ZoneRelistAfter: the zone may have been created since.
+func (r *Reconciler) chooseZone(ctx context.Context, s *scope) (providers.Zone, error) {
+	for attempt := 0; ; attempt++ {
+		maxAge := r.Options.ZoneListMaxAge
+		if attempt > 0 {
+			maxAge = min(maxAge, backends.ZoneRelistAfter)
+		}
+		zones, err := s.backend.Zones(ctx, time.Now(), maxAge)
+		if err != nil {
+			return providers.Zone{}, err
+		}
+		z, err := zone.Choose(s.record.Spec.RootHost, zones, s.backend.Provider.Capabilities().ApexRecords, s.record.Status.ZoneID)
+		if err == nil || attempt > 0 || !errors.Is(err, zone.ErrNoZone) {
+			return z, err
+		}
+	}
+}
+
+func (r *Reconciler) recordOutcome(s *scope, out publish.Outcome) {
+	rec := s.record
+	rec.Status.Endpoints = out.Plan.Published
+	rec.Status.DomainOwners = out.Plan.Owners
+	if out.Wrote {
+		rec.Status.WriteCounter++
+		recordWrites.WithLabelValues(rec.Namespace, rec.Name).Inc()
+	} else {
+		rec.Status.WriteCounter = 0
+	}
+	for _, c := range out.Plan.Conflicts {
+		conflicts.WithLabelValues(c.Field).Inc()
+	}
+	r.setConflicted(s, out.Plan.Conflicts)
+}
+
+// ensureWhole hands the record to a backend that serves whole records, and writes what it reports.
+func (r *Reconciler) ensureWhole(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+	rec := s.record
+	st, err := s.backend.Records.EnsureRecord(ctx, rec.DeepCopy())
+	if err != nil {
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonProviderError, fmt.Sprintf(v1alpha1.MessageProviderError, err.Error()))
+		return ctrl.Result{}, err, true
+	}
+	rec.Status.Endpoints = st.Endpoints
+	r.setReady(s, st.Ready.Status, st.Ready.Reason, st.Ready.Message)
+	if st.Healthy != nil {
+		conditionOrder.Set(&rec.Status.Conditions, rec.Generation, metav1.Condition{
+			Type: v1alpha1.ConditionTypeHealthy, Status: st.Healthy.Status, Reason: st.Healthy.Reason, Message: st.Healthy.Message,
+		})
+	} else {
+		conditionOrder.Remove(&rec.Status.Conditions, v1alpha1.ConditionTypeHealthy)
+	}
+	if st.RecheckAfter > 0 {
+		return ctrl.Result{RequeueAfter: jitter(st.RecheckAfter)}, nil, true
+	}
+	return r.recheck(s, false), nil, true
+}
+
+func copyEndpoints(eps []*v1alpha1.Endpoint) []*v1alpha1.Endpoint {
+	out := make([]*v1alpha1.Endpoint, len(eps))
+	for i, ep := range eps {
+		out[i] = ep.DeepCopy()
+	}
+	return out
+}
