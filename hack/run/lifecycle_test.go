@@ -362,7 +362,7 @@ func TestNothingOutlivesMakeRun(t *testing.T) {
 	t.Run("make run is killed", func(t *testing.T) {
 		r := startRun(t, nil)
 		r.awaitReady(t)
-		killed := r.processes(t)
+		killed := describe(r.processes(t))
 		if err := r.cmd.Process.Kill(); err != nil {
 			t.Fatal(err)
 		}
@@ -380,7 +380,7 @@ func TestNothingOutlivesMakeRun(t *testing.T) {
 		}
 		_ = next.cmd.Process.Signal(syscall.SIGINT)
 		next.awaitExit(t)
-		t.Logf("killed with make run: %s", describe(killed))
+		t.Logf("killed with make run: %s", killed)
 	})
 
 	// SIGKILL of make (the parent make run is exec'd by): make run is told to stop and cleans up.
