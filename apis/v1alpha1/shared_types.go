@@ -38,14 +38,6 @@ const (
 	DefaultEndpointGVR                               = "kuadrant.io/v1alpha1.dnsrecords"
 	DefaultEndpointZoneRecordLabel                   = "kuadrant.io/zone-record=true"
 
-	// SecretTypeRFC2136 publishes by dynamic update (RFC 2136) with TSIG to BIND, Knot or PowerDNS.
-	SecretTypeRFC2136       corev1.SecretType = "kuadrant.io/rfc2136"
-	RFC2136ServerKey                          = "RFC2136_SERVER"
-	RFC2136TSIGKeyNameKey                     = "RFC2136_TSIG_KEYNAME"
-	RFC2136TSIGSecretKey                      = "RFC2136_TSIG_SECRET"
-	RFC2136TSIGAlgorithmKey                   = "RFC2136_TSIG_ALGORITHM"
-	RFC2136ZonesKey                           = "RFC2136_ZONES"
-
 	// SecretTypeK8gb hands hostnames to an installed k8gb. Keys: K8GB_GEO_TAG, optional K8GB_STRATEGY,
 	// K8GB_PRIMARY_GEO_TAG, K8GB_WEIGHTS (defined in providers/k8gb) and K8GB_NAMESPACE.
 	SecretTypeK8gb   corev1.SecretType = "kuadrant.io/k8gb"

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -46,6 +47,9 @@ func New(opts Options) (*envtest.Environment, error) {
 		ErrorIfCRDPathMissing: true,
 		BinaryAssetsDirectory: assets,
 		Scheme:                apis.Scheme(),
+		// envtest's 20 s is too short for kube-apiserver on two busy cores (measured: over 20 s
+		// with the machine's load at 45); a control plane that starts late is not a failure.
+		ControlPlaneStartTimeout: 2 * time.Minute,
 	}, nil
 }
 
@@ -109,6 +113,14 @@ func Assets() (string, error) {
 		}
 		assetsDir = strings.TrimSpace(string(out))
 	})
+	if assetsErr == nil {
+		// Said here, not as a start-up timeout of the control plane later.
+		for _, name := range []string{"kube-apiserver", "etcd"} {
+			if _, err := os.Stat(filepath.Join(assetsDir, name)); err != nil {
+				return "", fmt.Errorf("no %s in %s (KUBEBUILDER_ASSETS or hack/envtest-bins.sh): run `make envtest`: %w", name, assetsDir, err)
+			}
+		}
+	}
 	return assetsDir, assetsErr
 }
 

@@ -4,6 +4,11 @@
 // API CRDs, writes a kubeconfig to a printed path and runs the controller against it. Ctrl-C stops
 // the controller and every process it started.
 //
+// With a local control plane, this process only supervises (supervise.go): the controller runs as
+// a child process, so however it ends (a clean stop, an error, a panic in any goroutine, a kill)
+// this process is still there to stop the control plane; and every child is bound to this process
+// by the kernel (a parent-death signal), so even a SIGKILL of `make run` leaves nothing running.
+//
 // On a local control plane it also runs the embedded DNS server (127.0.0.1:1053 unless
 // DNSPOLICY_DNS_SERVER_ADDRESS says otherwise) with a demo geo database, seeds a demo (demo.go) and
 // prints the dig commands that show geo answers once they are served. A real cluster is not seeded.
@@ -31,54 +36,87 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	var err error
+	switch {
+	case isShim():
+		err = execShim() // returns only on failure
+	case os.Getenv(controllerKubeconfigEnv) != "":
+		err = runController(os.Getenv(controllerKubeconfigEnv))
+	default:
+		err = run()
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "make run:", err)
 		os.Exit(1)
 	}
 }
 
-func run() error {
-	// Local runs listen on loopback only, unless the user says otherwise through the environment.
-	env := func(name string) (string, bool) {
-		if v, ok := os.LookupEnv(name); ok {
-			return v, true
-		}
-		switch name {
-		case app.EnvName("metrics-bind-address"):
-			return "127.0.0.1:8080", true
-		case app.EnvName("health-probe-bind-address"):
-			return "127.0.0.1:8081", true
-		case app.EnvName("log-format"):
-			return "console", true
-		}
-		return "", false
+// localEnv is the environment as the controller sees it: local runs listen on loopback only, unless
+// the user says otherwise through the environment.
+func localEnv(name string) (string, bool) {
+	if v, ok := os.LookupEnv(name); ok {
+		return v, true
 	}
-	opts, err := app.Parse(os.Args[1:], env)
+	switch name {
+	case app.EnvName("metrics-bind-address"):
+		return "127.0.0.1:8080", true
+	case app.EnvName("health-probe-bind-address"):
+		return "127.0.0.1:8081", true
+	case app.EnvName("log-format"):
+		return "console", true
+	}
+	return "", false
+}
+
+func run() error {
+	opts, err := app.Parse(os.Args[1:], localEnv)
 	if err != nil {
 		return err
 	}
 	ctrl.SetLogger(opts.Logger())
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	// SIGHUP: the terminal closed.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 
 	if cfg, where, ok := reachableCluster(opts); ok {
 		fmt.Printf("Using the cluster at %s (from %s).\n", cfg.Host, where)
 		return app.Run(ctx, cfg, opts)
 	}
+	return runLocal(ctx, opts)
+}
 
+// runLocal starts a local control plane, seeds the demo and runs the controller against it as a
+// child process until ctx ends or the controller exits; the control plane is stopped either way.
+func runLocal(ctx context.Context, opts app.Options) error {
+	// `make run` execs this binary: when make is killed, this process is told to stop as by Ctrl-C.
+	if err := setParentDeathSignal(syscall.SIGTERM); err != nil {
+		return err
+	}
 	fmt.Println("No reachable cluster: starting a local control plane (kube-apiserver + etcd on loopback).")
+	state := filepath.Join(controlplane.CacheDir(), "local")
+	runDir, err := newRunDir(state)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(runDir) }()
 	cp, err := controlplane.New(controlplane.Options{})
 	if err != nil {
 		return err
 	}
+	if err := bindToThisProcess(runDir, cp.BinaryAssetsDirectory); err != nil {
+		return err
+	}
 	if _, err := cp.Start(); err != nil {
-		return fmt.Errorf("starting the local control plane: %w", err)
+		return fmt.Errorf("starting the local control plane: %w", errors.Join(err, cp.Stop()))
 	}
 	defer func() {
 		if err := cp.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "stopping the local control plane:", err)
 		}
 	}()
+	if ctx.Err() != nil {
+		return nil // Ctrl-C while the control plane started
+	}
 
 	user, err := cp.ControlPlane.AddUser(envtest.User{Name: "local-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
@@ -88,23 +126,28 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	path := filepath.Join(controlplane.CacheDir(), "local", "kubeconfig")
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
+	path := filepath.Join(state, "kubeconfig")
 	if err := os.WriteFile(path, kubeconfig, 0o600); err != nil {
 		return err
 	}
 	fmt.Printf("Local control plane at %s.\nKubeconfig: %s\n  kubectl --kubeconfig %s get crd\n", user.Config().Host, path, path)
-	// With no cluster there is no cloud either: serve the demo from the embedded DNS server.
+	// With no cluster there is no cloud either: serve the demo from the embedded DNS server. The
+	// controller reads these defaults from its environment; a flag the user gave still wins.
+	var controllerEnv []string
 	if _, set := os.LookupEnv(app.EnvName("dns-server-address")); !set && opts.DNSServerAddress == "" {
 		opts.DNSServerAddress = "127.0.0.1:1053"
+		controllerEnv = append(controllerEnv, app.EnvName("dns-server-address")+"="+opts.DNSServerAddress)
 	}
 	if opts.DNSGeoIPDatabase == "" {
-		opts.DNSGeoIPDatabase = filepath.Join(controlplane.CacheDir(), "local", "demo-geo.mmdb")
+		opts.DNSGeoIPDatabase = filepath.Join(state, "demo-geo.mmdb")
 		if err := writeDemoGeoDB(opts.DNSGeoIPDatabase); err != nil {
 			return fmt.Errorf("writing the demo geo database: %w", err)
 		}
+		controllerEnv = append(controllerEnv, app.EnvName("dns-geoip-database")+"="+opts.DNSGeoIPDatabase)
+	}
+	controller, err := startController(path, controllerEnv)
+	if err != nil {
+		return err
 	}
 	// Seeded beside the controller, so Ctrl-C at any moment stops both at once.
 	go func() {
@@ -119,8 +162,23 @@ func run() error {
 		}
 	}()
 	fmt.Println("Press Ctrl-C to stop the controller and the control plane.")
+	return controller.wait(ctx)
+}
 
-	err = app.Run(ctx, user.Config(), opts)
+// runController is the controller child of runLocal: the manager against the local control plane.
+func runController(kubeconfig string) error {
+	opts, err := app.Parse(os.Args[1:], localEnv)
+	if err != nil {
+		return err
+	}
+	ctrl.SetLogger(opts.Logger())
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err = app.Run(ctx, cfg, opts)
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return nil
 	}

@@ -1,3 +1,5 @@
+//go:build e2e
+
 // Package e2e runs the project the way a user does: the `make run` binary, real processes, real tools.
 package e2e
 

@@ -6,11 +6,14 @@ import (
 	"net/http"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -67,8 +70,11 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		// the lease.
 		LeaderElectionReleaseOnCancel: true,
 	}
+	mopts.Cache = cache.Options{ByObject: map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Transform: StripSecretMetadata},
+	}}
 	if len(o.WatchNamespaces) > 0 {
-		mopts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{}}
+		mopts.Cache.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range o.WatchNamespaces {
 			mopts.Cache.DefaultNamespaces[ns] = cache.Config{}
 		}
@@ -91,6 +97,21 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// StripSecretMetadata is the cache transform of every Secret informer. The record controller watches
+// Secrets cluster-wide, metadata only, to find the records a provider Secret change concerns; but
+// metadata is not harmless: `kubectl apply` leaves the whole Secret, data included, in the
+// kubectl.kubernetes.io/last-applied-configuration annotation, other tools keep credentials in
+// annotations too, and managedFields can be large. So annotations and managedFields are dropped
+// before an object enters the cache; what the watch needs (name, namespace, labels, uid,
+// resourceVersion) stays. A structured Secret, were one ever cached, would lose them as well.
+func StripSecretMetadata(in any) (any, error) {
+	if obj, err := meta.Accessor(in); err == nil {
+		obj.SetAnnotations(nil)
+		obj.SetManagedFields(nil)
+	}
+	return in, nil
 }
 
 // Run builds the manager with the enabled controllers and runs it until ctx ends.

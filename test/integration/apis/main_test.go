@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package apis_test checks the CRDs on a real API server: what they accept and what they reject, with
 // messages that name the offending field.
 package apis_test

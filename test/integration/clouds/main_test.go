@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package clouds_test runs the DNSRecord controller against each emulated cloud (Route 53, Cloud
 // DNS, Azure DNS + Traffic Manager) through the backends' real SDKs: two control planes, each with
 // its own manager and owner, sharing one emulated account as clusters share a cloud account.

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package dnspolicy_test runs the DNSPolicy and DNSRecord controllers together on real control
 // planes, publishing into inmemory zones. No Gateway implementation runs: the tests write the
 // Gateway status (addresses, listeners' attached routes) themselves, as an implementation would.

@@ -1,3 +1,5 @@
+//go:build integration
+
 // Package dnsrecord_test runs the DNSRecord controller on real control planes: three of them, each
 // with its own manager and owner, sharing zones through one inmemory store as clusters share a cloud
 // account.
