@@ -237,7 +237,7 @@ func TestSamplesApply(t *testing.T) {
 		}
 	}
 	for _, typ := range []string{"kuadrant.io/aws", "kuadrant.io/gcp", "kuadrant.io/azure", "kuadrant.io/coredns",
-		"kuadrant.io/inmemory", "kuadrant.io/endpoint", "kuadrant.io/rfc2136", "kuadrant.io/k8gb"} {
+		"kuadrant.io/inmemory", "kuadrant.io/endpoint", "kuadrant.io/k8gb"} {
 		if !secretTypes[typ] {
 			t.Errorf("no sample provider Secret of type %s", typ)
 		}
