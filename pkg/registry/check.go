@@ -408,9 +408,9 @@ func (g *gate) winningKindRequired(key v1alpha1.EndpointKey) bool {
 // checkHeld refuses a batch that creates or updates a record, or withdraws a claim from one, and
 // leaves it standing on other owners' existing claims alone without requiring one of them: their
 // owners may be withdrawing those claims at the same moment, and the record would be left with none.
-// Likewise a claim withdrawn from a key that lost its name's record-type conflict, while other
-// claims on it stay, needs a record of the winning type required: taking that away is what would
-// publish the key on the remaining claimants' behalf.
+// Likewise a claim withdrawn from a key that is not published (it lost its name's record-type
+// conflict) while other claims on it stay needs a record of the winning type required: taking that
+// away is what would publish the key on the remaining claimants' behalf.
 func (g *gate) checkHeld(changes *batch.Changes) error {
 	touched := map[v1alpha1.EndpointKey]bool{}
 	for _, e := range slices.Concat(changes.Create, changes.UpdateNew) {
@@ -425,7 +425,8 @@ func (g *gate) checkHeld(changes *batch.Changes) error {
 		if !g.existsAfter(c.Record) && len(g.claimsAfter(c.Record)) == 0 {
 			continue
 		}
-		if !g.existsAfter(c.Record) && !g.winningKindRequired(c.Record) {
+		published := g.zone.records[c.Record] != nil && g.zone.records[c.Record].Endpoint != nil
+		if !published && !g.existsAfter(c.Record) && !g.winningKindRequired(c.Record) {
 			return refuse("withdraws the claim of %s on %s %s, which lost to the other record type at its name, without requiring a record of that type",
 				c.Owner, c.Record.RecordType, c.Record.DNSName)
 		}
