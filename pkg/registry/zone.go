@@ -132,20 +132,6 @@ func ReadAgain(prev *Zone, endpoints []*v1alpha1.Endpoint) *Zone {
 	return z
 }
 
-// Len is the number of endpoints the zone holds, ownership TXTs included.
-func (z *Zone) Len() int { return len(z.endpoints) }
-
-// Endpoints returns every endpoint of the zone, sorted by key. It allocates a new slice; the
-// endpoints are the zone's own and must not be changed.
-func (z *Zone) Endpoints() []*v1alpha1.Endpoint {
-	out := make([]*v1alpha1.Endpoint, 0, len(z.endpoints))
-	for _, e := range z.endpoints {
-		out = append(out, e)
-	}
-	slices.SortFunc(out, func(a, b *v1alpha1.Endpoint) int { return compareKeys(a.Key(), b.Key()) })
-	return out
-}
-
 func (z *Zone) countClaim(c *Claim, delta int) {
 	names := z.ownerNames[c.Owner]
 	if names == nil {
@@ -206,16 +192,6 @@ func (z *Zone) Names(owner string) []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// Owners returns every owner with a claim in the zone, sorted.
-func (z *Zone) Owners() []string {
-	owners := make([]string, 0, len(z.ownerNames))
-	for o := range z.ownerNames {
-		owners = append(owners, o)
-	}
-	sort.Strings(owners)
-	return owners
 }
 
 // Unclaimed returns the endpoints at a name that no claim covers: records nobody owns and every TXT
@@ -301,12 +277,12 @@ func (z *Zone) Apply(c *batch.Changes) error {
 
 // Revert undoes Apply of the same batch.
 func (z *Zone) Revert(c *batch.Changes) error {
-	return z.Apply(Inverse(c))
+	return z.Apply(inverse(c))
 }
 
-// Inverse is the batch that undoes c: what c creates is deleted, what it deletes is created, and
+// inverse is the batch that undoes c: what c creates is deleted, what it deletes is created, and
 // updates run backwards.
-func Inverse(c *batch.Changes) *batch.Changes {
+func inverse(c *batch.Changes) *batch.Changes {
 	return &batch.Changes{Create: c.Delete, Delete: c.Create, UpdateOld: c.UpdateNew, UpdateNew: c.UpdateOld, Require: c.Require}
 }
 
