@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
+	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 )
 
 // binary is hack/run built once for the package, with the test hook that lets a test make the
@@ -83,24 +84,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func freePort(t *testing.T, network string) string {
-	t.Helper()
-	if network == "udp" {
-		c, err := net.ListenPacket("udp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		return c.LocalAddr().String()
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // startRun starts the binary, through wrapper when given (a parent standing for make), with
 // extra environment.
 func startRun(t *testing.T, wrapper []string, env ...string) *localRun {
@@ -119,7 +102,7 @@ func startRun(t *testing.T, wrapper []string, env ...string) *localRun {
 		exited: make(chan error, 1),
 		output: &syncBuffer{},
 	}
-	probe := freePort(t, "tcp")
+	probe := freeport.Addr(t)
 	r.readyz = "http://" + probe + "/readyz"
 	r.cmd = exec.Command(bin)
 	if len(wrapper) > 0 {
@@ -132,7 +115,7 @@ func startRun(t *testing.T, wrapper []string, env ...string) *localRun {
 		"DNSPOLICY_CACHE="+r.cache,
 		"DNSPOLICY_METRICS_BIND_ADDRESS=0",
 		"DNSPOLICY_HEALTH_PROBE_BIND_ADDRESS="+probe,
-		"DNSPOLICY_DNS_SERVER_ADDRESS="+freePort(t, "udp"),
+		"DNSPOLICY_DNS_SERVER_ADDRESS="+freeport.Addr(t),
 	)
 	r.cmd.Env = append(r.cmd.Env, env...)
 	r.cmd.Stdout, r.cmd.Stderr = r.output, r.output

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/test/bind"
+	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 )
 
 func querySOASerial(addr, zone string) (uint32, error) {
@@ -33,7 +34,7 @@ func TestBINDSecondary(t *testing.T) {
 	const key = "transfer-key."
 	secret := bind.TSIGKey(t, "transfer-key")
 	s := startServer(t, Options{TSIGKeys: []TSIGKey{{Name: key, Secret: secret}}, TransferKeys: map[string][]string{"example.com": {key}}})
-	secondary := bind.FreeAddr(t)
+	secondary := freeport.Addr(t)
 	log := bind.StartSecondary(t, secondary, "example.com", s.Addr(), "transfer-key", secret)
 	data := ZoneData{Endpoints: exampleZone(), Nameservers: []string{"ns1.example.com", "ns2.example.net"}, Secondaries: []string{secondary}}
 	first := setZone(t, s, "example.com", data)
@@ -113,7 +114,7 @@ func TestBINDSecondaryTSIG(t *testing.T) {
 		TSIGKeys:     []TSIGKey{{Name: "xfr-a", Algorithm: "hmac-sha384", Secret: secretA}, {Name: "xfr-b", Algorithm: "hmac-sha512", Secret: secretB}},
 		TransferKeys: map[string][]string{"a.example": {"xfr-a"}, "b.example": {"xfr-b"}, "c.example": {"xfr-b"}},
 	})
-	secondary := bind.FreeAddr(t)
+	secondary := freeport.Addr(t)
 	zones := map[string]ZoneData{}
 	for _, z := range []string{"a.example", "b.example", "c.example"} {
 		zones[z] = ZoneData{Endpoints: []*v1alpha1.Endpoint{ep("www."+z, "A", 60, "192.0.2.1")}, Secondaries: []string{secondary}}

@@ -6,7 +6,6 @@ package bind
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -27,26 +26,6 @@ func Tool(t testing.TB, name string) string {
 		t.Fatalf("%s not found: run `bash hack/dns-tools.sh` (installs bind9, bind9-utils, bind9-dnsutils, dnsperf)", name)
 	}
 	return path
-}
-
-// FreeAddr returns a loopback address whose port is free for both UDP and TCP.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		u, err := net.ListenPacket("udp", addr)
-		_ = l.Close()
-		if err == nil {
-			_ = u.Close()
-			return addr
-		}
-	}
-	t.Fatal("no loopback port free for both UDP and TCP")
-	return ""
 }
 
 // TSIGKey makes an hmac-sha256 key named name with tsig-keygen, as an operator would, and returns
@@ -97,7 +76,7 @@ type Zone struct {
 	Secret    string
 }
 
-// StartSecondary runs named on addr (a loopback address, see FreeAddr) as a secondary of zone,
+// StartSecondary runs named on addr (a loopback address, see freeport.Addr) as a secondary of zone,
 // transferring from primary with the hmac-sha256 TSIG key keyName. It is stopped when the test
 // ends, and its log shown if the test failed or NAMED_LOG is set.
 func StartSecondary(t testing.TB, addr, zone string, primary netip.AddrPort, keyName, secret string) *Log {

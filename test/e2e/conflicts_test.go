@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -39,6 +38,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/route53"
 	route53emu "github.com/dnspolicy/dnspolicy-controller/test/emulators/route53"
+	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -719,14 +719,14 @@ func startConflictCluster(t *testing.T, bin, name string, env *testenv.Env) *con
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
 		t.Fatal(err)
 	}
-	metrics := freeAddress(t)
+	metrics := freeport.Addr(t)
 	logPath := filepath.Join(dir, "controller.log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--metrics-bind-address", metrics,
-		"--health-probe-bind-address", freeAddress(t), "--log-format", "console", "--providers", route53.ProviderName)
+		"--health-probe-bind-address", freeport.Addr(t), "--log-format", "console", "--providers", route53.ProviderName)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -760,17 +760,6 @@ func startConflictCluster(t *testing.T, bin, name string, env *testenv.Env) *con
 		return ""
 	})
 	return cl
-}
-
-// freeAddress returns a loopback address with a port free right now.
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // tail logs the last lines of a controller's log.

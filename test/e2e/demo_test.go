@@ -5,7 +5,6 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"net"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -98,24 +97,4 @@ func TestMakeRunDemoAnswersDig(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("make run still running a minute after Ctrl-C")
 	}
-}
-
-// freeDNSPort returns a loopback address whose port is free for both UDP and TCP right now.
-func freeDNSPort(t *testing.T) string {
-	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		u, err := net.ListenPacket("udp", addr)
-		_ = l.Close()
-		if err == nil {
-			_ = u.Close()
-			return addr
-		}
-	}
-	t.Fatal("no loopback port free for both UDP and TCP")
-	return ""
 }

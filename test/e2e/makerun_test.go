@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
+	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 )
 
 // makeRun is `make run` started as a user starts it on a machine with no cluster.
@@ -49,7 +50,7 @@ func startMakeRun(t *testing.T) *makeRun {
 		"DNSPOLICY_CACHE="+t.TempDir(),
 		"DNSPOLICY_METRICS_BIND_ADDRESS=127.0.0.1:0",
 		"DNSPOLICY_HEALTH_PROBE_BIND_ADDRESS=127.0.0.1:0",
-		"DNSPOLICY_DNS_SERVER_ADDRESS="+freeDNSPort(t),
+		"DNSPOLICY_DNS_SERVER_ADDRESS="+freeport.Addr(t),
 	)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -52,6 +52,7 @@ import (
 	dnsservercontroller "github.com/dnspolicy/dnspolicy-controller/controllers/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
+	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -445,10 +446,11 @@ func version(bin string, flag string) string {
 // withProcess starts a server process on a free loopback port, waits until it answers, measures, and
 // stops it.
 func withProcess(dir string, start server, run func(netip.AddrPort) (measure, error)) (measure, error) {
-	addr, err := freePort()
+	free, err := freeport.Pick()
 	if err != nil {
 		return measure{}, err
 	}
+	addr := netip.MustParseAddrPort(free)
 	cmd, err := start(int(addr.Port()))
 	if err != nil {
 		return measure{}, err
@@ -503,23 +505,6 @@ func checkLoadbalanced(addr netip.AddrPort) error {
 		return fmt.Errorf("unexpected loadbalanced answer: %v", r.Answer)
 	}
 	return nil
-}
-
-func freePort() (netip.AddrPort, error) {
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return netip.AddrPort{}, err
-		}
-		addr := l.Addr().String()
-		u, err := net.ListenPacket("udp", addr)
-		_ = l.Close()
-		if err == nil {
-			_ = u.Close()
-			return netip.ParseAddrPort(addr)
-		}
-	}
-	return netip.AddrPort{}, errors.New("no loopback port free for both UDP and TCP")
 }
 
 var (

@@ -26,7 +26,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -63,6 +62,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
 	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
+	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 )
 
 // The targets for 10,000 records (acceptance 5).
@@ -662,21 +662,21 @@ type controller struct {
 }
 
 func startController(ctx context.Context, env *envtest.Environment, c *config, n int) (*controller, error) {
-	metricsPort, err := freePort()
+	metricsAddr, err := freeport.Pick()
 	if err != nil {
 		return nil, err
 	}
-	healthPort, err := freePort()
+	healthAddr, err := freeport.Pick()
 	if err != nil {
 		return nil, err
 	}
 	ctl := &controller{
-		metrics: fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort),
-		health:  fmt.Sprintf("http://127.0.0.1:%d/readyz", healthPort),
+		metrics: "http://" + metricsAddr + "/metrics",
+		health:  "http://" + healthAddr + "/readyz",
 	}
 	args := []string{
-		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", metricsPort),
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", healthPort),
+		"--metrics-bind-address=" + metricsAddr,
+		"--health-probe-bind-address=" + healthAddr,
 		"--log-level=error",
 	}
 	if c.inProcess {
@@ -741,15 +741,6 @@ func startController(ctx context.Context, env *envtest.Environment, c *config, n
 }
 
 func (ctl *controller) stop() { ctl.stopOnce.Do(ctl.stopFn) }
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { _ = l.Close() }()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
 
 // waitReady waits for the controller's readiness endpoint, which answers once its informer caches
 // (the 10,000 Secrets' metadata among them) have synced.

@@ -34,7 +34,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
-	"github.com/dnspolicy/dnspolicy-controller/test/bind"
+	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -118,7 +118,7 @@ func startManager(t *testing.T, factory *providers.Factory, edits ...func(*app.O
 	o.MetricsBindAddress, o.HealthProbeBindAddress = "0", "0"
 	o.EnableDNSPolicyController = false
 	o.EnableRecordController = factory != nil
-	o.DNSServerAddress = bind.FreeAddr(t)
+	o.DNSServerAddress = freeport.Addr(t)
 	o.DNSGeoIPDatabase = geoDB
 	for _, edit := range edits {
 		edit(&o)

@@ -18,6 +18,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
 	"github.com/dnspolicy/dnspolicy-controller/test/bind"
+	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 )
 
 // A real BIND, configured as a secondary through the binary's flags, carries a zone made of
@@ -30,7 +31,7 @@ func TestBINDSecondaryFollowsRecords(t *testing.T) {
 	rec := writeAuthoritative(t, newNamespace(t), "s.example.com", "www.s.example.com", []*v1alpha1.Endpoint{
 		v1alpha1.NewEndpoint("www.s.example.com", "A", 60, "192.0.2.1"),
 	})
-	bindAddr := bind.FreeAddr(t)
+	bindAddr := freeport.Addr(t)
 	// The key reaches the server as an operator gives it: tsig-keygen's output in a file (a mounted
 	// Secret), never a flag value.
 	keyFile := filepath.Join(t.TempDir(), "tsig.conf")
