@@ -111,13 +111,13 @@ func (p *Provider) Records(ctx context.Context, zone providers.Zone) (providers.
 			}
 		}
 	}
-	return providers.View{Endpoints: eps}, nil
+	return providers.View{Endpoints: eps, State: &providers.ObjectWrites{}}, nil
 }
 
 // Apply implements providers.Provider. The batch is first checked against the whole zone, as strictly
 // as every backend checks it, requirements included; then each change goes to the authoritative
 // record that covers its name, each written at the version it was read at.
-func (p *Provider) Apply(ctx context.Context, zone providers.Zone, _ providers.State, changes *providers.Changes) error {
+func (p *Provider) Apply(ctx context.Context, zone providers.Zone, state providers.State, changes *providers.Changes) error {
 	records, err := p.records(ctx, zone)
 	if err != nil {
 		return err
@@ -147,40 +147,43 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, _ providers.S
 		if err != nil {
 			return err
 		}
-		if err := p.write(ctx, b.record, endpoints); err != nil {
+		if err := p.write(ctx, b.record, endpoints, providers.ObjectWritesOf(state)); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// AwaitPropagation implements providers.Provider: DNS servers read authoritative records as they
-// are written.
-func (p *Provider) AwaitPropagation(context.Context, providers.Zone, providers.State) error {
-	return nil
+// AwaitPropagation implements providers.Provider: it returns once the client the records are read
+// with shows the batches' writes. That client is the manager's cache, which the embedded DNS server
+// serves from too.
+func (p *Provider) AwaitPropagation(ctx context.Context, _ providers.Zone, state providers.State) error {
+	return providers.ObjectWritesOf(state).Await(ctx, p.client, func() client.Object { return &v1alpha1.DNSRecord{} })
 }
 
 // write stores an authoritative record's new endpoints: creating it, updating it at the version it
-// was read at, or deleting it (at that version) when it holds nothing.
-func (p *Provider) write(ctx context.Context, r *v1alpha1.DNSRecord, endpoints []*v1alpha1.Endpoint) error {
+// was read at, or deleting it (at that version) when it holds nothing. writes notes what was written.
+func (p *Provider) write(ctx context.Context, r *v1alpha1.DNSRecord, endpoints []*v1alpha1.Endpoint, writes *providers.ObjectWrites) error {
 	where := fmt.Sprintf("authoritative record %s/%s", p.namespace, r.Name)
-	switch {
-	case r.ResourceVersion == "":
+	switch rv := r.ResourceVersion; {
+	case rv == "":
 		r.Spec.Endpoints = endpoints
 		if err := p.client.Create(ctx, r); err != nil {
 			return classify(err, "creating "+where)
 		}
+		writes.Created(r)
 	case len(endpoints) == 0:
-		rv := r.ResourceVersion
 		if err := p.client.Delete(ctx, r, client.Preconditions{ResourceVersion: &rv}); err != nil {
 			return classify(err, "deleting "+where)
 		}
+		writes.Deleted(r)
 	default:
 		patch := client.MergeFromWithOptions(r.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		r.Spec.Endpoints = endpoints
 		if err := p.client.Patch(ctx, r, patch); err != nil {
 			return classify(err, "writing "+where)
 		}
+		writes.Updated(r, rv)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -426,5 +427,47 @@ func TestUnknownZone(t *testing.T) {
 	p := newProvider(t, env.Client, "ns", "example.com")
 	if _, err := p.Records(t.Context(), zone("example.net")); providers.KindOf(err) != providers.Permanent {
 		t.Errorf("Records of a zone not in ZONES: %v, want a permanent error", err)
+	}
+}
+
+// Read through a cache that trails the writes, as the manager's is, a zone is seen as written once
+// AwaitPropagation returns: a creation, an update, and the deletion of the last authoritative
+// record (which would otherwise still be read, and served, after its zone emptied).
+func TestAwaitPropagationWaitsForTheCache(t *testing.T) {
+	ctx := t.Context()
+	ns := newNamespace(t)
+	p := newProvider(t, testenv.LaggingClient(t, env, ns, 300*time.Millisecond), ns, "example.com")
+	z := zone("example.com")
+	step := func(what string, changes func(read []*v1alpha1.Endpoint) *providers.Changes, want string) {
+		t.Helper()
+		view, err := p.Records(ctx, z)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Apply(ctx, z, view.State, changes(view.Endpoints)); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if err := p.AwaitPropagation(ctx, z, view.State); err != nil {
+			t.Fatalf("%s: AwaitPropagation: %v", what, err)
+		}
+		after, err := p.Records(ctx, z)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fmt.Sprint(names(after.Endpoints)); got != want {
+			t.Errorf("after %s and AwaitPropagation the zone reads %s, want %s", what, got, want)
+		}
+	}
+	step("creating", func([]*v1alpha1.Endpoint) *providers.Changes {
+		return &providers.Changes{Create: []*v1alpha1.Endpoint{a("app.example.com")}}
+	}, "[app.example.com]")
+	step("adding", func([]*v1alpha1.Endpoint) *providers.Changes {
+		return &providers.Changes{Create: []*v1alpha1.Endpoint{a("www.app.example.com")}}
+	}, "[app.example.com www.app.example.com]")
+	step("emptying", func(read []*v1alpha1.Endpoint) *providers.Changes {
+		return &providers.Changes{Delete: read}
+	}, "[]")
+	if items := listAuthoritative(t, ns); len(items) != 0 {
+		t.Errorf("the emptied zone left %d authoritative records", len(items))
 	}
 }

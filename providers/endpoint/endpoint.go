@@ -81,7 +81,7 @@ func (p *Provider) Records(ctx context.Context, zone providers.Zone) (providers.
 			records = append(records, ep.DeepCopy())
 		}
 	}
-	return providers.View{Endpoints: records}, nil
+	return providers.View{Endpoints: records, State: &providers.ObjectWrites{}}, nil
 }
 
 // Apply implements providers.Provider. The batch is checked against the record's endpoints as
@@ -89,7 +89,7 @@ func (p *Provider) Records(ctx context.Context, zone providers.Zone) (providers.
 // against, so a concurrent write makes it fail whole as StaleView. Unlike the inmemory backend it
 // allows a CNAME at the zone's root: Kuadrant's authoritative records are zones rooted at the very
 // hostname they publish, which may be a CNAME.
-func (p *Provider) Apply(ctx context.Context, zone providers.Zone, _ providers.State, changes *providers.Changes) error {
+func (p *Provider) Apply(ctx context.Context, zone providers.Zone, state providers.State, changes *providers.Changes) error {
 	record, err := p.zoneRecord(ctx, zone)
 	if err != nil {
 		return err
@@ -98,18 +98,20 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, _ providers.S
 	if err != nil || changes.Empty() {
 		return err
 	}
+	before := record.ResourceVersion
 	patch := client.MergeFromWithOptions(record.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	record.Spec.Endpoints = endpoints
 	if err := p.client.Patch(ctx, record, patch); err != nil {
 		return classify(err, fmt.Sprintf("writing zone DNSRecord %s/%s", p.namespace, zone.ID))
 	}
+	providers.ObjectWritesOf(state).Updated(record, before)
 	return nil
 }
 
-// AwaitPropagation implements providers.Provider: the record is the zone; DNS servers read it as
-// it is written.
-func (p *Provider) AwaitPropagation(context.Context, providers.Zone, providers.State) error {
-	return nil
+// AwaitPropagation implements providers.Provider: the record is the zone, and it returns once the
+// client the record is read with (the manager's cache) shows the batches' writes.
+func (p *Provider) AwaitPropagation(ctx context.Context, _ providers.Zone, state providers.State) error {
+	return providers.ObjectWritesOf(state).Await(ctx, p.client, func() client.Object { return &v1alpha1.DNSRecord{} })
 }
 
 // AdjustEndpoints implements providers.Provider. This backend stores every property as given.

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -377,5 +378,34 @@ func TestConcurrentWritersLoseNothing(t *testing.T) {
 	}
 	if len(read) != 1 || len(read[0].Targets) != 1+writers*rounds {
 		t.Errorf("zone holds %v, want one set with %d targets", read, 1+writers*rounds)
+	}
+}
+
+// Read through a cache that trails the writes, as the manager's is, the zone record is seen as
+// written once AwaitPropagation returns.
+func TestAwaitPropagationWaitsForTheCache(t *testing.T) {
+	ctx := t.Context()
+	ns := newNamespace(t)
+	r := newZoneRecord(t, ns, "app.example.com", zoneLabel)
+	p := newProvider(t, testenv.LaggingClient(t, env, ns, 300*time.Millisecond), ns, nil)
+	for i, ip := range []string{"192.0.2.1", "192.0.2.2", "192.0.2.3"} {
+		view, err := p.Records(ctx, zoneOf(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		changes := &providers.Changes{Create: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(fmt.Sprintf("w%d.app.example.com", i), v1alpha1.RecordTypeA, 60, ip)}}
+		if err := p.Apply(ctx, zoneOf(r), view.State, changes); err != nil {
+			t.Fatalf("write %d: %v", i, err)
+		}
+		if err := p.AwaitPropagation(ctx, zoneOf(r), view.State); err != nil {
+			t.Fatalf("write %d: AwaitPropagation: %v", i, err)
+		}
+		after, err := p.Records(ctx, zoneOf(r))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after.Endpoints) != i+1 {
+			t.Fatalf("after write %d and AwaitPropagation the zone reads %v, want %d sets", i, after.Endpoints, i+1)
+		}
 	}
 }

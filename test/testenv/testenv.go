@@ -202,3 +202,33 @@ func Counter(metric, namespace, name string) float64 {
 	}
 	return 0
 }
+
+// LaggingClient is a client of env whose reads come from an informer cache of one namespace that
+// takes in every change lag after the API server made it, as a manager's cache does under load:
+// writes go straight to the server, reads trail them. It stops with the test.
+func LaggingClient(t testing.TB, env *Env, namespace string, lag time.Duration) client.Client {
+	t.Helper()
+	c, err := cache.New(env.Config, cache.Options{
+		Scheme:            Scheme(),
+		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		// The informer runs the transform on every object it takes in, before storing it.
+		DefaultTransform: func(obj any) (any, error) {
+			time.Sleep(lag)
+			return obj, nil
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = c.Start(ctx) }()
+	if !c.WaitForCacheSync(ctx) {
+		t.Fatal("the lagging cache did not sync")
+	}
+	cl, err := client.New(env.Config, client.Options{Scheme: Scheme(), Cache: &client.CacheOptions{Reader: c}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
