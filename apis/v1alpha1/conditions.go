@@ -24,9 +24,13 @@ const (
 	ReasonDNSProviderError   = "DNSProviderError"
 	ReasonAwaitingValidation = "AwaitingValidation"
 	ReasonValidationError    = "ValidationError"
-	ReasonUnhealthy          = "Unhealthy"
-	ReasonPartiallyHealthy   = "PartiallyHealthy"
-	ReasonHealthy            = "Healthy"
+	// ReasonHealthChecksFailed: Healthy=False when no probe of the record passes (or none exists
+	// yet), and Ready=False when the record publishes nothing because of it.
+	ReasonHealthChecksFailed = "HealthChecksFailed"
+	// ReasonSomeChecksPassed: Healthy=False when some probes pass and others do not.
+	ReasonSomeChecksPassed = "SomeChecksPassed"
+	// ReasonAllChecksPassed: Healthy=True.
+	ReasonAllChecksPassed = "AllChecksPassed"
 )
 
 // Reasons beyond Kuadrant's.
@@ -59,6 +63,10 @@ const (
 	MessageAwaitingValidation = "Awaiting validation"
 	MessageNoZone             = "Unable to find suitable zone in provider: %s"
 	MessageProviderError      = "The DNS provider failed to ensure the record: %s"
+	MessageNotPublishing      = "Not publishing unhealthy records"
+	MessageAllChecksPassed    = "All healthchecks succeeded"
+	MessageNotHealthy         = "Not healthy addresses: %s"
+	MessageProbesCreating     = "Probes are creating"
 
 	MessageAuthoritative = "Authoritative record: served by the embedded DNS server, not published to a provider"
 	MessageNoConflict    = "Every value this owner wants is published"

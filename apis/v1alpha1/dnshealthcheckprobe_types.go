@@ -2,6 +2,15 @@ package v1alpha1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+// Probe metadata (Kuadrant's, DESIGN 4b).
+const (
+	// ProbeOwnerLabel is on every probe a record controller made: the record's name, or hash8 of its
+	// UID when the name is longer than a label value may be.
+	ProbeOwnerLabel = "kuadrant.io/health-probes-owner"
+	// ProbeFinalizer holds a probe until the prober has stopped probing it.
+	ProbeFinalizer = "kuadrant.io/dns-health-check-probe"
+)
+
 // DNSHealthCheckProbeSpec is one probe of one leaf address of a record.
 type DNSHealthCheckProbeSpec struct {
 	// port to connect to: 80, 443 or 1024-49151.

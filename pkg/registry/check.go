@@ -191,6 +191,9 @@ func (g *gate) checkCreate(e *v1alpha1.Endpoint) error {
 	if _, exists := g.zone.endpoints[e.Key()]; exists {
 		return refuse("creates %s, which already exists", describe(e))
 	}
+	if named, err := g.checkNamed(e, "creates"); named {
+		return err
+	}
 	if e.RecordType == v1alpha1.RecordTypeTXT {
 		claim, ok := parseTXT(e, cachedOwnerHash)
 		if !ok || !g.owners[claim.Owner] {
@@ -218,6 +221,9 @@ func (g *gate) checkCreate(e *v1alpha1.Endpoint) error {
 }
 
 func (g *gate) checkUpdate(old, updated *v1alpha1.Endpoint) error {
+	if named, err := g.checkNamed(old, "updates"); named {
+		return err
+	}
 	if old.RecordType == v1alpha1.RecordTypeTXT {
 		claim := g.zone.claims[old.Key()]
 		if claim == nil || !g.owners[claim.Owner] {
@@ -243,6 +249,9 @@ func (g *gate) checkUpdate(old, updated *v1alpha1.Endpoint) error {
 }
 
 func (g *gate) checkDelete(e *v1alpha1.Endpoint) error {
+	if named, err := g.checkNamed(e, "deletes"); named {
+		return err
+	}
 	if e.RecordType == v1alpha1.RecordTypeTXT {
 		claim := g.zone.claims[e.Key()]
 		if claim == nil {

@@ -153,3 +153,38 @@ func TestCheck(t *testing.T) {
 		t.Errorf("a nil batch: %v", err)
 	}
 }
+
+// An owner-named record (its name carries its owner's hash) is created, changed and deleted by its
+// owner only, with no ownership TXT; another owner, or a look-alike name, is refused.
+func TestCheckNamedRecords(t *testing.T) {
+	o1 := ep(NamedRecordName("health", "o1", "app.example.com"), "TXT", `"o1 healthy"`)
+	o2 := ep(NamedRecordName("health", "o2", "app.example.com"), "TXT", `"o2 healthy"`)
+	lookalike := ep("dnspolicy-health-short.app.example.com", "TXT", `"x"`)
+	zone := Read([]*v1alpha1.Endpoint{o2})
+	changed := o2.DeepCopy()
+	changed.Targets = []string{`"o2 unhealthy"`}
+	for _, tc := range []struct {
+		name    string
+		owner   string
+		changes batch.Changes
+		refused string
+	}{
+		{"its owner creates it", "o1", batch.Changes{Create: []*v1alpha1.Endpoint{o1}}, ""},
+		{"its owner changes it", "o2", batch.Changes{UpdateOld: []*v1alpha1.Endpoint{o2}, UpdateNew: []*v1alpha1.Endpoint{changed}}, ""},
+		{"its owner deletes it", "o2", batch.Changes{Delete: []*v1alpha1.Endpoint{o2}}, ""},
+		{"another owner creates it", "o2", batch.Changes{Create: []*v1alpha1.Endpoint{o1}}, "the record of another owner"},
+		{"another owner changes it", "o1", batch.Changes{UpdateOld: []*v1alpha1.Endpoint{o2}, UpdateNew: []*v1alpha1.Endpoint{changed}}, "the record of another owner"},
+		{"another owner deletes it", "o1", batch.Changes{Delete: []*v1alpha1.Endpoint{o2}}, "the record of another owner"},
+		{"a name that only looks like one", "o1", batch.Changes{Create: []*v1alpha1.Endpoint{lookalike}}, "not an ownership record"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := zone.Check([]string{tc.owner}, nil, &tc.changes)
+			switch {
+			case tc.refused == "" && err != nil:
+				t.Errorf("refused: %v", err)
+			case tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused)):
+				t.Errorf("got %v, want a refusal mentioning %q", err, tc.refused)
+			}
+		})
+	}
+}

@@ -1,0 +1,222 @@
+package health
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	gatewayapiv1 "sigs.k8s.io/gateway-api/apis/v1"
+
+	dnspolicyv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/builder"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
+)
+
+func tree(t *testing.T, cluster string, geo string, addresses ...string) []*v1alpha1.Endpoint {
+	t.Helper()
+	var addrs []gatewayapiv1.GatewayStatusAddress
+	for _, a := range addresses {
+		typ := gatewayapiv1.IPAddressType
+		if a[0] < '0' || a[0] > '9' {
+			typ = gatewayapiv1.HostnameAddressType
+		}
+		addrs = append(addrs, gatewayapiv1.GatewayStatusAddress{Type: &typ, Value: a})
+	}
+	eps, err := builder.Build(builder.Input{Hostname: "app.example.com", Addresses: addrs, GatewayName: "gw", GatewayNamespace: "ns",
+		ClusterID: cluster, LoadBalancing: &dnspolicyv1.LoadBalancingSpec{Weight: 120, Geo: geo, DefaultGeo: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return eps
+}
+
+func names(eps []*v1alpha1.Endpoint) []string {
+	var out []string
+	for _, ep := range eps {
+		out = append(out, fmt.Sprintf("%s %s %v", ep.DNSName, ep.RecordType, ep.Targets))
+	}
+	return out
+}
+
+func TestLeaves(t *testing.T) {
+	eps := tree(t, "c1", "GEO-EU", "192.0.2.1", "192.0.2.2", "lb.example.net")
+	if got := Leaves(eps); fmt.Sprint(got) != "[192.0.2.1 192.0.2.2 lb.example.net]" {
+		t.Errorf("Leaves = %v", got)
+	}
+	simple := []*v1alpha1.Endpoint{v1alpha1.NewEndpoint("app.example.com", "A", 60, "192.0.2.1", "192.0.2.2")}
+	if got := Leaves(simple); fmt.Sprint(got) != "[192.0.2.1 192.0.2.2]" {
+		t.Errorf("Leaves(simple) = %v", got)
+	}
+}
+
+func TestWithout(t *testing.T) {
+	eps := tree(t, "c1", "GEO-EU", "192.0.2.1", "192.0.2.2", "lb.example.net")
+	before := names(eps)
+
+	one := Without(eps, map[string]bool{"192.0.2.1": true})
+	if len(one) != len(eps) || !slices.ContainsFunc(one, func(ep *v1alpha1.Endpoint) bool {
+		return ep.RecordType == "A" && fmt.Sprint(ep.Targets) == "[192.0.2.2]"
+	}) {
+		t.Errorf("without one IP: %v", names(one))
+	}
+	// Both IPs: the A record goes, and the weighted CNAME to it; the hostname's stays, so the geo
+	// and the host stay.
+	ips := Without(eps, map[string]bool{"192.0.2.1": true, "192.0.2.2": true})
+	if len(ips) != len(eps)-2 || slices.ContainsFunc(ips, func(ep *v1alpha1.Endpoint) bool { return ep.RecordType == "A" }) {
+		t.Errorf("without both IPs: %v", names(ips))
+	}
+	// Every leaf: nothing is left of this owner's tree.
+	if all := Without(eps, map[string]bool{"192.0.2.1": true, "192.0.2.2": true, "lb.example.net": true}); len(all) != 0 {
+		t.Errorf("without every leaf: %v", names(all))
+	}
+	if fmt.Sprint(names(eps)) != fmt.Sprint(before) {
+		t.Error("Without changed its input")
+	}
+	// Simple strategy: the address leaves the A record; the last one takes the record.
+	simple := []*v1alpha1.Endpoint{v1alpha1.NewEndpoint("app.example.com", "A", 60, "192.0.2.1")}
+	if got := Without(simple, map[string]bool{"192.0.2.1": true}); len(got) != 0 {
+		t.Errorf("simple without its address: %v", names(got))
+	}
+}
+
+func TestStatementRoundTrip(t *testing.T) {
+	s := Statement{Owner: "owner-1", Healthy: true, Renewal: 42}
+	rec := s.Record("App.Example.com")
+	got, ok := Parse(rec)
+	if !ok || got != s {
+		t.Fatalf("Parse(%v) = %+v, %v; want %+v", rec, got, ok, s)
+	}
+	if want := registry.NamedRecordName(Kind, "owner-1", "app.example.com"); rec.DNSName != want {
+		t.Errorf("record name %s, want %s", rec.DNSName, want)
+	}
+	if _, ok := registry.ParseValue(rec.Targets[0]); ok == nil {
+		t.Error("the statement parses as an external-dns ownership value; Kuadrant would read it as one")
+	}
+	for _, bad := range []*v1alpha1.Endpoint{
+		v1alpha1.NewEndpoint(rec.DNSName, "TXT", 60, `"v=spf1 -all"`),
+		v1alpha1.NewEndpoint(rec.DNSName, "A", 60, "192.0.2.1"),
+		v1alpha1.NewEndpoint(rec.DNSName, "TXT", 60, `"dnspolicy-health=1 owner=o state=healthy renewal=x"`),
+	} {
+		if _, ok := Parse(bad); ok {
+			t.Errorf("Parse(%v) accepted it", bad)
+		}
+	}
+}
+
+func TestTracker(t *testing.T) {
+	var tr Tracker
+	now := time.Unix(1000, 0)
+	const expiry = 30 * time.Second
+	if tr.Fresh("k", "v1", now, expiry) {
+		t.Error("a value seen for the first time is fresh: its age is not known")
+	}
+	if tr.Fresh("k", "v1", now.Add(time.Second), expiry) {
+		t.Error("an unchanged value became fresh")
+	}
+	if !tr.Fresh("k", "v2", now.Add(2*time.Second), expiry) {
+		t.Error("a value seen changing is not fresh")
+	}
+	if !tr.Fresh("k", "v2", now.Add(31*time.Second), expiry) {
+		t.Error("fresh for less than expiry after the change")
+	}
+	if tr.Fresh("k", "v2", now.Add(33*time.Second), expiry) {
+		t.Error("still fresh after expiry without a renewal")
+	}
+}
+
+func TestDecide(t *testing.T) {
+	eps := tree(t, "c1", "GEO-EU", "192.0.2.1", "192.0.2.2")
+	now := time.Unix(1_000_000, 0)
+	renewal := 10 * time.Second
+	period := now.UnixNano() / int64(renewal)
+	healthyPeer := Peer{Owner: "o2", Stated: true, Healthy: true, Fresh: true}
+	for _, tc := range []struct {
+		name string
+		in   Input
+		// want: "all", "one" (192.0.2.1 only), "none" (every leaf out), "nothing" (no statement either)
+		want          string
+		healthy       bool
+		withdrawn     bool
+		notPublishing bool
+		renewed       bool
+	}{
+		{name: "all pass", in: Input{Probes: map[string]State{"192.0.2.1": Healthy, "192.0.2.2": Healthy}}, want: "all", healthy: true},
+		{name: "one fails", in: Input{Probes: map[string]State{"192.0.2.1": Healthy, "192.0.2.2": Unhealthy}}, want: "one", healthy: true},
+		{name: "one not yet probed", in: Input{Probes: map[string]State{"192.0.2.1": Healthy, "192.0.2.2": Unknown}}, want: "one", healthy: true},
+		{name: "a leaf without a probe passes", in: Input{Probes: map[string]State{"192.0.2.2": Unhealthy}}, want: "one", healthy: true},
+		{name: "probes being created, never published", in: Input{}, want: "nothing", notPublishing: true},
+		{name: "all fail, never published", in: Input{Probes: map[string]State{"192.0.2.1": Unhealthy, "192.0.2.2": Unhealthy}, Peers: []Peer{healthyPeer}}, want: "nothing", notPublishing: true},
+		{name: "all fail, alone: fail-open", in: Input{Published: true, Probes: map[string]State{"192.0.2.1": Unhealthy, "192.0.2.2": Unhealthy}}, want: "all"},
+		{name: "all fail, peer fails too: fail-open", in: Input{Published: true, Probes: map[string]State{"192.0.2.1": Unhealthy, "192.0.2.2": Unhealthy},
+			Peers: []Peer{{Owner: "o2", Stated: true, Healthy: false, Fresh: true}}}, want: "all"},
+		{name: "all fail, peer passes but its statement is stale", in: Input{Published: true, Probes: map[string]State{"192.0.2.1": Unhealthy, "192.0.2.2": Unhealthy},
+			Peers: []Peer{{Owner: "o2", Stated: true, Healthy: true}}}, want: "all"},
+		{name: "all fail, peer without a statement (Kuadrant)", in: Input{Published: true, Probes: map[string]State{"192.0.2.1": Unhealthy, "192.0.2.2": Unhealthy},
+			Peers: []Peer{{Owner: "o2"}}}, want: "all"},
+		{name: "all fail, a peer passes: withdraw even the last leaf", in: Input{Published: true, Probes: map[string]State{"192.0.2.1": Unhealthy, "192.0.2.2": Unhealthy},
+			Peers: []Peer{{Owner: "o0"}, healthyPeer}}, want: "none", withdrawn: true},
+		{name: "passing while a peer fails: renewed", in: Input{Probes: map[string]State{"192.0.2.1": Healthy, "192.0.2.2": Healthy},
+			Peers: []Peer{{Owner: "o2", Stated: true}}, Own: &Statement{Owner: "o1", Healthy: true, Renewal: 7}}, want: "all", healthy: true, renewed: true},
+		{name: "passing while every peer passes: kept as written", in: Input{Probes: map[string]State{"192.0.2.1": Healthy, "192.0.2.2": Healthy},
+			Peers: []Peer{healthyPeer}, Own: &Statement{Owner: "o1", Healthy: true, Renewal: 7}}, want: "all", healthy: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := tc.in
+			in.OwnerID, in.Host, in.Desired, in.Now, in.Renewal = "o1", "app.example.com", eps, now, renewal
+			d := Decide(in)
+			var want []*v1alpha1.Endpoint
+			switch tc.want {
+			case "all":
+				want = eps
+			case "one":
+				want = Without(eps, map[string]bool{"192.0.2.2": true})
+			}
+			if fmt.Sprint(names(d.Endpoints)) != fmt.Sprint(names(want)) {
+				t.Errorf("endpoints %v, want %v", names(d.Endpoints), names(want))
+			}
+			if d.Withdrawn != tc.withdrawn || d.NotPublishing != tc.notPublishing {
+				t.Errorf("withdrawn %v notPublishing %v, want %v %v", d.Withdrawn, d.NotPublishing, tc.withdrawn, tc.notPublishing)
+			}
+			switch {
+			case tc.want == "nothing" && d.Statement != nil:
+				t.Errorf("states %+v while publishing nothing", d.Statement)
+			case tc.want != "nothing" && (d.Statement == nil || d.Statement.Healthy != tc.healthy || d.Statement.Owner != "o1"):
+				t.Errorf("statement %+v, want healthy=%v", d.Statement, tc.healthy)
+			case tc.renewed && d.Statement.Renewal != period:
+				t.Errorf("statement renewal %d, want the current period %d", d.Statement.Renewal, period)
+			case !tc.renewed && in.Own != nil && d.Statement.Renewal != in.Own.Renewal:
+				t.Errorf("statement rewritten (renewal %d) with nothing to renew", d.Statement.Renewal)
+			}
+		})
+	}
+}
+
+// Peers reads the owners of the host from their claims, and each one's statement with its freshness.
+func TestPeers(t *testing.T) {
+	host := "app.example.com"
+	claim := func(owner string) *v1alpha1.Endpoint {
+		txt, err := registry.NewTXT(owner, v1alpha1.NewEndpoint(host, "CNAME", 300, "klb.app.example.com"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return txt
+	}
+	zone := func(o2 Statement) *registry.Zone {
+		return registry.Read([]*v1alpha1.Endpoint{
+			v1alpha1.NewEndpoint(host, "CNAME", 300, "klb.app.example.com"), claim("o1"), claim("o2"), claim("o3"),
+			Statement{Owner: "o1", Healthy: false, Renewal: 1}.Record(host), o2.Record(host),
+		})
+	}
+	var tr Tracker
+	now := time.Unix(1000, 0)
+	peers, own := Peers(zone(Statement{Owner: "o2", Healthy: true, Renewal: 1}), &tr, "z", "o1", host, now, time.Minute)
+	if own == nil || own.Healthy || fmt.Sprint(peers) != "[{o2 true true false} {o3 false false false}]" {
+		t.Fatalf("first read: own %+v peers %v", own, peers)
+	}
+	peers, _ = Peers(zone(Statement{Owner: "o2", Healthy: true, Renewal: 2}), &tr, "z", "o1", host, now.Add(time.Second), time.Minute)
+	if !peers[0].Fresh {
+		t.Errorf("o2 renewed, yet its statement is not fresh: %v", peers)
+	}
+}

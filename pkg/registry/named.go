@@ -1,0 +1,61 @@
+package registry
+
+import (
+	"strings"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+)
+
+// Owner-named records are TXT records in which one owner states something about itself that other
+// owners read (its health: package health). Each is named
+//
+//	dnspolicy-<kind>-<hash8(ownerID)>.<name>
+//
+// and only that owner creates, changes or deletes it. It needs no ownership TXT, since its name says
+// whose it is. Kuadrant names begin with "kuadrant-", so none collides with one; Kuadrant's
+// dns-operator sees a TXT it does not own, which it leaves alone.
+
+// namedPrefix starts every owner-named record.
+const namedPrefix = "dnspolicy-"
+
+// NamedRecordName is the name of ownerID's owner-named record of kind (lower-case letters) about
+// name.
+func NamedRecordName(kind, ownerID, name string) string {
+	return namedPrefix + kind + "-" + ownerHash(ownerID) + "." + v1alpha1.NormalizeName(name)
+}
+
+// namedOwnerHash returns the owner hash in the name of an owner-named record, and false for any
+// other endpoint.
+func namedOwnerHash(e *v1alpha1.Endpoint) (string, bool) {
+	if e == nil || e.RecordType != v1alpha1.RecordTypeTXT || e.SetIdentifier != "" {
+		return "", false
+	}
+	first, _, ok := strings.Cut(v1alpha1.NormalizeName(e.DNSName), ".")
+	if !ok {
+		return "", false
+	}
+	rest, ok := strings.CutPrefix(first, namedPrefix)
+	if !ok {
+		return "", false
+	}
+	i := strings.LastIndexByte(rest, '-')
+	if i <= 0 || len(rest)-i-1 != 8 || strings.Trim(rest[:i], "abcdefghijklmnopqrstuvwxyz") != "" {
+		return "", false
+	}
+	return rest[i+1:], true
+}
+
+// checkNamed decides a change to an owner-named record: only its owner makes one. named is false for
+// any other endpoint, which the other rules decide.
+func (g *gate) checkNamed(e *v1alpha1.Endpoint, verb string) (bool, error) {
+	h, ok := namedOwnerHash(e)
+	if !ok {
+		return false, nil
+	}
+	for o := range g.owners {
+		if cachedOwnerHash(o) == h {
+			return true, nil
+		}
+	}
+	return true, refuse("%s %s, the record of another owner (%s)", verb, describe(e), h)
+}
