@@ -36,6 +36,13 @@ type Request struct {
 	// Desired is what the owner wants now, already adjusted by the provider; empty withdraws every
 	// claim of the owner found in the zone, whatever Previous holds.
 	Desired []*v1alpha1.Endpoint
+	// Wish, when set, replaces Desired: it works out what the owner wants from the view the request
+	// is planned against (what other owners state there, for health), and returns the owner-named
+	// records (registry.NamedRecordName) it wants too. It runs in the queue's cycle, once per plan.
+	Wish func(z *registry.Zone) (desired, named []*v1alpha1.Endpoint)
+	// Named are the names of the owner-named records the request manages: each is made to hold the
+	// record Wish returns at that name, and deleted when there is none (or no Wish).
+	Named []string
 }
 
 // Outcome is what happened to a request.
@@ -302,7 +309,7 @@ func (q *queue) await(ctx context.Context, prov providers.Provider, written []*p
 			p.done <- result{outcome: Outcome{Plan: p.plan, Wrote: true}, err: err}
 			continue
 		}
-		again, perr := plan.Plan(plan.Input{OwnerID: p.req.OwnerID, ZoneName: q.zone.DNSName, Zone: after.zone, Previous: p.plan.Published, Desired: p.req.Desired})
+		again, perr := p.planAgainst(q.zone.DNSName, after.zone, p.plan.Published)
 		if perr != nil || !again.Changes.Empty() {
 			p.done <- result{outcome: Outcome{Plan: p.plan, Wrote: true}}
 			continue
@@ -417,8 +424,38 @@ type planned struct {
 	*waiter
 	plan *plan.Result
 	err  error
+	// desired and named are what the request wants, as worked out for the plan (Request.Wish).
+	desired, named []*v1alpha1.Endpoint
 	// wrote: the plan had changes and its batch applied.
 	wrote bool
+}
+
+// planAgainst plans the request's wish against z: the plan of its desired endpoints, with the changes
+// that make its owner-named records what it wants appended.
+func (p *planned) planAgainst(zoneName string, z *registry.Zone, previous []*v1alpha1.Endpoint) (*plan.Result, error) {
+	res, err := plan.Plan(plan.Input{OwnerID: p.req.OwnerID, ZoneName: zoneName, Zone: z, Previous: previous, Desired: p.desired})
+	if err != nil || len(p.req.Named) == 0 {
+		return res, err
+	}
+	want := map[string]*v1alpha1.Endpoint{}
+	for _, e := range p.named {
+		want[v1alpha1.NormalizeName(e.DNSName)] = e
+	}
+	for _, name := range p.req.Named {
+		name = v1alpha1.NormalizeName(name)
+		cur := z.Endpoint(v1alpha1.EndpointKey{DNSName: name, RecordType: v1alpha1.RecordTypeTXT})
+		switch w := want[name]; {
+		case w == nil && cur != nil:
+			res.Changes.Delete = append(res.Changes.Delete, cur)
+		case w == nil:
+		case cur == nil:
+			res.Changes.Create = append(res.Changes.Create, w)
+		case !cur.SameValues(w):
+			res.Changes.UpdateOld = append(res.Changes.UpdateOld, cur)
+			res.Changes.UpdateNew = append(res.Changes.UpdateNew, w)
+		}
+	}
+	return res, nil
 }
 
 // pendingBatch is one batch being put together from the plans of several waiters: for every key
@@ -552,9 +589,12 @@ func (q *queue) planAll(v *view, waiters []*waiter, caps providers.Capabilities,
 		cur = newPendingBatch()
 	}
 	for _, w := range waiters {
-		p := &planned{waiter: w}
+		p := &planned{waiter: w, desired: w.req.Desired}
 		all = append(all, p)
-		res, err := plan.Plan(plan.Input{OwnerID: w.req.OwnerID, ZoneName: q.zone.DNSName, Zone: v.zone, Previous: w.req.Previous, Desired: w.req.Desired})
+		if w.req.Wish != nil {
+			p.desired, p.named = w.req.Wish(v.zone)
+		}
+		res, err := p.planAgainst(q.zone.DNSName, v.zone, w.req.Previous)
 		if err != nil {
 			p.err = providers.NewError(providers.Permanent, err)
 			continue

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 )
@@ -399,5 +400,63 @@ func TestPermanentFailureFailsOnlyItsRequest(t *testing.T) {
 	}
 	if calls := store.ZoneCalls(zone.ID); calls.Apply != 2 {
 		t.Errorf("%d batches applied, want 2 (the good records alone after the shared batch failed)", calls.Apply)
+	}
+}
+
+// A request's wish is worked out against the view it is planned from, and its owner-named records
+// are created, changed and deleted with its plan, in the same batch; another owner's stay.
+func TestWishAndNamedRecords(t *testing.T) {
+	store, zone := newZone(t)
+	p, prov := New(slow()), provider(store)
+	named := func(owner, value string) *v1alpha1.Endpoint {
+		return v1alpha1.NewEndpoint(registry.NamedRecordName("health", owner, "app.example.com"), v1alpha1.RecordTypeTXT, 60, value)
+	}
+	o1Name, o2Name := named("o1", "").DNSName, named("o2", "").DNSName
+	publish(t, p, prov, zone, Request{OwnerID: "o2", Desired: []*v1alpha1.Endpoint{a("app.example.com", "10.0.0.2")},
+		Named: []string{o2Name}, Wish: func(*registry.Zone) ([]*v1alpha1.Endpoint, []*v1alpha1.Endpoint) {
+			return []*v1alpha1.Endpoint{a("app.example.com", "10.0.0.2")}, []*v1alpha1.Endpoint{named("o2", `"o2 says"`)}
+		}})
+	var seen string
+	wish := func(value string) func(*registry.Zone) ([]*v1alpha1.Endpoint, []*v1alpha1.Endpoint) {
+		return func(z *registry.Zone) ([]*v1alpha1.Endpoint, []*v1alpha1.Endpoint) {
+			if e := z.Endpoint(v1alpha1.EndpointKey{DNSName: o2Name, RecordType: v1alpha1.RecordTypeTXT}); e != nil {
+				seen = e.Targets[0]
+			}
+			return []*v1alpha1.Endpoint{a("app.example.com", "10.0.0.1")}, []*v1alpha1.Endpoint{named("o1", value)}
+		}
+	}
+	before := store.ZoneCalls(zone.ID).Apply
+	out := publish(t, p, prov, zone, Request{OwnerID: "o1", Named: []string{o1Name}, Wish: wish(`"o1 v1"`)})
+	if !out.Wrote || !out.Validated || seen != `"o2 says"` {
+		t.Fatalf("first wish: wrote %v validated %v, saw o2's record as %q", out.Wrote, out.Validated, seen)
+	}
+	if got := store.ZoneCalls(zone.ID).Apply - before; got != 1 {
+		t.Errorf("the record and the owner-named one took %d batches, want 1", got)
+	}
+	value := func(name string) string {
+		eps, _ := store.Snapshot(zone.ID)
+		for _, ep := range eps {
+			if ep.DNSName == name {
+				return ep.Targets[0]
+			}
+		}
+		return ""
+	}
+	if value(o1Name) != `"o1 v1"` || records(t, store, zone)["app.example.com A"] != "[10.0.0.1 10.0.0.2]" {
+		t.Fatalf("zone after the wish: %v, o1's record %q", records(t, store, zone), value(o1Name))
+	}
+	out = publish(t, p, prov, zone, Request{OwnerID: "o1", Previous: out.Plan.Published, Named: []string{o1Name}, Wish: wish(`"o1 v2"`)})
+	if !out.Wrote || !out.Validated || value(o1Name) != `"o1 v2"` {
+		t.Errorf("changed wish: wrote %v validated %v, o1's record %q", out.Wrote, out.Validated, value(o1Name))
+	}
+	// Withdrawing everything, with no wish: the owner-named record goes too; o2's stays.
+	out = publish(t, p, prov, zone, Request{OwnerID: "o1", Previous: out.Plan.Published, Named: []string{o1Name}})
+	if !out.Validated || value(o1Name) != "" || value(o2Name) != `"o2 says"` {
+		t.Errorf("withdrawal: validated %v, o1's record %q, o2's %q", out.Validated, value(o1Name), value(o2Name))
+	}
+	// An owner cannot manage another's owner-named record.
+	_, err := p.Publish(context.Background(), prov, "account", zone, Request{OwnerID: "o1", Named: []string{o2Name}})
+	if err == nil || value(o2Name) != `"o2 says"` {
+		t.Errorf("o1 deleting o2's record: %v, o2's record %q", err, value(o2Name))
 	}
 }
