@@ -90,6 +90,9 @@ func (r *Reconciler) connectForDeletion(ctx context.Context, s *scope) (ctrl.Res
 // withdraw publishes nothing for this owner, then releases the record.
 func (r *Reconciler) withdraw(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
 	rec := s.record
+	if err := r.deleteProbes(ctx, rec); err != nil {
+		return ctrl.Result{}, err, true
+	}
 	if s.backend.Records != nil {
 		if err := s.backend.Records.RemoveRecord(ctx, rec.DeepCopy()); err != nil {
 			if providers.KindOf(err) == providers.Permanent {
@@ -102,7 +105,7 @@ func (r *Reconciler) withdraw(ctx context.Context, s *scope) (ctrl.Result, error
 		return res, err, true
 	}
 	out, err := r.Publisher.Publish(ctx, s.backend.Provider, s.backend.Account, s.zone, publish.Request{
-		OwnerID: ownerID(rec), Previous: rec.Status.Endpoints,
+		OwnerID: ownerID(rec), Previous: rec.Status.Endpoints, Named: statementNames(rec),
 	})
 	if err != nil {
 		permanent := providers.KindOf(err) == providers.Permanent

@@ -4,7 +4,8 @@
 // The controller is thin and reads top to bottom (Reconcile): fetch the record, then run its phases
 // in order until one ends the pass, and write the status once, in a deferred patch.
 //
-//   - a record that exists: validate, connect (Secret, backend, zone), ensure the finalizer, publish;
+//   - a record that exists: validate, connect (Secret, backend, zone), ensure the finalizer, ensure
+//     the probes of its addresses (health.go), publish what passes them;
 //   - a record being deleted: connect, withdraw, release (see delete.go for the bounded release);
 //   - an authoritative record (a zone the embedded DNS server serves): a status only.
 //
@@ -37,6 +38,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/backends"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/health"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 )
@@ -98,9 +100,14 @@ type Reconciler struct {
 	Publisher    *publish.Publisher
 	Recorder     recorder.EventRecorder
 	Options      Options
+	// InsecureHealthChecks lets the probes this controller makes accept any certificate
+	// (--insecure-health-checks): for gateways with self-signed certificates.
+	InsecureHealthChecks bool
 
 	backends *backends.Cache
 	reasons  reasons
+	// tracker remembers when other owners' health statements changed (package health).
+	tracker health.Tracker
 }
 
 // conditionOrder keeps a record's conditions in one order, so equal statuses compare equal.
@@ -112,7 +119,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("dnsrecord").
 		// Status writes do not change the generation, so our own status updates never trigger a pass.
-		For(&v1alpha1.DNSRecord{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+		For(&v1alpha1.DNSRecord{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// A probe's result changes what its record publishes.
+		Owns(&v1alpha1.DNSHealthCheckProbe{})
 	if !r.Options.NoSecretWatch {
 		// A fixed or rotated provider Secret takes effect at once rather than at the records' next
 		// retry (up to MaxBackoff away), and drops the backend built from its old version. Only
@@ -139,6 +148,8 @@ type scope struct {
 	// Secret that is gone); zone is where.
 	backend *backends.Backend
 	zone    providers.Zone
+	// probing holds the states of the record's probes when its addresses are probed.
+	probing *probing
 }
 
 // phase is one step of a pass; done ends the pass with res and err.
@@ -171,7 +182,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	case rec.DeletionTimestamp != nil:
 		phases = []phase{r.connectForDeletion, r.withdraw}
 	default:
-		phases = []phase{r.validate, r.connect, r.ensureFinalizer, r.publish}
+		phases = []phase{r.validate, r.connect, r.ensureFinalizer, r.ensureProbes, r.publish}
 	}
 	for _, p := range phases {
 		if res, err, done := p(ctx, s); done {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/backends"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/health"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/zone"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
@@ -69,19 +70,32 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, error,
 		}
 		return ctrl.Result{}, err, true
 	}
-	out, err := r.Publisher.Publish(ctx, prov, s.backend.Account, s.zone, publish.Request{
-		OwnerID: rec.Status.OwnerID, Previous: rec.Status.Endpoints, Desired: desired,
-	})
+	req := publish.Request{OwnerID: rec.Status.OwnerID, Previous: rec.Status.Endpoints, Desired: desired, Named: statementNames(rec)}
+	var decision *health.Decision
+	if s.probing != nil {
+		req.Wish, decision = r.healthWish(s, desired)
+	}
+	out, err := r.Publisher.Publish(ctx, prov, s.backend.Account, s.zone, req)
 	if err != nil {
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonProviderError, fmt.Sprintf(v1alpha1.MessageProviderError, err.Error()))
 		return ctrl.Result{}, err, true
 	}
 	r.recordOutcome(s, out)
+	notPublishing := false
+	if decision != nil {
+		// What the health rules left in is what this owner wants published now.
+		desired = decision.Endpoints
+		notPublishing = r.reportHealth(s, decision)
+	}
 	unpublished := unpublishedConflicts(desired, out.Plan)
 	switch {
 	case out.Wrote && !out.Validated:
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonAwaitingValidation, v1alpha1.MessageAwaitingValidation)
 		return ctrl.Result{RequeueAfter: r.Options.ValidationRetry}, nil, true
+	case notPublishing:
+		// No address passes its health check: nothing was ever published, or every address is
+		// withdrawn while another owner's pass (health.go).
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonHealthChecksFailed, v1alpha1.MessageNotPublishing)
 	case len(unpublished) > 0:
 		// Some record this owner wants is not in the zone at all: its traffic does not flow there.
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonConflicted, conflictMessage(unpublished))
@@ -97,7 +111,13 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, error,
 		// for a shared thing: the Conflicted condition says which.
 		r.setReady(s, metav1.ConditionTrue, v1alpha1.ReasonProviderSuccess, v1alpha1.MessageProviderSuccess)
 	}
-	return r.recheck(s, out.Wrote), nil, true
+	res := r.recheck(s, out.Wrote)
+	if s.probing != nil {
+		// Other owners' health statements are read, and this owner's renewed, at least once per
+		// renewal period.
+		res.RequeueAfter = min(res.RequeueAfter, jitter(health.Renewal(s.probing.interval)))
+	}
+	return res, nil, true
 }
 
 // chooseZone picks the zone, from a zone list reused for ZoneListMaxAge. A miss re-lists once if the

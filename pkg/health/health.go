@@ -261,8 +261,8 @@ type Decision struct {
 	Statement *Statement
 	// NotHealthy are the probed leaves that do not pass, sorted.
 	NotHealthy []string
-	// Probed is the number of leaves with a probe.
-	Probed int
+	// Probed is the number of leaves with a probe, Reported the number of those that have reported.
+	Probed, Reported int
 	// AnyHealthy is whether some leaf passes.
 	AnyHealthy bool
 	// Withdrawn: no leaf passes and every leaf is withdrawn, since HealthyPeer passes.
@@ -281,6 +281,9 @@ func Decide(in Input) Decision {
 		switch {
 		case probed:
 			d.Probed++
+			if st != Unknown {
+				d.Reported++
+			}
 			if st == Healthy {
 				d.AnyHealthy = true
 			} else {
