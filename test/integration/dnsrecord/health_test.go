@@ -129,7 +129,9 @@ func TestProbesFollowTheRecord(t *testing.T) {
 		return same(records(t, store, z), []string{host + " A 60 127.0.0.1,127.0.0.2"})
 	})
 	statement := health.RecordName(r.Status.OwnerID, host)
-	if !slices.ContainsFunc(zone(t, store, z), func(l string) bool { return strings.HasPrefix(l, statement+" TXT") && strings.Contains(l, "state=healthy") }) {
+	if !slices.ContainsFunc(zone(t, store, z), func(l string) bool {
+		return strings.HasPrefix(l, statement+" TXT") && strings.Contains(l, "state=healthy")
+	}) {
 		t.Errorf("no healthy statement %s in the zone: %v", statement, zone(t, store, z))
 	}
 
