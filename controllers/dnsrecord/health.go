@@ -203,12 +203,12 @@ func (r *Reconciler) healthWish(s *scope, desired []*v1alpha1.Endpoint) (func(*r
 	decision := &health.Decision{}
 	return func(z *registry.Zone) ([]*v1alpha1.Endpoint, []*v1alpha1.Endpoint) {
 		now := time.Now()
-		peers, own := health.Peers(z, &r.tracker, zoneKey, owner, host, now, health.ExpiryPeriods*renewal)
+		peers, own, ownSince := health.Peers(z, &r.tracker, zoneKey, owner, host, now, health.ExpiryPeriods*renewal)
 		*decision = health.Decide(health.Input{
 			OwnerID: owner, Host: host, Desired: desired, Probes: s.probing.probes,
 			// A withdrawn owner publishes nothing but its statement, which only a publishing or
 			// withdrawn owner has in the zone.
-			Published: len(rec.Status.Endpoints) > 0 || own != nil, Peers: peers, Own: own, Now: now, Renewal: renewal,
+			Published: len(rec.Status.Endpoints) > 0 || own != nil, Peers: peers, Own: own, OwnSince: ownSince, Now: now, Renewal: renewal,
 		})
 		var named []*v1alpha1.Endpoint
 		if decision.Statement != nil {

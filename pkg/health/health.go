@@ -8,8 +8,9 @@
 // Across owners it goes further. Each owner states in the zone whether any of its leaves for the host
 // passes: an owner-named TXT record (registry.NamedRecordName, kind "health"), one per owner and
 // host. An owner none of whose leaves passes withdraws them all, even its only one, while another
-// owner of the host states, freshly, that its leaves pass. When no owner passes, every owner keeps
-// publishing (fail-open across the fleet). Nobody removes another owner's targets.
+// owner of the host states, freshly and after this owner stated that it fails, that its leaves pass.
+// When no owner passes, every owner keeps publishing (fail-open across the fleet). Nobody removes
+// another owner's targets.
 //
 // Fresh means the reader saw the statement's value change within Expiry, by its own clock: clocks
 // of different clusters are never compared. A passing owner renews its statement (a new value)
@@ -195,9 +196,8 @@ func Parse(ep *v1alpha1.Endpoint) (Statement, bool) {
 	return s, s.Owner != ""
 }
 
-// Tracker remembers, for every statement record a process has read, when it last saw its value
-// change, by this process's clock. A value seen for the first time has no known age: it is not
-// fresh until it changes, so a restarted controller withdraws no one on an old statement.
+// Tracker remembers, for every statement record a process has read, since when it holds its value,
+// by this process's clock: since the process saw it change, or since it first saw it.
 type Tracker struct {
 	mu   sync.Mutex
 	seen map[string]sighting
@@ -205,11 +205,13 @@ type Tracker struct {
 
 type sighting struct {
 	value   string
-	changed time.Time // zero: not seen changing
+	since   time.Time
+	changed bool // since is when the value was seen changing, not when it was first seen
 }
 
-// Fresh reports whether the record's value (at key, the zone and name) changed within expiry of now.
-func (t *Tracker) Fresh(key, value string, now time.Time, expiry time.Duration) bool {
+// observe records the record's value (at key, the zone and name) as read at now, and returns since
+// when it holds it and whether that is when it was seen changing.
+func (t *Tracker) observe(key, value string, now time.Time) sighting {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.seen == nil {
@@ -218,19 +220,29 @@ func (t *Tracker) Fresh(key, value string, now time.Time, expiry time.Duration) 
 	s, ok := t.seen[key]
 	switch {
 	case !ok:
-		s = sighting{value: value}
+		s = sighting{value: value, since: now}
 	case s.value != value:
-		s = sighting{value: value, changed: now}
+		s = sighting{value: value, since: now, changed: true}
 	}
 	t.seen[key] = s
-	return !s.changed.IsZero() && now.Sub(s.changed) < expiry
+	return s
+}
+
+// Fresh reports whether the record's value changed within expiry of now. A value seen for the first
+// time has no known age: it is not fresh until it changes, so a restarted controller withdraws
+// no one on an old statement.
+func (t *Tracker) Fresh(key, value string, now time.Time, expiry time.Duration) bool {
+	s := t.observe(key, value, now)
+	return s.changed && now.Sub(s.since) < expiry
 }
 
 // Peer is another owner of the host and its statement, as this owner reads the zone.
 type Peer struct {
 	Owner string
-	// Stated is whether the zone holds a statement of the peer; Healthy and Fresh describe it.
+	// Stated is whether the zone holds a statement of the peer; Healthy and Fresh describe it, and
+	// Since is when this process saw it take its value.
 	Stated, Healthy, Fresh bool
+	Since                  time.Time
 }
 
 // Input is what a decision depends on.
@@ -246,8 +258,10 @@ type Input struct {
 	Published bool
 	// Peers are the other owners of the host.
 	Peers []Peer
-	// Own is the owner's statement as the zone holds it, if any.
-	Own *Statement
+	// Own is the owner's statement as the zone holds it, if any, and OwnSince when this process saw
+	// it take its value (or first saw it).
+	Own      *Statement
+	OwnSince time.Time
 	// Now and Renewal date renewals: the statement's Renewal is Now's period number.
 	Now     time.Time
 	Renewal time.Duration
@@ -302,10 +316,15 @@ func Decide(in Input) Decision {
 		d.Statement = in.statement(true)
 		return d
 	}
-	for _, p := range in.Peers {
-		if p.Stated && p.Healthy && p.Fresh {
-			d.HealthyPeer = p.Owner
-			break
+	// A peer's word counts once the zone says this owner fails, and the peer stated that it passes
+	// after that (it renews on reading such a statement): two owners failing at the same moment each
+	// still see the other's older statement that it passes, and neither may withdraw on it.
+	if in.Own != nil && !in.Own.Healthy {
+		for _, p := range in.Peers {
+			if p.Stated && p.Healthy && p.Fresh && p.Since.After(in.OwnSince) {
+				d.HealthyPeer = p.Owner
+				break
+			}
 		}
 	}
 	switch {
@@ -345,9 +364,11 @@ func (in Input) statement(healthy bool) *Statement {
 
 // Peers reads the other owners of host and their statements from z: the owners claiming records at
 // host, which every owner of a loadbalanced or simple host does. zoneKey names the zone for tracker.
-func Peers(z *registry.Zone, tracker *Tracker, zoneKey, ownerID, host string, now time.Time, expiry time.Duration) (peers []Peer, own *Statement) {
-	if st, ok := Parse(z.Endpoint(statementKey(ownerID, host))); ok && st.Owner == ownerID {
-		own = &st
+func Peers(z *registry.Zone, tracker *Tracker, zoneKey, ownerID, host string, now time.Time, expiry time.Duration) (peers []Peer, own *Statement, ownSince time.Time) {
+	if ep := z.Endpoint(statementKey(ownerID, host)); ep != nil {
+		if st, ok := Parse(ep); ok && st.Owner == ownerID {
+			own, ownSince = &st, tracker.observe(zoneKey+"/"+ep.DNSName, ep.Targets[0], now).since
+		}
 	}
 	owners := map[string]bool{}
 	for _, r := range z.AtName(v1alpha1.NormalizeName(host)) {
@@ -365,12 +386,13 @@ func Peers(z *registry.Zone, tracker *Tracker, zoneKey, ownerID, host string, no
 		p := Peer{Owner: o}
 		ep := z.Endpoint(statementKey(o, host))
 		if st, ok := Parse(ep); ok && st.Owner == o {
-			p.Stated, p.Healthy = true, st.Healthy
-			p.Fresh = tracker.Fresh(zoneKey+"/"+ep.DNSName, ep.Targets[0], now, expiry)
+			seen := tracker.observe(zoneKey+"/"+ep.DNSName, ep.Targets[0], now)
+			p.Stated, p.Healthy, p.Since = true, st.Healthy, seen.since
+			p.Fresh = seen.changed && now.Sub(seen.since) < expiry
 		}
 		peers = append(peers, p)
 	}
-	return peers, own
+	return peers, own, ownSince
 }
 
 func statementKey(ownerID, host string) v1alpha1.EndpointKey {

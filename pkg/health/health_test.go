@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -131,7 +132,10 @@ func TestDecide(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	renewal := 10 * time.Second
 	period := now.UnixNano() / int64(renewal)
-	healthyPeer := Peer{Owner: "o2", Stated: true, Healthy: true, Fresh: true}
+	// o1 stated that it fails at failedAt; healthyPeer stated that it passes after that.
+	failedAt := now.Add(-5 * time.Second)
+	failing := &Statement{Owner: "o1", Healthy: false, Renewal: 3}
+	healthyPeer := Peer{Owner: "o2", Stated: true, Healthy: true, Fresh: true, Since: now.Add(-time.Second)}
 	for _, tc := range []struct {
 		name string
 		in   Input
@@ -156,7 +160,12 @@ func TestDecide(t *testing.T) {
 		{name: "all fail, peer without a statement (Kuadrant)", in: Input{Published: true, Probes: map[string]State{"192.0.2.1": Unhealthy, "192.0.2.2": Unhealthy},
 			Peers: []Peer{{Owner: "o2"}}}, want: "all"},
 		{name: "all fail, a peer passes: withdraw even the last leaf", in: Input{Published: true, Probes: map[string]State{"192.0.2.1": Unhealthy, "192.0.2.2": Unhealthy},
-			Peers: []Peer{{Owner: "o0"}, healthyPeer}}, want: "none", withdrawn: true},
+			Peers: []Peer{{Owner: "o0"}, healthyPeer}, Own: failing, OwnSince: failedAt}, want: "none", withdrawn: true},
+		{name: "all fail, a peer passes, but this owner has not yet stated that it fails", in: Input{Published: true,
+			Probes: map[string]State{"192.0.2.1": Unhealthy, "192.0.2.2": Unhealthy}, Peers: []Peer{healthyPeer}}, want: "all"},
+		{name: "all fail, the peer's statement that it passes is older than this owner's that it fails", in: Input{Published: true,
+			Probes: map[string]State{"192.0.2.1": Unhealthy, "192.0.2.2": Unhealthy}, Own: failing, OwnSince: failedAt,
+			Peers: []Peer{{Owner: "o2", Stated: true, Healthy: true, Fresh: true, Since: failedAt.Add(-time.Second)}}}, want: "all"},
 		{name: "passing while a peer fails: renewed", in: Input{Probes: map[string]State{"192.0.2.1": Healthy, "192.0.2.2": Healthy},
 			Peers: []Peer{{Owner: "o2", Stated: true}}, Own: &Statement{Owner: "o1", Healthy: true, Renewal: 7}}, want: "all", healthy: true, renewed: true},
 		{name: "passing while every peer passes: kept as written", in: Input{Probes: map[string]State{"192.0.2.1": Healthy, "192.0.2.2": Healthy},
@@ -211,12 +220,84 @@ func TestPeers(t *testing.T) {
 	}
 	var tr Tracker
 	now := time.Unix(1000, 0)
-	peers, own := Peers(zone(Statement{Owner: "o2", Healthy: true, Renewal: 1}), &tr, "z", "o1", host, now, time.Minute)
-	if own == nil || own.Healthy || fmt.Sprint(peers) != "[{o2 true true false} {o3 false false false}]" {
-		t.Fatalf("first read: own %+v peers %v", own, peers)
+	peers, own, ownSince := Peers(zone(Statement{Owner: "o2", Healthy: true, Renewal: 1}), &tr, "z", "o1", host, now, time.Minute)
+	if own == nil || own.Healthy || !ownSince.Equal(now) || len(peers) != 2 ||
+		peers[0].Owner != "o2" || !peers[0].Stated || !peers[0].Healthy || peers[0].Fresh || peers[1].Owner != "o3" || peers[1].Stated {
+		t.Fatalf("first read: own %+v since %v, peers %+v", own, ownSince, peers)
 	}
-	peers, _ = Peers(zone(Statement{Owner: "o2", Healthy: true, Renewal: 2}), &tr, "z", "o1", host, now.Add(time.Second), time.Minute)
-	if !peers[0].Fresh {
-		t.Errorf("o2 renewed, yet its statement is not fresh: %v", peers)
+	later := now.Add(time.Second)
+	peers, _, ownSince = Peers(zone(Statement{Owner: "o2", Healthy: true, Renewal: 2}), &tr, "z", "o1", host, later, time.Minute)
+	if !peers[0].Fresh || !peers[0].Since.Equal(later) || !ownSince.Equal(now) {
+		t.Errorf("o2 renewed: %+v (own since %v)", peers[0], ownSince)
 	}
+}
+
+// Owners failing and recovering at random, each deciding on a view of the zone a few steps old, never
+// leave the host without an address: someone publishes at every step, and whenever some owner
+// passes, a failing owner withdraws only on the word of a peer that passes.
+func TestNeverEmpty(t *testing.T) {
+	const host, owners, steps = "app.example.com", 3, 20000
+	rng := rand.New(rand.NewPCG(1, 2))
+	type state struct {
+		publishing [owners]bool
+		statement  [owners]*Statement
+	}
+	ip := func(i int) string { return fmt.Sprintf("192.0.2.%d", i+1) }
+	zoneOf := func(st state) *registry.Zone {
+		var eps []*v1alpha1.Endpoint
+		var targets []string
+		for i := range owners {
+			if st.publishing[i] {
+				targets = append(targets, ip(i))
+				txt, err := registry.NewTXT(fmt.Sprintf("o%d", i), v1alpha1.NewEndpoint(host, "A", 60, ip(i)))
+				if err != nil {
+					t.Fatal(err)
+				}
+				eps = append(eps, txt)
+			}
+			if st.statement[i] != nil {
+				eps = append(eps, st.statement[i].Record(host))
+			}
+		}
+		if len(targets) > 0 {
+			eps = append(eps, v1alpha1.NewEndpoint(host, "A", 60, targets...))
+		}
+		return registry.Read(eps)
+	}
+	var history []state
+	cur := state{publishing: [owners]bool{true, true, true}}
+	healthy := [owners]bool{true, true, true}
+	trackers := make([]Tracker, owners)
+	start := time.Unix(1_000_000, 0)
+	renewal := 10 * time.Second
+	withdrawals := 0
+	for step := range steps {
+		now := start.Add(time.Duration(step) * time.Second)
+		if rng.IntN(20) == 0 {
+			i := rng.IntN(owners)
+			healthy[i] = !healthy[i]
+		}
+		history = append(history, cur)
+		i := rng.IntN(owners)
+		view := history[max(0, len(history)-1-rng.IntN(4))]
+		z := zoneOf(view)
+		peers, own, ownSince := Peers(z, &trackers[i], "z", fmt.Sprintf("o%d", i), host, now, ExpiryPeriods*renewal)
+		state := Unhealthy
+		if healthy[i] {
+			state = Healthy
+		}
+		d := Decide(Input{OwnerID: fmt.Sprintf("o%d", i), Host: host, Desired: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(host, "A", 60, ip(i))},
+			Probes: map[string]State{ip(i): state}, Published: true, Peers: peers, Own: own, OwnSince: ownSince, Now: now, Renewal: renewal})
+		cur.publishing[i], cur.statement[i] = len(d.Endpoints) > 0, d.Statement
+		if d.Withdrawn {
+			withdrawals++
+		}
+		if !slices.Contains(cur.publishing[:], true) {
+			t.Fatalf("step %d: no owner publishes (healthy %v, statements %+v)", step, healthy, cur.statement)
+		}
+	}
+	if withdrawals == 0 {
+		t.Error("no owner ever withdrew: the test exercises nothing")
+	}
+	t.Logf("%d passes, %d of them withdrawn", steps, withdrawals)
 }
