@@ -301,6 +301,7 @@ func (r *Reconciler) writeStatus(ctx context.Context, s *scope) error {
 		}
 		r.recordTransition(p, before.Status.Conditions, ConditionAccepted, "Accept")
 		r.recordTransition(p, before.Status.Conditions, ConditionEnforced, "Enforce")
+		r.recordTransition(p, before.Status.Conditions, ConditionSubResourcesHealthy, "Probe")
 	}
 	if s.gateway != nil {
 		gw := s.gateway

@@ -179,8 +179,8 @@ func notReadyReason(rec *v1alpha1.DNSRecord) string {
 	return why
 }
 
-// healthy reports the Healthy conditions of the records. This controller does not probe yet, so a
-// record nobody has judged makes the condition Unknown rather than True.
+// healthy reports the Healthy conditions of the records, which follow their probes (the record
+// controller's health.go). A record not yet judged makes the condition Unknown rather than True.
 func healthy(records []*v1alpha1.DNSRecord) (metav1.ConditionStatus, string, string) {
 	if len(records) == 0 {
 		return metav1.ConditionTrue, ReasonHealthy, "No sub-resources present"
