@@ -19,7 +19,6 @@ import (
 	gatewayapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
-	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnspolicy"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/builder"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
@@ -54,7 +53,6 @@ func TestSimpleLifecycle(t *testing.T) {
 	cl.gatewayStatus(t, "gw", []string{"10.0.0.1", "10.0.0.2"}, map[string]int32{"api": 1, "nohost": 1})
 
 	p := cl.newPolicy("simple", "gw", "")
-	p.Spec.HealthCheck = &v1alpha1.HealthCheckSpec{Path: "/healthz", Port: 443, Protocol: v1alpha1.ProtocolHTTPS, FailureThreshold: 3}
 	cl.create(t, p)
 
 	eventually(t, 20*time.Second, func() string {
@@ -67,9 +65,9 @@ func TestSimpleLifecycle(t *testing.T) {
 	if got := condition(p, dnspolicy.ConditionEnforced); !strings.Contains(got, "listener nohost has no hostname") || !strings.Contains(got, "listener web has no attached routes") {
 		t.Errorf("Enforced must say why listeners nohost and web are not published: %s", got)
 	}
-	// No prober runs yet: the health of the records is not known, and the status says so.
-	if got := condition(p, dnspolicy.ConditionSubResourcesHealthy); !strings.HasPrefix(got, "Unknown Unknown: health checks are not yet evaluated") {
-		t.Errorf("SubResourcesHealthy: %s", got)
+	// Without a healthCheck there is no health to report (health_test.go covers it).
+	if got := condition(p, dnspolicy.ConditionSubResourcesHealthy); got != "absent" {
+		t.Errorf("SubResourcesHealthy without a healthCheck: %s", got)
 	}
 	if p.Status.TotalRecords != 1 || len(p.Status.RecordConditions) != 0 {
 		t.Errorf("totalRecords %d recordConditions %v, want 1 and none", p.Status.TotalRecords, p.Status.RecordConditions)
@@ -90,8 +88,6 @@ func TestSimpleLifecycle(t *testing.T) {
 		t.Errorf("rootHost %q providerRef %v, want api.%s and none (the default provider)", rec.Spec.RootHost, rec.Spec.ProviderRef, zone)
 	case !reflect.DeepEqual(rec.Spec.Endpoints, want):
 		t.Errorf("endpoints %v, want %v", rec.Spec.Endpoints, want)
-	case !reflect.DeepEqual(rec.Spec.HealthCheck, p.Spec.HealthCheck):
-		t.Errorf("healthCheck %+v, want the policy's %+v", rec.Spec.HealthCheck, p.Spec.HealthCheck)
 	case rec.Labels[dnspolicy.ListenerLabel] != "api" || rec.Labels[dnspolicy.GatewayLabel] != "gw":
 		t.Errorf("labels %v", rec.Labels)
 	case len(rec.OwnerReferences) != 2 || rec.OwnerReferences[1].Kind != "Gateway" || rec.OwnerReferences[1].UID != gw.UID:
