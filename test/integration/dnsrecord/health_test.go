@@ -257,9 +257,13 @@ func TestOwnWithdrawal(t *testing.T) {
 	cls[1].report(t, probe(1), false)
 	eventually(t, 60*time.Second, func() string { return same(records(t, store, z), both) })
 	for _, cl := range cls {
-		if r := cl.get(t, "web"); ready(r).Status != metav1.ConditionTrue {
-			t.Errorf("%s: fail-open, yet Ready is %s", cl.name, condition(r, v1alpha1.ConditionTypeReady))
-		}
+		// The status is written after the zone.
+		eventually(t, 10*time.Second, func() string {
+			if r := cl.get(t, "web"); ready(r).Status != metav1.ConditionTrue {
+				return fmt.Sprintf("%s: fail-open, yet Ready is %s", cl.name, condition(r, v1alpha1.ConditionTypeReady))
+			}
+			return ""
+		})
 	}
 
 	// Cluster 1 passes again: cluster 0 withdraws again; then cluster 0 passes: both are back.
