@@ -5,29 +5,78 @@ package dnsrecord_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/health"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 )
 
-// These tests run the record controller alone and play the prober themselves, writing each probe's
-// status as the probe controller does: the probe objects are the contract between the two
-// (test/integration/probes and test/e2e/health_test.go run the real prober).
+// The prober runs with the record controller, against real HTTP servers on loopback addresses that
+// stand for the gateways: each answers 200 while passing and 500 while failing.
 
-func healthCheck() *v1alpha1.HealthCheckSpec {
-	return &v1alpha1.HealthCheckSpec{Port: 8443, Path: "/healthz", Protocol: v1alpha1.ProtocolHTTPS,
+func healthCheck(port int) *v1alpha1.HealthCheckSpec {
+	return &v1alpha1.HealthCheckSpec{Port: port, Path: "/healthz", Protocol: v1alpha1.ProtocolHTTP,
 		Interval: &metav1.Duration{Duration: time.Second}, FailureThreshold: 2}
 }
+
+// gateways are health endpoints on loopback addresses, all on one port.
+type gateways struct {
+	port    int
+	failing map[string]*atomic.Bool
+}
+
+func startGateways(t *testing.T, ips ...string) *gateways {
+	t.Helper()
+	g := &gateways{failing: map[string]*atomic.Bool{}}
+	for range 100 {
+		_, p, _ := net.SplitHostPort(freeport.Addr(t))
+		var ls []net.Listener
+		for _, ip := range ips {
+			l, err := net.Listen("tcp", net.JoinHostPort(ip, p))
+			if err != nil {
+				break
+			}
+			ls = append(ls, l)
+		}
+		if len(ls) < len(ips) {
+			for _, l := range ls {
+				_ = l.Close()
+			}
+			continue
+		}
+		g.port, _ = strconv.Atoi(p)
+		for i, ip := range ips {
+			failing := &atomic.Bool{}
+			g.failing[ip] = failing
+			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if failing.Load() || r.URL.Path != "/healthz" {
+					w.WriteHeader(http.StatusInternalServerError)
+				}
+			}), ReadHeaderTimeout: 5 * time.Second}
+			go func() { _ = srv.Serve(ls[i]) }()
+			t.Cleanup(func() { _ = srv.Close() })
+		}
+		return g
+	}
+	t.Fatal("no port free on every gateway address")
+	return nil
+}
+
+// set makes the gateway at ip pass or fail its health check.
+func (g *gateways) set(ip string, passing bool) { g.failing[ip].Store(!passing) }
 
 func (cl *cluster) probe(t testing.TB, name string) *v1alpha1.DNSHealthCheckProbe {
 	t.Helper()
@@ -36,21 +85,6 @@ func (cl *cluster) probe(t testing.TB, name string) *v1alpha1.DNSHealthCheckProb
 		t.Fatal(err)
 	}
 	return p
-}
-
-// report writes a probe's result as the prober does.
-func (cl *cluster) report(t testing.TB, name string, healthy bool) {
-	t.Helper()
-	p := cl.probe(t, name)
-	p.Status.Healthy = ptr.To(healthy)
-	p.Status.ObservedGeneration = p.Generation
-	p.Status.Reason = "Status code: 200"
-	if !healthy {
-		p.Status.Reason, p.Status.ConsecutiveFailures = "Status code: 500", 3
-	}
-	if err := cl.c.Status().Update(context.Background(), p); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func condition(r *v1alpha1.DNSRecord, typ string) string {
@@ -77,9 +111,10 @@ func (cl *cluster) probeNames(t testing.TB) []string {
 	return names
 }
 
-// Probes follow the record's addresses with Kuadrant's names, labels and owner; unhealthy addresses
-// leave the zone, while the last one of an owner stays when no other owner passes (fail-open); the
-// Healthy condition goes through Kuadrant's reasons; probes go with their record.
+// Probes follow the record's addresses with Kuadrant's names, labels and owner; a record publishes
+// nothing until a probe passes; failing addresses leave the zone, while the last ones of an owner stay
+// when no other owner passes (fail-open); the Healthy condition goes through Kuadrant's reasons;
+// probes go with their record.
 func TestProbesFollowTheRecord(t *testing.T) {
 	store := inmemory.NewStore()
 	cls := startClusters(t, 1, store, fastOptions(), nil)
@@ -87,20 +122,23 @@ func TestProbesFollowTheRecord(t *testing.T) {
 	const z, host = "probes.example.com", "app.probes.example.com"
 	store.EnsureZone(z)
 	cl.secret(t, z)
+	gws := startGateways(t, "127.0.0.1", "127.0.0.2", "127.0.0.3")
+	gws.set("127.0.0.1", false)
+	gws.set("127.0.0.2", false)
 	rec := &v1alpha1.DNSRecord{
 		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: cl.ns},
-		Spec: v1alpha1.DNSRecordSpec{RootHost: host, ProviderRef: &v1alpha1.ProviderRef{Name: "provider"}, HealthCheck: healthCheck(),
+		Spec: v1alpha1.DNSRecordSpec{RootHost: host, ProviderRef: &v1alpha1.ProviderRef{Name: "provider"}, HealthCheck: healthCheck(gws.port),
 			Endpoints: []*v1alpha1.Endpoint{a(host, 60, "127.0.0.1", "127.0.0.2")}},
 	}
 	if err := cl.c.Create(context.Background(), rec); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, func() string {
+	eventually(t, 30*time.Second, func() string {
 		if got := cl.probeNames(t); fmt.Sprint(got) != "[web-127.0.0.1 web-127.0.0.2]" {
 			return fmt.Sprintf("probes %v", got)
 		}
 		r := cl.get(t, "web")
-		if condition(r, v1alpha1.ConditionTypeHealthy) != "False HealthChecksFailed: Probes are creating" ||
+		if condition(r, v1alpha1.ConditionTypeHealthy) != "False HealthChecksFailed: Not healthy addresses: [127.0.0.1 127.0.0.2]" ||
 			condition(r, v1alpha1.ConditionTypeReady) != "False HealthChecksFailed: Not publishing unhealthy records" {
 			return fmt.Sprintf("healthy %s; ready %s", condition(r, v1alpha1.ConditionTypeHealthy), condition(r, v1alpha1.ConditionTypeReady))
 		}
@@ -111,17 +149,18 @@ func TestProbesFollowTheRecord(t *testing.T) {
 	}
 	r := cl.get(t, "web")
 	p := cl.probe(t, "web-127.0.0.1")
-	if p.Labels[v1alpha1.ProbeOwnerLabel] != "web" || !metav1.IsControlledBy(p, r) {
-		t.Errorf("probe labels %v, owners %v: want %s=web and the record as controller", p.Labels, p.OwnerReferences, v1alpha1.ProbeOwnerLabel)
+	if p.Labels[v1alpha1.ProbeOwnerLabel] != "web" || !metav1.IsControlledBy(p, r) || !slices.Contains(p.Finalizers, v1alpha1.HealthProbeFinalizer) {
+		t.Errorf("probe labels %v, owners %v, finalizers %v: want %s=web, the record as controller and %s",
+			p.Labels, p.OwnerReferences, p.Finalizers, v1alpha1.ProbeOwnerLabel, v1alpha1.HealthProbeFinalizer)
 	}
-	if s := p.Spec; s.Address != "127.0.0.1" || s.Hostname != host || s.Port != 8443 || s.Path != "/healthz" || s.Protocol != v1alpha1.ProtocolHTTPS ||
+	if s := p.Spec; s.Address != "127.0.0.1" || s.Hostname != host || s.Port != gws.port || s.Path != "/healthz" || s.Protocol != v1alpha1.ProtocolHTTP ||
 		s.Interval.Duration != time.Second || s.FailureThreshold != 2 || s.AllowInsecureCertificate {
 		t.Errorf("probe spec %+v", s)
 	}
 
-	cl.report(t, "web-127.0.0.1", true)
-	cl.report(t, "web-127.0.0.2", true)
-	eventually(t, 20*time.Second, func() string {
+	gws.set("127.0.0.1", true)
+	gws.set("127.0.0.2", true)
+	eventually(t, 30*time.Second, func() string {
 		r := cl.get(t, "web")
 		if h := condition(r, v1alpha1.ConditionTypeHealthy); h != "True AllChecksPassed: All healthchecks succeeded" || ready(r).Status != metav1.ConditionTrue {
 			return "healthy " + h + "; ready " + condition(r, v1alpha1.ConditionTypeReady)
@@ -135,8 +174,8 @@ func TestProbesFollowTheRecord(t *testing.T) {
 		t.Errorf("no healthy statement %s in the zone: %v", statement, zone(t, store, z))
 	}
 
-	cl.report(t, "web-127.0.0.2", false)
-	eventually(t, 20*time.Second, func() string {
+	gws.set("127.0.0.2", false)
+	eventually(t, 30*time.Second, func() string {
 		r := cl.get(t, "web")
 		if h := condition(r, v1alpha1.ConditionTypeHealthy); h != "False SomeChecksPassed: Not healthy addresses: [127.0.0.2]" {
 			return "healthy " + h
@@ -145,8 +184,8 @@ func TestProbesFollowTheRecord(t *testing.T) {
 	})
 
 	// Its only owner, with nothing healthy: what it published stays.
-	cl.report(t, "web-127.0.0.1", false)
-	eventually(t, 20*time.Second, func() string {
+	gws.set("127.0.0.1", false)
+	eventually(t, 30*time.Second, func() string {
 		r := cl.get(t, "web")
 		if h := condition(r, v1alpha1.ConditionTypeHealthy); h != "False HealthChecksFailed: Not healthy addresses: [127.0.0.1 127.0.0.2]" {
 			return "healthy " + h
@@ -160,11 +199,12 @@ func TestProbesFollowTheRecord(t *testing.T) {
 	if err := cl.c.Update(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, func() string {
+	eventually(t, 30*time.Second, func() string {
 		if got := cl.probeNames(t); fmt.Sprint(got) != "[web-127.0.0.1 web-127.0.0.3]" {
 			return fmt.Sprintf("probes %v", got)
 		}
-		return ""
+		// 127.0.0.3 passes: only it is published.
+		return same(records(t, store, z), []string{host + " A 60 127.0.0.3"})
 	})
 
 	// Without a healthCheck the probes, the statement and the Healthy condition go.
@@ -173,7 +213,7 @@ func TestProbesFollowTheRecord(t *testing.T) {
 	if err := cl.c.Update(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, func() string {
+	eventually(t, 30*time.Second, func() string {
 		r := cl.get(t, "web")
 		if got := cl.probeNames(t); len(got) != 0 || condition(r, v1alpha1.ConditionTypeHealthy) != "none" {
 			return fmt.Sprintf("probes %v, healthy %s", got, condition(r, v1alpha1.ConditionTypeHealthy))
@@ -186,18 +226,18 @@ func TestProbesFollowTheRecord(t *testing.T) {
 
 	// Probes go with their record.
 	r = cl.get(t, "web")
-	r.Spec.HealthCheck = healthCheck()
+	r.Spec.HealthCheck = healthCheck(gws.port)
 	if err := cl.c.Update(context.Background(), r); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 20*time.Second, func() string {
+	eventually(t, 30*time.Second, func() string {
 		if got := cl.probeNames(t); len(got) != 2 {
 			return fmt.Sprintf("probes %v", got)
 		}
 		return ""
 	})
 	cl.delete(t, "web")
-	eventually(t, 20*time.Second, func() string {
+	eventually(t, 30*time.Second, func() string {
 		if got := cl.probeNames(t); len(got) != 0 {
 			return fmt.Sprintf("probes left after their record: %v", got)
 		}
@@ -206,41 +246,33 @@ func TestProbesFollowTheRecord(t *testing.T) {
 }
 
 // Two owners of one host: an owner none of whose addresses passes withdraws its only one while the
-// other owner states, freshly, that it passes; when neither passes both publish (fail-open across
-// owners); nobody removes the other's address.
+// other owner states that it passes; when neither passes both publish (fail-open across owners);
+// nobody removes the other's address.
 func TestOwnWithdrawal(t *testing.T) {
 	store := inmemory.NewStore()
 	cls := startClusters(t, 2, store, fastOptions(), nil)
 	const z, host = "withdraw.example.com", "app.withdraw.example.com"
+	ips := []string{"127.0.0.4", "127.0.0.5"}
+	gws := startGateways(t, ips...)
 	store.EnsureZone(z)
 	for i, cl := range cls {
 		cl.secret(t, z)
 		rec := &v1alpha1.DNSRecord{
 			ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: cl.ns},
-			Spec: v1alpha1.DNSRecordSpec{RootHost: host, ProviderRef: &v1alpha1.ProviderRef{Name: "provider"}, HealthCheck: healthCheck(),
-				Endpoints: []*v1alpha1.Endpoint{a(host, 60, fmt.Sprintf("127.0.0.%d", i+1))}},
+			Spec: v1alpha1.DNSRecordSpec{RootHost: host, ProviderRef: &v1alpha1.ProviderRef{Name: "provider"}, HealthCheck: healthCheck(gws.port),
+				Endpoints: []*v1alpha1.Endpoint{a(host, 60, ips[i])}},
 		}
 		if err := cl.c.Create(context.Background(), rec); err != nil {
 			t.Fatal(err)
 		}
 	}
-	probe := func(i int) string { return fmt.Sprintf("web-127.0.0.%d", i+1) }
-	for i, cl := range cls {
-		eventually(t, 20*time.Second, func() string {
-			if got := cl.probeNames(t); len(got) != 1 {
-				return fmt.Sprintf("probes %v", got)
-			}
-			return ""
-		})
-		cl.report(t, probe(i), true)
-	}
-	both := []string{host + " A 60 127.0.0.1,127.0.0.2"}
+	both := []string{host + " A 60 127.0.0.4,127.0.0.5"}
 	eventually(t, 30*time.Second, func() string { return same(records(t, store, z), both) })
 
 	// Cluster 0's only address fails while cluster 1's passes: cluster 0 withdraws it. Cluster 1 renews
-	// its statement once it reads cluster 0's, and cluster 0 trusts only a statement it saw renewed.
+	// its statement once it reads cluster 0's, and cluster 0 trusts only a statement made after its own.
 	start := time.Now()
-	cls[0].report(t, probe(0), false)
+	gws.set(ips[0], false)
 	eventually(t, 90*time.Second, func() string {
 		r := cls[0].get(t, "web")
 		if h := condition(r, v1alpha1.ConditionTypeHealthy); !strings.Contains(h, "every address withdrawn while owner "+cls[1].get(t, "web").Status.OwnerID) {
@@ -249,12 +281,12 @@ func TestOwnWithdrawal(t *testing.T) {
 		if rd := condition(r, v1alpha1.ConditionTypeReady); rd != "False HealthChecksFailed: Not publishing unhealthy records" {
 			return "cluster 0 ready " + rd
 		}
-		return same(records(t, store, z), []string{host + " A 60 127.0.0.2"})
+		return same(records(t, store, z), []string{host + " A 60 127.0.0.5"})
 	})
-	t.Logf("cluster 0 withdrew %s after its probe failed", time.Since(start).Round(time.Second))
+	t.Logf("cluster 0 withdrew %s after its gateway failed", time.Since(start).Round(time.Second))
 
 	// Neither passes: both publish.
-	cls[1].report(t, probe(1), false)
+	gws.set(ips[1], false)
 	eventually(t, 60*time.Second, func() string { return same(records(t, store, z), both) })
 	for _, cl := range cls {
 		// The status is written after the zone.
@@ -267,11 +299,14 @@ func TestOwnWithdrawal(t *testing.T) {
 	}
 
 	// Cluster 1 passes again: cluster 0 withdraws again; then cluster 0 passes: both are back.
-	cls[1].report(t, probe(1), true)
-	eventually(t, 90*time.Second, func() string { return same(records(t, store, z), []string{host + " A 60 127.0.0.2"}) })
-	cls[0].report(t, probe(0), true)
+	gws.set(ips[1], true)
+	eventually(t, 90*time.Second, func() string { return same(records(t, store, z), []string{host + " A 60 127.0.0.5"}) })
+	gws.set(ips[0], true)
 	eventually(t, 30*time.Second, func() string { return same(records(t, store, z), both) })
-	if r := cls[0].get(t, "web"); condition(r, v1alpha1.ConditionTypeHealthy) != "True AllChecksPassed: All healthchecks succeeded" {
-		t.Errorf("cluster 0 back: healthy %s", condition(r, v1alpha1.ConditionTypeHealthy))
-	}
+	eventually(t, 10*time.Second, func() string {
+		if h := condition(cls[0].get(t, "web"), v1alpha1.ConditionTypeHealthy); h != "True AllChecksPassed: All healthchecks succeeded" {
+			return "cluster 0 back: healthy " + h
+		}
+		return ""
+	})
 }
