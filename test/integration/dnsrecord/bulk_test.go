@@ -217,7 +217,7 @@ func watchReady(t testing.TB, cl *cluster) (wait func(n int)) {
 // starts as BenchmarkReady64's does (warmUp), and Ready is followed through a watch.
 func BenchmarkReady1000(b *testing.B) {
 	const n = 1000
-	var seconds, perRecord, perRecordAll float64 // summed over the iterations, reported as means
+	var seconds, perRecord, perRecordAll, apiMS, etcdMS float64 // summed over the iterations, reported as means
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
 		store := inmemory.NewStore()
@@ -232,6 +232,8 @@ func BenchmarkReady1000(b *testing.B) {
 		warmUp(b, cl, z)
 		wait := watchReady(b, cl)
 		requests.reset() // the manager's start-up and the warm-up record, not the records
+		apiCPU, etcdCPU := controlPlaneCPU(b)
+		api0, etcd0 := apiCPU(), etcdCPU()
 		b.StartTimer()
 		start := time.Now()
 		createMany(b, cl, n, z)
@@ -239,12 +241,15 @@ func BenchmarkReady1000(b *testing.B) {
 		wait(n)
 		elapsed := time.Since(start)
 		b.StopTimer()
+		api, etcd := apiCPU()-api0, etcdCPU()-etcd0
+		apiMS += 1000 * api / n
+		etcdMS += 1000 * etcd / n
 		writes, all, by := requests.counts()
 		seconds += elapsed.Seconds()
 		perRecord += float64(writes) / n
 		perRecordAll += float64(all) / n
-		b.Logf("%d records created in %s, all Ready in %s; controller requests until then: %d writes, %d in all (%s)",
-			n, created.Round(time.Millisecond), elapsed.Round(time.Millisecond), writes, all, by)
+		b.Logf("%d records created in %s, all Ready in %s; controller requests until then: %d writes, %d in all (%s); CPU of kube-apiserver %.1f s, etcd %.1f s",
+			n, created.Round(time.Millisecond), elapsed.Round(time.Millisecond), writes, all, by, api, etcd)
 		if got := len(records(b, store, z)); got != n {
 			b.Fatalf("zone holds %d records, want %d", got, n)
 		}
@@ -254,6 +259,8 @@ func BenchmarkReady1000(b *testing.B) {
 	b.ReportMetric(seconds/float64(b.N), "s-to-all-ready")
 	b.ReportMetric(perRecord/float64(b.N), "writes/record")
 	b.ReportMetric(perRecordAll/float64(b.N), "requests/record")
+	b.ReportMetric(apiMS/float64(b.N), "apiserver-cpu-ms/record")
+	b.ReportMetric(etcdMS/float64(b.N), "etcd-cpu-ms/record")
 }
 
 // startCountedManager starts, on the first control plane, a manager running the DNSRecord
