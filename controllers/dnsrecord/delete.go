@@ -39,8 +39,15 @@ func (r *Reconciler) connectForDeletion(ctx context.Context, s *scope) (ctrl.Res
 	if !controllerutil.ContainsFinalizer(rec, v1alpha1.RecordFinalizer) {
 		return ctrl.Result{}, nil, true
 	}
-	secret, err := r.providerSecret(ctx, rec)
+	b, cached := r.cachedBackend(ctx, s.key, rec)
+	var secret *corev1.Secret
+	var err error
+	if !cached {
+		secret, err = r.providerSecret(ctx, rec)
+	}
 	switch {
+	case cached:
+		s.backend = b
 	case err == nil:
 		if s.backend, err = r.backends.Backend(ctx, s.key, secret, providers.Env{Client: r.Client, Namespace: secret.Namespace}); err != nil {
 			return r.releaseOrWait(ctx, s, v1alpha1.ReasonUnsupportedProvider, err)

@@ -34,16 +34,21 @@ func (r *Reconciler) validate(_ context.Context, s *scope) (ctrl.Result, error, 
 // connect finds the Secret, its backend and the zone.
 func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
 	rec := s.record
-	secret, err := r.providerSecret(ctx, rec)
-	if err != nil {
-		r.setReady(s, metav1.ConditionFalse, secretReason(err), err.Error())
-		return ctrl.Result{}, err, true
+	var err error
+	if b, ok := r.cachedBackend(ctx, s.key, rec); ok {
+		s.backend = b
+	} else {
+		secret, err := r.providerSecret(ctx, rec)
+		if err != nil {
+			r.setReady(s, metav1.ConditionFalse, secretReason(err), err.Error())
+			return ctrl.Result{}, err, true
+		}
+		if s.backend, err = r.backends.Backend(ctx, s.key, secret, providers.Env{Client: r.Client, Namespace: secret.Namespace}); err != nil {
+			r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonUnsupportedProvider, err.Error())
+			return ctrl.Result{}, err, true
+		}
 	}
-	rec.Status.ProviderRef = v1alpha1.ProviderRef{Name: secret.Name}
-	if s.backend, err = r.backends.Backend(ctx, s.key, secret, providers.Env{Client: r.Client, Namespace: secret.Namespace}); err != nil {
-		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonUnsupportedProvider, err.Error())
-		return ctrl.Result{}, err, true
-	}
+	rec.Status.ProviderRef = v1alpha1.ProviderRef{Name: s.backend.Secret.Name}
 	if s.backend.Records != nil {
 		return ctrl.Result{}, nil, false // it serves the whole record: no zone
 	}

@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -16,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/backends"
 )
 
 var (
@@ -54,6 +57,36 @@ func (r *Reconciler) providerSecret(ctx context.Context, rec *v1alpha1.DNSRecord
 		return nil, fmt.Errorf("%w: %d secrets labelled %s=true in namespace %s (%s); label exactly one or set providerRef",
 			errMultipleDefaults, len(names), v1alpha1.DefaultProviderLabel, rec.Namespace, strings.Join(names, ", "))
 	}
+}
+
+// cachedBackend returns the backend built from the record's provider Secret when the Secret's current
+// version, as the metadata watch knows it, is the one the backend was built from: the pass then
+// needs no read of the Secret (without it, every pass of every record costs an API-server round
+// trip). The watch lags the API server by moments; a Secret changed or deleted meanwhile is seen
+// at the pass its watch event queues, as a change is without the cache. Anything the cache cannot
+// answer (no watch, a Secret not yet seen, no default or several, a version never built) leaves it
+// to providerSecret's direct read, whose errors are what the record reports.
+func (r *Reconciler) cachedBackend(ctx context.Context, key types.NamespacedName, rec *v1alpha1.DNSRecord) (*backends.Backend, bool) {
+	if r.Options.NoSecretWatch {
+		return nil, false // no metadata watch, and no permission to start one
+	}
+	var meta *metav1.PartialObjectMetadata
+	if rec.Spec.ProviderRef != nil {
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+		if err := r.Client.Get(ctx, client.ObjectKey{Namespace: rec.Namespace, Name: rec.Spec.ProviderRef.Name}, m); err != nil {
+			return nil, false
+		}
+		meta = m
+	} else {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("SecretList"))
+		if err := r.Client.List(ctx, list, client.InNamespace(rec.Namespace), client.MatchingLabels{v1alpha1.DefaultProviderLabel: "true"}); err != nil || len(list.Items) != 1 {
+			return nil, false
+		}
+		meta = &list.Items[0]
+	}
+	return r.backends.Current(key, meta.UID, meta.ResourceVersion)
 }
 
 // secretEvents keeps the backend cache in step with the Secrets (a changed Secret's old backend and

@@ -157,6 +157,23 @@ func (c *Cache) Backend(ctx context.Context, record types.NamespacedName, secret
 	return e.backend, nil
 }
 
+// Current returns the backend already built from version of the Secret uid, and remembers it as the
+// backend of record, as Backend does; false when none is kept for that version. A caller that knows
+// a Secret's current version from a metadata watch uses it without reading the Secret.
+func (c *Cache) Current(record types.NamespacedName, uid types.UID, version string) (*Backend, bool) {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.sweepLocked(now)
+	e, ok := c.bySecret[uid]
+	if !ok || e.backend.version != version {
+		return nil, false
+	}
+	e.lastUsed = now
+	c.byRecord[record] = e
+	return e.backend, true
+}
+
 // Last returns the backend record last used, if it is still kept, whether or not its Secret still
 // exists.
 func (c *Cache) Last(record types.NamespacedName) (*Backend, bool) {

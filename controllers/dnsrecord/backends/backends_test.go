@@ -178,3 +178,26 @@ func TestFailedListingNotCached(t *testing.T) {
 		t.Error("a failed listing must not count as a list")
 	}
 }
+
+func TestCurrentServesOnlyTheBuiltVersion(t *testing.T) {
+	c, builds, _, _ := counting(t)
+	ctx := context.Background()
+	if _, ok := c.Current(web, "u1", "1"); ok {
+		t.Fatal("nothing built yet: Current must miss")
+	}
+	b, _ := c.Backend(ctx, web, secret("u1", "1"), providers.Env{})
+	got, ok := c.Current(api, "u1", "1")
+	if !ok || got != b || *builds != 1 {
+		t.Fatalf("the built version must be served without a build (ok %v, same %v, %d builds)", ok, got == b, *builds)
+	}
+	if last, ok := c.Last(api); !ok || last != b {
+		t.Error("Current must remember the backend as the record's last, as Backend does")
+	}
+	if _, ok := c.Current(web, "u1", "2"); ok {
+		t.Error("a newer version of the Secret must miss (it has to be read and built)")
+	}
+	c.SecretChanged("u1", "")
+	if _, ok := c.Current(web, "u1", "1"); ok {
+		t.Error("a deleted Secret's backend must not be served as current")
+	}
+}
