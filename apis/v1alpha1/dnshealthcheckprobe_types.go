@@ -2,6 +2,9 @@ package v1alpha1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+// HealthProbeFinalizer (Kuadrant's) holds a probe until the probe controller has stopped probing it.
+const HealthProbeFinalizer = "kuadrant.io/dns-health-check-probe"
+
 // DNSHealthCheckProbeSpec is one probe of one leaf address of a record.
 type DNSHealthCheckProbeSpec struct {
 	// port to connect to: 80, 443 or 1024-49151.
