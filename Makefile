@@ -58,7 +58,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 manifests: $(CONTROLLER_GEN) ## Generate the CRDs under config/crd/bases and the ClusterRole under config/rbac.
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=dnspolicy-controller paths=./cmd/... paths=./controllers/... paths=./providers/... output:rbac:artifacts:config=config/rbac
-	$(CONTROLLER_GEN) rbac:roleName=dnspolicy-controller paths=./cmd/... paths=./controllers/dnsrecord/... paths=./controllers/dnsserver/... paths=./providers/... output:rbac:artifacts:config=config/rbac/record-only
+	$(CONTROLLER_GEN) rbac:roleName=dnspolicy-controller paths=./cmd/... paths=./controllers/dnsrecord/... paths=./controllers/dnshealthcheckprobe/... paths=./controllers/dnsserver/... paths=./providers/... output:rbac:artifacts:config=config/rbac/record-only
 
 .PHONY: fmt
 fmt: ## Format the Go code.
