@@ -11,13 +11,15 @@ type DNSHealthCheckProbeSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self in [80, 443] || (self >= 1024 && self <= 49151)",message="Only ports 80, 443, 1024-49151 are allowed"
 	// +optional
 	Port int `json:"port,omitempty"`
-	// hostname is sent as the Host header and TLS SNI.
-	// +kubebuilder:validation:Pattern=`^[a-z][a-z0-9\-]+\.([a-z][a-z0-9\-]+\.)*[a-z][a-z0-9\-]+$`
+	// hostname is sent as the Host header and TLS SNI: a DNS name of at least two labels (RFC 1123
+	// labels: a label may be one character or start with a digit).
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?$`
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Hostname string `json:"hostname,omitempty"`
-	// address that is dialled: an IP address or a hostname.
-	// +kubebuilder:validation:Pattern=`^([1-9][0-9]?[0-9]?\.[0-9][0-9]?[0-9]?\.[0-9][0-9]?[0-9]?\.[0-9][0-9]?[0-9]|[a-z][a-z0-9\-]+\.([a-z][a-z0-9\-]+\.)*[a-z][a-z0-9\-]+)?$`
+	// address that is dialled: an IPv4 or IPv6 address, or a hostname (resolved at every check;
+	// any address it resolves to that passes makes the check pass).
+	// +kubebuilder:validation:Pattern=`^(((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])|[0-9a-fA-F]*:[0-9a-fA-F:.]*|([a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?)?$`
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Address string `json:"address,omitempty"`
