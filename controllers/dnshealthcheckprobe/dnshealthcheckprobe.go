@@ -12,6 +12,7 @@ package dnshealthcheckprobe
 import (
 	"context"
 	"crypto/x509"
+	"net"
 	"sync/atomic"
 	"time"
 
@@ -61,6 +62,8 @@ type Options struct {
 	HeadersRefresh, SecretRetryMin time.Duration
 	// RootCAs verify gateways' certificates; nil: the system's roots.
 	RootCAs *x509.CertPool
+	// Resolver resolves probes' hostname addresses; nil: the system's.
+	Resolver *net.Resolver
 }
 
 // DefaultOptions are the production settings.
@@ -94,7 +97,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.secrets = newSecretCache()
 	r.prober = prober.New(prober.Options{
 		Workers: r.Options.Workers, Timeout: r.Options.Timeout, RootCAs: r.Options.RootCAs,
-		OnResult: r.onResult,
+		Resolver: r.Options.Resolver, OnResult: r.onResult,
 	})
 	if err := mgr.Add(manager.RunnableFunc(r.prober.Run)); err != nil {
 		return err
