@@ -56,6 +56,7 @@ func main() {
 		duration = flag.Duration("duration", 30*time.Second, "measured window per run")
 		warmup   = flag.Duration("warmup", 5*time.Second, "time before the window")
 		servers  = flag.Int("servers", 4, "loopback servers per protocol")
+		workers  = flag.Int("workers", 128, "the prober's bound on checks at once (the controller's default)")
 		serve    = flag.String("serve", "", "internal: serve with the certificate in this directory")
 		measure  = flag.String("measure", "", "internal: measure one run (prober-http, prober-https, peer-http, peer-https)")
 		targets  = flag.String("targets", "", "internal: comma-separated HTTP ports;HTTPS ports")
@@ -67,9 +68,9 @@ func main() {
 	case *serve != "":
 		err = runServers(*serve, *servers)
 	case *measure != "":
-		err = runMeasure(*measure, *targets, *certDir, *probes, *interval, *warmup, *duration)
+		err = runMeasure(*measure, *targets, *certDir, *probes, *workers, *interval, *warmup, *duration)
 	default:
-		err = orchestrate(*probes, *interval, *warmup, *duration, *servers)
+		err = orchestrate(*probes, *workers, *interval, *warmup, *duration, *servers)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -90,7 +91,7 @@ type result struct {
 	LateChecksPct float64
 }
 
-func orchestrate(probes int, interval, warmup, duration time.Duration, servers int) error {
+func orchestrate(probes, workers int, interval, warmup, duration time.Duration, servers int) error {
 	dir, err := os.MkdirTemp("", "probe-bench-")
 	if err != nil {
 		return err
@@ -123,7 +124,7 @@ func orchestrate(probes int, interval, warmup, duration time.Duration, servers i
 	var results []result
 	for _, mode := range []string{"prober-http", "peer-http", "prober-https", "peer-https"} {
 		cmd := exec.Command(self, "-measure", mode, "-targets", targets, "-certs", dir,
-			"-probes", strconv.Itoa(probes), "-interval", interval.String(),
+			"-probes", strconv.Itoa(probes), "-workers", strconv.Itoa(workers), "-interval", interval.String(),
 			"-warmup", warmup.String(), "-duration", duration.String())
 		cmd.Stderr = os.Stderr
 		out, err := cmd.Output()
@@ -136,8 +137,8 @@ func orchestrate(probes int, interval, warmup, duration time.Duration, servers i
 		}
 		results = append(results, r)
 	}
-	fmt.Printf("%d probes at %s, %d loopback servers per protocol, %s window after %s warm-up, GOMAXPROCS %d\n\n",
-		probes, interval, servers, duration, warmup, runtime.GOMAXPROCS(0))
+	fmt.Printf("%d probes at %s, prober workers %d, %d loopback servers per protocol, %s window after %s warm-up, GOMAXPROCS %d\n\n",
+		probes, interval, workers, servers, duration, warmup, runtime.GOMAXPROCS(0))
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(w, "run\tchecks/s\tpassed\tlate\tCPU cores\tCPU-s per probe per hour\tCPU-ms per check\theap MB\tRSS MB\tgoroutines")
 	for _, r := range results {
@@ -167,7 +168,7 @@ func orchestrate(probes int, interval, warmup, duration time.Duration, servers i
 }
 
 // runMeasure runs one mode and prints its result as JSON.
-func runMeasure(mode, targets, certDir string, probes int, interval, warmup, duration time.Duration) error {
+func runMeasure(mode, targets, certDir string, probes, workers int, interval, warmup, duration time.Duration) error {
 	httpPorts, httpsPorts, _ := strings.Cut(targets, ";")
 	ports := strings.Split(httpPorts, ",")
 	protocol := "HTTP"
@@ -204,7 +205,7 @@ func runMeasure(mode, targets, certDir string, probes int, interval, warmup, dur
 	if strings.HasPrefix(mode, "prober") {
 		var mu sync.Mutex
 		last := map[string]time.Time{}
-		p := prober.New(prober.Options{RootCAs: pool, OnResult: func(r prober.Result) {
+		p := prober.New(prober.Options{Workers: workers, RootCAs: pool, OnResult: func(r prober.Result) {
 			mu.Lock()
 			prev, ok := last[r.Key]
 			last[r.Key] = r.CheckedAt
