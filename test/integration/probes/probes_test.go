@@ -406,3 +406,45 @@ func TestAddressesAndHostnamesAreAccepted(t *testing.T) {
 		}
 	}
 }
+
+// A restarted controller carries on from the status: the probe stays healthy (never back to
+// unknown) and nothing is rewritten while nothing changed.
+func TestRestartCarriesOn(t *testing.T) {
+	c := envs[0].Client
+	namespace := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "probes-restart-"}}
+	if err := c.Create(context.Background(), namespace); err != nil {
+		t.Fatal(err)
+	}
+	ns := namespace.Name
+	g := newGateway(t)
+	run := func() func() {
+		opts := dnshealthcheckprobe.DefaultOptions()
+		opts.MinInterval = 50 * time.Millisecond
+		return testenv.StartManagerIn(t, envs[0], ns, func(mgr ctrl.Manager) error {
+			return (&dnshealthcheckprobe.Reconciler{
+				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+				Recorder: mgr.GetEventRecorder("dnshealthcheckprobe-controller"), Options: opts,
+			}).SetupWithManager(mgr)
+		})
+	}
+	stop := run()
+	p := newProbe(ns, "restart", "127.0.0.1", g.port, "/restart", 100*time.Millisecond)
+	if err := c.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	before := waitStatus(t, c, ns, p.Name, healthy(true, ""))
+	stop()
+
+	run()
+	mark := g.count("/restart")
+	testenv.Eventually(t, waitFor, func() string {
+		if g.count("/restart") < mark+20 {
+			return "not checked 20 times since the restart"
+		}
+		return ""
+	})
+	after := get(t, c, ns, p.Name)
+	if after.ResourceVersion != before.ResourceVersion {
+		t.Errorf("the restarted controller rewrote an unchanged probe: %+v, was %+v", after.Status, before.Status)
+	}
+}
