@@ -2,8 +2,14 @@ package v1alpha1
 
 import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-// HealthProbeFinalizer (Kuadrant's) holds a probe until the probe controller has stopped probing it.
-const HealthProbeFinalizer = "kuadrant.io/dns-health-check-probe"
+// Probe metadata (Kuadrant's, DESIGN 4b).
+const (
+	// ProbeOwnerLabel is on every probe a record controller made: the record's name, or hash8 of its
+	// UID when the name is longer than a label value may be.
+	ProbeOwnerLabel = "kuadrant.io/health-probes-owner"
+	// ProbeFinalizer holds a probe until the prober has stopped probing it.
+	ProbeFinalizer = "kuadrant.io/dns-health-check-probe"
+)
 
 // DNSHealthCheckProbeSpec is one probe of one leaf address of a record.
 type DNSHealthCheckProbeSpec struct {
@@ -11,15 +17,13 @@ type DNSHealthCheckProbeSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self in [80, 443] || (self >= 1024 && self <= 49151)",message="Only ports 80, 443, 1024-49151 are allowed"
 	// +optional
 	Port int `json:"port,omitempty"`
-	// hostname is sent as the Host header and TLS SNI: a DNS name of at least two labels (RFC 1123
-	// labels: a label may be one character or start with a digit).
-	// +kubebuilder:validation:Pattern=`^([a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?$`
+	// hostname is sent as the Host header and TLS SNI.
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Hostname string `json:"hostname,omitempty"`
-	// address that is dialled: an IPv4 or IPv6 address, or a hostname (resolved at every check;
-	// any address it resolves to that passes makes the check pass).
-	// +kubebuilder:validation:Pattern=`^(((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])|[0-9a-fA-F]*:[0-9a-fA-F:.]*|([a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?\.)+[a-z0-9]([a-z0-9\-]{0,61}[a-z0-9])?)?$`
+	// address that is dialled: an IPv4 address or a hostname (lower-case, as DNS names are written).
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?\.)*[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
 	// +kubebuilder:validation:MaxLength=253
 	// +optional
 	Address string `json:"address,omitempty"`

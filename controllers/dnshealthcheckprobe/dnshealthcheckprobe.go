@@ -145,9 +145,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.forget(req.NamespacedName, probe.Spec.Hostname)
 		return r.release(ctx, probe)
 	}
-	if !controllerutil.ContainsFinalizer(probe, v1alpha1.HealthProbeFinalizer) {
+	if !controllerutil.ContainsFinalizer(probe, v1alpha1.ProbeFinalizer) {
 		before := probe.DeepCopy()
-		controllerutil.AddFinalizer(probe, v1alpha1.HealthProbeFinalizer)
+		controllerutil.AddFinalizer(probe, v1alpha1.ProbeFinalizer)
 		if err := r.Client.Patch(ctx, probe, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(err)
 		}
@@ -167,11 +167,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // release stops probing a deleted probe and removes the finalizer.
 func (r *Reconciler) release(ctx context.Context, probe *v1alpha1.DNSHealthCheckProbe) (ctrl.Result, error) {
-	if !controllerutil.ContainsFinalizer(probe, v1alpha1.HealthProbeFinalizer) {
+	if !controllerutil.ContainsFinalizer(probe, v1alpha1.ProbeFinalizer) {
 		return ctrl.Result{}, nil
 	}
 	before := probe.DeepCopy()
-	controllerutil.RemoveFinalizer(probe, v1alpha1.HealthProbeFinalizer)
+	controllerutil.RemoveFinalizer(probe, v1alpha1.ProbeFinalizer)
 	err := r.Client.Patch(ctx, probe, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
 	return ctrl.Result{}, client.IgnoreNotFound(err)
 }
