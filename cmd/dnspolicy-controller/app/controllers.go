@@ -91,6 +91,8 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("dnsrecord controller: %w", err)
 		}
+	}
+	if o.EnableRecordController && !o.NoHealthProbeController {
 		// The probes' side of health checks runs with the record side that creates the probes.
 		popts := dnshealthcheckprobe.DefaultOptions()
 		if o.MaxConcurrentHealthChecks > 0 {

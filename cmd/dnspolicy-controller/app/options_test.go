@@ -84,13 +84,13 @@ func TestParseHealthCheckFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.InsecureHealthChecks || o.MaxConcurrentHealthChecks <= 0 {
-		t.Errorf("defaults: insecure %v, max concurrent %d", o.InsecureHealthChecks, o.MaxConcurrentHealthChecks)
+	if o.InsecureHealthChecks || o.MaxConcurrentHealthChecks <= 0 || o.NoHealthProbeController {
+		t.Errorf("defaults: insecure %v, max concurrent %d, no probe controller %v", o.InsecureHealthChecks, o.MaxConcurrentHealthChecks, o.NoHealthProbeController)
 	}
-	if o, err = Parse([]string{"--insecure-health-checks", "--max-concurrent-health-checks=8"}, env(nil)); err != nil {
+	if o, err = Parse([]string{"--insecure-health-checks", "--max-concurrent-health-checks=8", "--enable-health-probe-controller=false"}, env(nil)); err != nil {
 		t.Fatal(err)
 	}
-	if !o.InsecureHealthChecks || o.MaxConcurrentHealthChecks != 8 {
+	if !o.InsecureHealthChecks || o.MaxConcurrentHealthChecks != 8 || !o.NoHealthProbeController {
 		t.Errorf("flags not applied: %+v", o)
 	}
 	if o, err = Parse(nil, env(map[string]string{"DNSPOLICY_INSECURE_HEALTH_CHECKS": "true"})); err != nil || !o.InsecureHealthChecks {
