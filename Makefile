@@ -58,7 +58,7 @@ generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.
 manifests: $(CONTROLLER_GEN) ## Generate the CRDs under config/crd/bases and the ClusterRole under config/rbac.
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=dnspolicy-controller paths=./cmd/... paths=./controllers/... paths=./providers/... output:rbac:artifacts:config=config/rbac
-	$(CONTROLLER_GEN) rbac:roleName=dnspolicy-controller paths=./cmd/... paths=./controllers/dnsrecord/... paths=./controllers/dnsserver/... paths=./providers/... output:rbac:artifacts:config=config/rbac/record-only
+	$(CONTROLLER_GEN) rbac:roleName=dnspolicy-controller paths=./cmd/... paths=./controllers/dnsrecord/... paths=./controllers/dnshealthcheckprobe/... paths=./controllers/dnsserver/... paths=./providers/... output:rbac:artifacts:config=config/rbac/record-only
 
 .PHONY: fmt
 fmt: ## Format the Go code.
@@ -126,6 +126,10 @@ bench-clouds: envtest ## Time 64 loadbalanced DNSRecords to Ready on the emulate
 .PHONY: bench-scale
 bench-scale: envtest ## 1,000, 5,000 and 10,000 DNSRecords at once beside 10,000 Secrets against the controller binary: time to Ready, CPU-s and writes per record, RSS (ARGS=-records=1000); figures go in docs/benchmarks.md.
 	go run ./test/bench/scale $(ARGS)
+
+.PHONY: bench-probes
+bench-probes: ## 1,000 health probes at 1s against loopback HTTP and HTTPS servers: checks/s, CPU-s per probe, heap and RSS, against a goroutine-per-probe peer (ARGS=-probes 1000 -duration 30s); figures go in docs/benchmarks.md.
+	go run ./test/bench/probes $(ARGS)
 
 .PHONY: envtest
 envtest: ## Build kube-apiserver, etcd and kubectl into the cache (once, ~6 min).

@@ -131,11 +131,14 @@ func writes(group, resource, sub, namespace string, verbs ...string) []string {
 }
 
 // controllerWrites is everything the controller writes, in one scope ("" = cluster-wide): its
-// DNSRecords (both controllers and the endpoint backend), their status, the status
-// of DNSPolicies and Gateways, and events. policy says whether the policy side is installed.
+// DNSRecords (both controllers and the endpoint backend), their status, DNSHealthCheckProbes (the
+// record controller makes and deletes them, the probe controller adds its finalizer) and their status, the status of DNSPolicies and Gateways, and
+// events. policy says whether the policy side is installed.
 func controllerWrites(namespace string, policy bool) []string {
 	out := writes("kuadrant.io", "dnsrecords", "", namespace, "create", "update", "patch", "delete")
 	out = append(out, writes("kuadrant.io", "dnsrecords", "status", namespace, "update", "patch")...)
+	out = append(out, writes("kuadrant.io", "dnshealthcheckprobes", "", namespace, "create", "update", "patch", "delete")...)
+	out = append(out, writes("kuadrant.io", "dnshealthcheckprobes", "status", namespace, "update", "patch")...)
 	out = append(out, writes("events.k8s.io", "events", "", namespace, "create", "patch")...)
 	if policy {
 		out = append(out, writes("kuadrant.io", "dnspolicies", "status", namespace, "update", "patch")...)

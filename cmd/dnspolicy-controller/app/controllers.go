@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnshealthcheckprobe"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnspolicy"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	dnsservercontroller "github.com/dnspolicy/dnspolicy-controller/controllers/dnsserver"
@@ -86,9 +87,27 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 			Publisher:    publish.New(publish.DefaultOptions()),
 			Recorder:     mgr.GetEventRecorder("dnsrecord-controller"),
 			Options:      recordOpts,
+			// The probes it makes accept any certificate (--insecure-health-checks).
+			InsecureHealthChecks: o.InsecureHealthChecks,
 		}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("dnsrecord controller: %w", err)
+		}
+	}
+	if o.EnableRecordController && !o.NoHealthProbeController {
+		// The probes' side of health checks runs with the record side that creates the probes.
+		popts := dnshealthcheckprobe.DefaultOptions()
+		if o.MaxConcurrentHealthChecks > 0 {
+			popts.Workers = o.MaxConcurrentHealthChecks
+		}
+		p := &dnshealthcheckprobe.Reconciler{
+			Client:    mgr.GetClient(),
+			APIReader: mgr.GetAPIReader(),
+			Recorder:  mgr.GetEventRecorder("dnshealthcheckprobe-controller"),
+			Options:   popts,
+		}
+		if err := p.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("dnshealthcheckprobe controller: %w", err)
 		}
 	}
 	if o.EnableDNSPolicyController {

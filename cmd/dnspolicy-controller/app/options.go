@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnshealthcheckprobe"
 )
 
 // EnvPrefix prefixes the environment variable of every flag: --metrics-bind-address is also
@@ -48,6 +50,18 @@ type Options struct {
 	// watches; a changed provider Secret is then used at the record's next pass. config/rbac/README.md
 	// says when to turn the watch off.
 	NoProviderSecretWatch bool
+	// InsecureHealthChecks (--insecure-health-checks, Kuadrant's flag; default false, Kuadrant's is
+	// true) makes the record controller create DNSHealthCheckProbes with allowInsecureCertificate,
+	// so gateways with self-signed certificates can be probed. The probe controller itself only
+	// follows each probe's field.
+	InsecureHealthChecks bool
+	// NoHealthProbeController (--enable-health-probe-controller=false) runs the record side without
+	// the DNSHealthCheckProbe controller: nothing probes, and probes get no finalizer (for tests that
+	// write probe results themselves, or another prober).
+	NoHealthProbeController bool
+	// MaxConcurrentHealthChecks bounds the health checks running at once (0: the probe
+	// controller's default).
+	MaxConcurrentHealthChecks int
 	// PrintVersion prints Version and exits.
 	PrintVersion bool
 	// DNSServer holds the server's tenancy, TSIG and resource settings.
@@ -70,6 +84,7 @@ func DefaultOptions() Options {
 		Providers:                 BackendNames(),
 		EnableRecordController:    true,
 		EnableDNSPolicyController: true,
+		MaxConcurrentHealthChecks: dnshealthcheckprobe.DefaultOptions().Workers,
 		DNSServer:                 defaultDNSServerOptions(),
 	}
 }
@@ -95,6 +110,9 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	fs.StringVar(&o.DNSGeoIPDatabase, "dns-geoip-database", o.DNSGeoIPDatabase, "MaxMind-format (country or city) database the DNS server locates clients with; empty: every client gets the default geo.")
 	secondaries := fs.String("dns-secondaries", "", "Comma-separated zone=host:port secondaries sent a NOTIFY when their zone changes.")
 	watchSecrets := fs.Bool("watch-provider-secrets", !o.NoProviderSecretWatch, "Watch Secrets' metadata so a changed provider Secret is used at once; needs list and watch on Secrets in every watched namespace. Off: a changed Secret is used at the record's next pass.")
+	fs.BoolVar(&o.InsecureHealthChecks, "insecure-health-checks", o.InsecureHealthChecks, "Create health probes that accept any TLS certificate (allowInsecureCertificate), for gateways with self-signed certificates. Kuadrant defaults this to true; here it is off: certificates are verified.")
+	probes := fs.Bool("enable-health-probe-controller", !o.NoHealthProbeController, "Run the DNSHealthCheckProbe controller with the record side (checks the probes the record controller creates and writes their status).")
+	fs.IntVar(&o.MaxConcurrentHealthChecks, "max-concurrent-health-checks", o.MaxConcurrentHealthChecks, "Health checks run at once at most; probes due beyond it wait for a free slot.")
 	fs.BoolVar(&o.PrintVersion, "version", false, "Print the version and exit.")
 	nameservers := fs.String("dns-nameservers", "", "Comma-separated NS names of every served zone (the first is the SOA's primary); empty: ns1.<zone>.")
 	finishDNSServer := o.DNSServer.dnsServerFlags(fs)
@@ -114,6 +132,7 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 		return o, err
 	}
 	o.NoProviderSecretWatch = !*watchSecrets
+	o.NoHealthProbeController = !*probes
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
 	}

@@ -76,3 +76,24 @@ func TestParseSecretWatchAndVersion(t *testing.T) {
 		t.Errorf("environment not applied: %v %+v", err, o)
 	}
 }
+
+// --insecure-health-checks defaults to false (Kuadrant's default is true: ours verifies
+// certificates unless told otherwise).
+func TestParseHealthCheckFlags(t *testing.T) {
+	o, err := Parse(nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.InsecureHealthChecks || o.MaxConcurrentHealthChecks <= 0 || o.NoHealthProbeController {
+		t.Errorf("defaults: insecure %v, max concurrent %d, no probe controller %v", o.InsecureHealthChecks, o.MaxConcurrentHealthChecks, o.NoHealthProbeController)
+	}
+	if o, err = Parse([]string{"--insecure-health-checks", "--max-concurrent-health-checks=8", "--enable-health-probe-controller=false"}, env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if !o.InsecureHealthChecks || o.MaxConcurrentHealthChecks != 8 || !o.NoHealthProbeController {
+		t.Errorf("flags not applied: %+v", o)
+	}
+	if o, err = Parse(nil, env(map[string]string{"DNSPOLICY_INSECURE_HEALTH_CHECKS": "true"})); err != nil || !o.InsecureHealthChecks {
+		t.Errorf("environment not applied: %v %+v", err, o)
+	}
+}

@@ -149,9 +149,9 @@ func TestProbesFollowTheRecord(t *testing.T) {
 	}
 	r := cl.get(t, "web")
 	p := cl.probe(t, "web-127.0.0.1")
-	if p.Labels[v1alpha1.ProbeOwnerLabel] != "web" || !metav1.IsControlledBy(p, r) || !slices.Contains(p.Finalizers, v1alpha1.HealthProbeFinalizer) {
+	if p.Labels[v1alpha1.ProbeOwnerLabel] != "web" || !metav1.IsControlledBy(p, r) || !slices.Contains(p.Finalizers, v1alpha1.ProbeFinalizer) {
 		t.Errorf("probe labels %v, owners %v, finalizers %v: want %s=web, the record as controller and %s",
-			p.Labels, p.OwnerReferences, p.Finalizers, v1alpha1.ProbeOwnerLabel, v1alpha1.HealthProbeFinalizer)
+			p.Labels, p.OwnerReferences, p.Finalizers, v1alpha1.ProbeOwnerLabel, v1alpha1.ProbeFinalizer)
 	}
 	if s := p.Spec; s.Address != "127.0.0.1" || s.Hostname != host || s.Port != gws.port || s.Path != "/healthz" || s.Protocol != v1alpha1.ProtocolHTTP ||
 		s.Interval.Duration != time.Second || s.FailureThreshold != 2 || s.AllowInsecureCertificate {

@@ -1,0 +1,407 @@
+// Package prober runs HTTP(S) health probes of gateway addresses: one scheduler for every probe (a
+// heap ordered by due time, one timer), a bounded pool of workers that run the checks, and results
+// handed to a callback. It knows nothing of Kubernetes: the DNSHealthCheckProbe controller turns
+// objects into Specs and results into status.
+//
+// The health rule is Kuadrant's: a check passes on HTTP 200 or 201; a pass resets the consecutive
+// failures and makes the probe healthy; a failure counts, and the probe turns unhealthy only when the
+// count exceeds the failure threshold. Until the first pass or the threshold, health is unknown (nil).
+package prober
+
+import (
+	"container/heap"
+	"context"
+	"crypto/x509"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"reflect"
+	"sync"
+	"time"
+)
+
+// Spec is what one probe checks and how often.
+type Spec struct {
+	// Protocol is "HTTP" or "HTTPS" (the API's values); anything but "HTTPS" speaks plain HTTP.
+	Protocol string
+	// Address is dialled: an IP address, or a hostname resolved at every check (every address it
+	// resolves to is tried until one passes, as Kuadrant does).
+	Address string
+	// Hostname is the Host header and the TLS server name (SNI and verification). Empty: Address.
+	Hostname string
+	// Port to connect to; 0 is the protocol's default (80 or 443).
+	Port int
+	// Path (and query) requested, e.g. "/healthz".
+	Path string
+	// Interval between checks.
+	Interval time.Duration
+	// FailureThreshold: the probe turns unhealthy when consecutive failures exceed it.
+	FailureThreshold int
+	// AllowInsecure skips TLS certificate verification.
+	AllowInsecure bool
+	// Headers are added to every request (from the probe's headers Secret). Never logged or reported.
+	Headers http.Header
+	// Unusable, when not empty, fails every check with this reason without sending a request: the
+	// probe cannot be run as specified (its headers Secret is missing, say), and failing it is the
+	// honest answer, so a record does not keep publishing an address nobody checks.
+	Unusable string
+	// Generation is opaque to the prober and returned with each result of this Spec, so the caller
+	// can tell which version of its object a result belongs to.
+	Generation int64
+}
+
+// State is a probe's health so far.
+type State struct {
+	ConsecutiveFailures int
+	// Healthy is nil until the first pass or until the failures exceed the threshold.
+	Healthy *bool
+}
+
+// Next is the state after one check: Kuadrant's rule.
+func (s State) Next(passed bool, threshold int) State {
+	if passed {
+		t := true
+		return State{Healthy: &t}
+	}
+	s.ConsecutiveFailures++
+	if s.ConsecutiveFailures > threshold {
+		f := false
+		s.Healthy = &f
+	}
+	return s
+}
+
+// Outcome classifies a check for metrics; it is a small fixed set.
+type Outcome string
+
+// Outcomes of a check.
+const (
+	OutcomePassed     Outcome = "passed"
+	OutcomeStatusCode Outcome = "status_code" // an HTTP response other than 200/201
+	OutcomeTimeout    Outcome = "timeout"
+	OutcomeRefused    Outcome = "connection_refused"
+	OutcomeTLS        Outcome = "tls"
+	OutcomeDNS        Outcome = "dns"
+	OutcomeUnusable   Outcome = "unusable" // Spec.Unusable was set
+	OutcomeError      Outcome = "error"    // any other connection or protocol error
+)
+
+// Result is one check of one probe.
+type Result struct {
+	Key        string
+	Generation int64
+	CheckedAt  time.Time
+	Duration   time.Duration
+	Outcome    Outcome
+	// StatusCode of the response; 0 when there was none.
+	StatusCode int
+	// Reason is stable text (no timestamps, no ephemeral ports, never a header value): "" for a
+	// pass, "Status code: 500" for a bad answer as Kuadrant writes it, else what went wrong.
+	Reason string
+	// State after this check.
+	State State
+}
+
+// Options tune a Prober.
+type Options struct {
+	// Workers bounds how many checks run at once (default 64). A probe due while every worker is
+	// busy waits for one: its check is late, never dropped or run twice at once.
+	Workers int
+	// Timeout bounds a check (name resolution, dial, TLS, response headers) and defaults to 10s;
+	// a check never takes longer than its probe's interval either.
+	Timeout time.Duration
+	// Jitter spreads each probe's checks by ±Jitter×interval (default 0.1), so probes created
+	// together drift apart instead of firing together forever.
+	Jitter float64
+	// FirstCheckSpread: a new or changed probe is first checked after a random delay up to
+	// min(interval, FirstCheckSpread) (default 1s), so a thousand probes created at once do not
+	// dial at once.
+	FirstCheckSpread time.Duration
+	// RootCAs verify servers' certificates; nil: the system's roots.
+	RootCAs *x509.CertPool
+	// Resolver resolves hostname addresses; nil: net.DefaultResolver.
+	Resolver *net.Resolver
+	// OnResult receives every result, from a worker goroutine, one at a time per probe and in
+	// order. It should return quickly (hand off, do not write to an API server here): workers wait
+	// for it. A result already being delivered when Remove is called may still arrive.
+	OnResult func(Result)
+}
+
+func (o Options) withDefaults() Options {
+	if o.Workers <= 0 {
+		o.Workers = 64
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Second
+	}
+	if o.Jitter <= 0 || o.Jitter >= 1 {
+		o.Jitter = 0.1
+	}
+	if o.FirstCheckSpread <= 0 {
+		o.FirstCheckSpread = time.Second
+	}
+	if o.Resolver == nil {
+		o.Resolver = net.DefaultResolver
+	}
+	if o.OnResult == nil {
+		o.OnResult = func(Result) {}
+	}
+	return o
+}
+
+// Prober schedules and runs every probe.
+type Prober struct {
+	opts    Options
+	checker *checker
+
+	mu      sync.Mutex
+	entries map[string]*entry
+	queue   dueQueue
+	// wake tells the dispatcher the head of the queue may have changed.
+	wake chan struct{}
+}
+
+// entry is one probe. Fields are guarded by Prober.mu.
+type entry struct {
+	key   string
+	spec  Spec
+	state State
+	next  time.Time
+	// version counts Set calls that changed the spec, so a check of an older spec is discarded.
+	version uint64
+	// index in the queue, -1 when not queued (being checked, or removed).
+	index   int
+	removed bool
+	// cancel stops the check in flight.
+	cancel context.CancelFunc
+}
+
+// New builds a Prober; Run starts it.
+func New(o Options) *Prober {
+	o = o.withDefaults()
+	return &Prober{
+		opts:    o,
+		checker: newChecker(o),
+		entries: map[string]*entry{},
+		wake:    make(chan struct{}, 1),
+	}
+}
+
+// Set adds a probe, or changes one. initial is the state of a new probe (what its object's status
+// last said, so a restarted controller neither forgets failures nor reports health unknown again);
+// it is ignored for a probe already known, whose state carries on. A changed spec is checked again
+// soon; an unchanged one keeps its schedule.
+func (p *Prober) Set(key string, spec Spec, initial State) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.entries[key]
+	if ok && reflect.DeepEqual(e.spec, spec) {
+		return
+	}
+	if !ok {
+		e = &entry{key: key, state: initial, index: -1}
+		p.entries[key] = e
+	}
+	e.spec = spec
+	e.version++
+	e.next = time.Now().Add(p.firstDelay(spec.Interval))
+	if e.cancel != nil {
+		// A check of the old spec is in flight: stop it, its result is discarded and the worker
+		// queues the entry again.
+		e.cancel()
+		return
+	}
+	if e.index >= 0 {
+		heap.Fix(&p.queue, e.index)
+	} else {
+		heap.Push(&p.queue, e)
+	}
+	p.poke()
+}
+
+// Remove stops a probe; a check in flight is cancelled.
+func (p *Prober) Remove(key string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e, ok := p.entries[key]
+	if !ok {
+		return
+	}
+	delete(p.entries, key)
+	e.removed = true
+	if e.cancel != nil {
+		e.cancel()
+	}
+	if e.index >= 0 {
+		heap.Remove(&p.queue, e.index)
+	}
+}
+
+// Len is the number of probes.
+func (p *Prober) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.entries)
+}
+
+// Run checks probes as they fall due until ctx ends, then waits for the checks in flight to stop.
+// It is a controller-runtime Runnable's Start.
+func (p *Prober) Run(ctx context.Context) error {
+	jobs := make(chan *entry)
+	var wg sync.WaitGroup
+	for range p.opts.Workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for e := range jobs {
+				p.run(ctx, e)
+			}
+		}()
+	}
+	defer func() {
+		close(jobs)
+		wg.Wait()
+	}()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		e, wait := p.due(time.Now())
+		if e != nil {
+			select {
+			case jobs <- e:
+				continue
+			case <-ctx.Done():
+				return nil
+			}
+		}
+		timer.Reset(wait)
+		select {
+		case <-timer.C:
+		case <-p.wake:
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// due pops the first probe due at now, or says how long until one is.
+func (p *Prober) due(now time.Time) (*entry, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.queue) == 0 {
+		return nil, time.Hour
+	}
+	head := p.queue[0]
+	if wait := head.next.Sub(now); wait > 0 {
+		return nil, wait
+	}
+	heap.Pop(&p.queue)
+	// Marks the entry as taken before a worker has it, so Set does not queue it twice.
+	head.cancel = func() {}
+	return head, 0
+}
+
+// run checks one probe, delivers the result and queues the probe's next check.
+func (p *Prober) run(ctx context.Context, e *entry) {
+	p.mu.Lock()
+	if e.removed {
+		p.mu.Unlock()
+		return
+	}
+	spec, version := e.spec, e.version
+	cctx, cancel := context.WithCancel(ctx)
+	e.cancel = cancel
+	p.mu.Unlock()
+
+	start := time.Now()
+	c := p.checker.check(cctx, spec, p.timeout(spec.Interval))
+	discard := cctx.Err() != nil // cancelled by Remove, Set or shutdown: not a verdict
+	cancel()
+
+	p.mu.Lock()
+	if e.removed || ctx.Err() != nil {
+		e.cancel = nil
+		p.mu.Unlock()
+		return
+	}
+	var res Result
+	deliver := !discard && version == e.version
+	if deliver {
+		e.state = e.state.Next(c.outcome == OutcomePassed, spec.FailureThreshold)
+		res = Result{
+			Key: e.key, Generation: spec.Generation, CheckedAt: start, Duration: time.Since(start),
+			Outcome: c.outcome, StatusCode: c.status, Reason: c.reason, State: e.state,
+		}
+		e.next = start.Add(p.jittered(spec.Interval))
+	}
+	p.mu.Unlock()
+
+	if deliver {
+		// Delivered before the probe is queued again, so results of one probe never overtake each
+		// other.
+		p.opts.OnResult(res)
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e.cancel = nil
+	if e.removed {
+		return
+	}
+	heap.Push(&p.queue, e)
+	p.poke()
+}
+
+// poke wakes the dispatcher; mu is held.
+func (p *Prober) poke() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *Prober) timeout(interval time.Duration) time.Duration {
+	if interval > 0 && interval < p.opts.Timeout {
+		return interval
+	}
+	return p.opts.Timeout
+}
+
+func (p *Prober) jittered(interval time.Duration) time.Duration {
+	if interval <= 0 {
+		interval = time.Second
+	}
+	j := p.opts.Jitter * (2*rand.Float64() - 1)
+	return time.Duration(float64(interval) * (1 + j))
+}
+
+func (p *Prober) firstDelay(interval time.Duration) time.Duration {
+	spread := p.opts.FirstCheckSpread
+	if interval > 0 && interval < spread {
+		spread = interval
+	}
+	return rand.N(spread)
+}
+
+// dueQueue is a min-heap of entries by next check.
+type dueQueue []*entry
+
+func (q dueQueue) Len() int           { return len(q) }
+func (q dueQueue) Less(i, j int) bool { return q[i].next.Before(q[j].next) }
+func (q dueQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = i, j
+}
+func (q *dueQueue) Push(x any) {
+	e := x.(*entry)
+	e.index = len(*q)
+	*q = append(*q, e)
+}
+func (q *dueQueue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	e.index = -1
+	return e
+}
