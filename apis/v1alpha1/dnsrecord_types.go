@@ -83,11 +83,13 @@ type DNSRecordStatus struct {
 	// +optional
 	QueuedAt metav1.Time `json:"queuedAt,omitempty"`
 
-	// validFor is how long the published data is considered valid before the next check.
+	// validFor is how long the published data is considered valid before the next check, as of the
+	// status's last write: a quiet re-check, which only lengthens it, writes nothing.
 	// +optional
 	ValidFor string `json:"validFor,omitempty"`
 
-	// writeCounter counts consecutive writes on the same generation; reset when nothing is left to write.
+	// writeCounter counts consecutive writes on the same generation; reset when nothing is left to
+	// write, as of the status's last write.
 	// +optional
 	WriteCounter int64 `json:"writeCounter,omitempty"`
 

@@ -17,6 +17,7 @@ package dnsrecord
 import (
 	"context"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -104,8 +105,9 @@ type Reconciler struct {
 	// (--insecure-health-checks): for gateways with self-signed certificates.
 	InsecureHealthChecks bool
 
-	backends *backends.Cache
-	reasons  reasons
+	backends  *backends.Cache
+	reasons   reasons
+	intervals intervals
 	// tracker remembers when other owners' health statements changed (package health).
 	tracker health.Tracker
 }
@@ -241,13 +243,22 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		r.reasons.set(s.key, c.Reason)
 	}
 	rec.Status.ObservedGeneration = rec.Generation
-	if equality.Semantic.DeepEqual(s.before.Status, rec.Status) {
+	if equality.Semantic.DeepEqual(bookkept(s.before.Status), bookkept(rec.Status)) {
+		// Nothing but the re-check bookkeeping changed: a quiet pass writes nothing. validFor
+		// doubles on every quiet pass, and writing it would cost each record about five status
+		// writes in its first half hour; it is written with the status's next real change.
 		return nil
 	}
 	if err := r.Client.Status().Patch(ctx, rec, client.MergeFrom(s.before)); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	return nil
+}
+
+// bookkept is a status without the re-check bookkeeping (validFor, writeCounter), for comparison.
+func bookkept(st v1alpha1.DNSRecordStatus) v1alpha1.DNSRecordStatus {
+	st.ValidFor, st.WriteCounter = "", 0
+	return st
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -265,18 +276,55 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result
 // forget drops what this process keeps for a record that is gone.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.reasons.set(key, "")
+	r.intervals.set(key, 0)
 	r.backends.Forget(key)
 }
 
 // recheck schedules the steady-state check: MinRecheck after a write, then doubling on quiet passes.
+// The interval is kept in memory, since a quiet pass does not write the status (patchStatus); the
+// status's validFor seeds it after a restart.
 func (r *Reconciler) recheck(s *scope, wrote bool) ctrl.Result {
 	next := r.Options.MinRecheck
-	if prev, err := time.ParseDuration(s.record.Status.ValidFor); err == nil && !wrote {
-		next = min(2*prev, r.Options.MaxRecheck)
+	if !wrote {
+		prev, ok := r.intervals.get(s.key)
+		if !ok {
+			prev, _ = time.ParseDuration(s.record.Status.ValidFor)
+		}
+		if prev > 0 {
+			next = min(2*prev, r.Options.MaxRecheck)
+		}
 	}
 	next = max(next, r.Options.MinRecheck)
+	r.intervals.set(s.key, next)
 	s.record.Status.ValidFor = next.String()
 	return ctrl.Result{RequeueAfter: jitter(next)}
+}
+
+// intervals are the records' current re-check intervals.
+type intervals struct {
+	mu sync.Mutex
+	by map[types.NamespacedName]time.Duration
+}
+
+func (i *intervals) get(key types.NamespacedName) (time.Duration, bool) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	d, ok := i.by[key]
+	return d, ok
+}
+
+// set records key's interval; 0 forgets it.
+func (i *intervals) set(key types.NamespacedName, d time.Duration) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if d == 0 {
+		delete(i.by, key)
+		return
+	}
+	if i.by == nil {
+		i.by = map[types.NamespacedName]time.Duration{}
+	}
+	i.by[key] = d
 }
 
 func jitter(d time.Duration) time.Duration {

@@ -374,3 +374,41 @@ func resource(path string) string {
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A record whose zone holds what it publishes is re-checked with a doubling interval, and those quiet
+// passes write nothing: not the status (whose validFor would double with them), not the zone.
+func TestQuietRechecksWriteNothing(t *testing.T) {
+	store := inmemory.NewStore()
+	opts := fastOptions()
+	opts.MinRecheck, opts.MaxRecheck = 50*time.Millisecond, 1600*time.Millisecond
+	cls := startClusters(t, 1, store, opts, nil)
+	cl := cls[0]
+	const z, host = "quiet.example.com", "app.quiet.example.com"
+	store.EnsureZone(z)
+	cl.secret(t, z)
+	cl.record(t, "web", host, a(host, 60, "10.0.0.1"))
+	var settled *v1alpha1.DNSRecord
+	eventually(t, 20*time.Second, func() string {
+		settled = cl.get(t, "web")
+		if c := ready(settled); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Sprintf("ready %v", c)
+		}
+		return ""
+	})
+	applies := store.ZoneCalls(inmemory.ZoneID(z)).Apply
+	// Six quiet passes double the interval from 50 ms to its 1.6 s ceiling.
+	start := passes(cl, "web")
+	eventually(t, 30*time.Second, func() string {
+		if n := passes(cl, "web") - start; n < 7 {
+			return fmt.Sprintf("%v quiet passes so far", n)
+		}
+		return ""
+	})
+	if r := cl.get(t, "web"); r.ResourceVersion != settled.ResourceVersion {
+		t.Errorf("quiet passes rewrote the record: resourceVersion %s, was %s (validFor %s, was %s)",
+			r.ResourceVersion, settled.ResourceVersion, r.Status.ValidFor, settled.Status.ValidFor)
+	}
+	if got := store.ZoneCalls(inmemory.ZoneID(z)).Apply; got != applies {
+		t.Errorf("quiet passes wrote the zone %d times", got-applies)
+	}
+}
