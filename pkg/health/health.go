@@ -228,11 +228,10 @@ func (t *Tracker) observe(key, value string, now time.Time) sighting {
 	return s
 }
 
-// Fresh reports whether the record's value changed within expiry of now. A value seen for the first
-// time has no known age: it is not fresh until it changes, so a restarted controller withdraws
-// no one on an old statement.
-func (t *Tracker) Fresh(key, value string, now time.Time, expiry time.Duration) bool {
-	s := t.observe(key, value, now)
+// fresh reports whether the value was seen changing within expiry of now. A value seen for the
+// first time has no known age: it is not fresh until it changes, so a restarted controller
+// withdraws no one on an old statement.
+func (s sighting) fresh(now time.Time, expiry time.Duration) bool {
 	return s.changed && now.Sub(s.since) < expiry
 }
 
@@ -388,7 +387,7 @@ func Peers(z *registry.Zone, tracker *Tracker, zoneKey, ownerID, host string, no
 		if st, ok := Parse(ep); ok && st.Owner == o {
 			seen := tracker.observe(zoneKey+"/"+ep.DNSName, ep.Targets[0], now)
 			p.Stated, p.Healthy, p.Since = true, st.Healthy, seen.since
-			p.Fresh = seen.changed && now.Sub(seen.since) < expiry
+			p.Fresh = seen.fresh(now, expiry)
 		}
 		peers = append(peers, p)
 	}

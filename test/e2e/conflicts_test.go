@@ -318,11 +318,20 @@ func (c *conflictCase) run(t *testing.T) {
 // gatewayAndPolicy creates one side's Gateway (status written as an implementation would) and its
 // loadbalanced DNSPolicy naming the provider Secret, which does not exist yet.
 func (c *conflictCase) gatewayAndPolicy(t *testing.T, side int) {
-	cl := c.clusters[side]
+	publishGateway(t, c.clusters[side], c.ns(), c.host(), c.gatewayIP(side), func(p *dnsv1.DNSPolicy) {
+		p.Spec.LoadBalancing = &dnsv1.LoadBalancingSpec{Weight: 120, Geo: c.geoOf(side), DefaultGeo: true}
+	})
+}
+
+// publishGateway creates a Gateway "gw" in ns with one listener for host, writes its status as an
+// implementation would (ip, one attached route), and attaches the DNSPolicy "lb" naming the
+// provider Secret "provider", as policy shapes it.
+func publishGateway(t *testing.T, cl *conflictCluster, ns, host, ip string, policy func(*dnsv1.DNSPolicy)) {
+	t.Helper()
 	gw := &gatewayapiv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: c.ns()},
+		ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: ns},
 		Spec: gatewayapiv1.GatewaySpec{GatewayClassName: "test", Listeners: []gatewayapiv1.Listener{{
-			Name: "web", Hostname: ptr.To(gatewayapiv1.Hostname(c.host())), Port: 80, Protocol: gatewayapiv1.HTTPProtocolType,
+			Name: "web", Hostname: ptr.To(gatewayapiv1.Hostname(host)), Port: 80, Protocol: gatewayapiv1.HTTPProtocolType,
 		}}},
 	}
 	cl.create(t, gw)
@@ -330,7 +339,7 @@ func (c *conflictCase) gatewayAndPolicy(t *testing.T, side int) {
 		if err := cl.c.Get(context.Background(), client.ObjectKeyFromObject(gw), gw); err != nil {
 			return err
 		}
-		gw.Status.Addresses = []gatewayapiv1.GatewayStatusAddress{{Type: ptr.To(gatewayapiv1.IPAddressType), Value: c.gatewayIP(side)}}
+		gw.Status.Addresses = []gatewayapiv1.GatewayStatusAddress{{Type: ptr.To(gatewayapiv1.IPAddressType), Value: ip}}
 		gw.Status.Listeners = []gatewayapiv1.ListenerStatus{{
 			Name: "web", AttachedRoutes: 1,
 			Conditions: []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed", LastTransitionTime: metav1.Now()}},
@@ -340,12 +349,12 @@ func (c *conflictCase) gatewayAndPolicy(t *testing.T, side int) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &dnsv1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Name: "lb", Namespace: c.ns()}}
+	p := &dnsv1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Name: "lb", Namespace: ns}}
 	p.Spec.TargetRef.Group = gatewayapiv1.GroupName
 	p.Spec.TargetRef.Kind = "Gateway"
 	p.Spec.TargetRef.Name = "gw"
-	p.Spec.LoadBalancing = &dnsv1.LoadBalancingSpec{Weight: 120, Geo: c.geoOf(side), DefaultGeo: true}
 	p.Spec.ProviderRefs = []v1alpha1.ProviderRef{{Name: "provider"}}
+	policy(p)
 	cl.create(t, p)
 }
 

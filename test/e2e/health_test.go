@@ -19,11 +19,8 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
-	gatewayapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
 	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -59,7 +56,7 @@ func TestUnhealthyClusterLeavesTheAnswers(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Close() })
 
 	ips := []string{"127.0.0.11", "127.0.0.12"}
-	port := healthPort(t, ips)
+	port := freeport.PortOn(t, ips...)
 	gateways := make([]*healthServer, len(ips))
 	for i, ip := range ips {
 		gateways[i] = &healthServer{addr: net.JoinHostPort(ip, strconv.Itoa(port))}
@@ -126,30 +123,6 @@ func TestUnhealthyClusterLeavesTheAnswers(t *testing.T) {
 	t.Logf("both servers stopped: both addresses answered for 45 s")
 }
 
-// healthPort is a port in the probes' range free on every address.
-func healthPort(t *testing.T, ips []string) int {
-	t.Helper()
-	for range 100 {
-		addr := freeport.Addr(t)
-		_, p, _ := net.SplitHostPort(addr)
-		port, _ := strconv.Atoi(p)
-		free := true
-		for _, ip := range ips {
-			l, err := net.Listen("tcp", net.JoinHostPort(ip, p))
-			if err != nil {
-				free = false
-				break
-			}
-			_ = l.Close()
-		}
-		if free && port >= 1024 && port <= 49151 {
-			return port
-		}
-	}
-	t.Fatal("no port free on every gateway address")
-	return 0
-}
-
 // healthServer is one gateway's health endpoint.
 type healthServer struct {
 	addr string
@@ -201,36 +174,11 @@ func publishHealthChecked(t *testing.T, cl *conflictCluster, key, url, ip string
 			v1alpha1.AWSAccessKeyIDKey: key, v1alpha1.AWSSecretAccessKeyKey: "secret-of-" + cl.name, v1alpha1.EndpointOverrideKey: url,
 		},
 	})
-	gw := &gatewayapiv1.Gateway{
-		ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: healthNS},
-		Spec: gatewayapiv1.GatewaySpec{GatewayClassName: "test", Listeners: []gatewayapiv1.Listener{{
-			Name: "web", Hostname: ptr.To(gatewayapiv1.Hostname(healthHost)), Port: 80, Protocol: gatewayapiv1.HTTPProtocolType,
-		}}},
-	}
-	cl.create(t, gw)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := cl.c.Get(context.Background(), client.ObjectKeyFromObject(gw), gw); err != nil {
-			return err
-		}
-		gw.Status.Addresses = []gatewayapiv1.GatewayStatusAddress{{Type: ptr.To(gatewayapiv1.IPAddressType), Value: ip}}
-		gw.Status.Listeners = []gatewayapiv1.ListenerStatus{{
-			Name: "web", AttachedRoutes: 1,
-			Conditions: []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed", LastTransitionTime: metav1.Now()}},
-		}}
-		return cl.c.Status().Update(context.Background(), gw)
+	publishGateway(t, cl, healthNS, healthHost, ip, func(p *dnsv1.DNSPolicy) {
+		p.Spec.LoadBalancing = &dnsv1.LoadBalancingSpec{Weight: 120, Geo: "IE", DefaultGeo: true}
+		p.Spec.HealthCheck = &v1alpha1.HealthCheckSpec{Port: port, Path: "/healthz", Protocol: v1alpha1.ProtocolHTTP,
+			Interval: &metav1.Duration{Duration: time.Second}, FailureThreshold: 1}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &dnsv1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Name: "lb", Namespace: healthNS}}
-	p.Spec.TargetRef.Group = gatewayapiv1.GroupName
-	p.Spec.TargetRef.Kind = "Gateway"
-	p.Spec.TargetRef.Name = "gw"
-	p.Spec.LoadBalancing = &dnsv1.LoadBalancingSpec{Weight: 120, Geo: "IE", DefaultGeo: true}
-	p.Spec.ProviderRefs = []v1alpha1.ProviderRef{{Name: "provider"}}
-	p.Spec.HealthCheck = &v1alpha1.HealthCheckSpec{Port: port, Path: "/healthz", Protocol: v1alpha1.ProtocolHTTP,
-		Interval: &metav1.Duration{Duration: time.Second}, FailureThreshold: 1}
-	cl.create(t, p)
 }
 
 // healthOf describes the Ready and Healthy conditions of a cluster's record.

@@ -68,3 +68,35 @@ func ephemeralLow() int {
 	}
 	return n
 }
+
+// PickOn returns a port below the kernel's ephemeral range that is free for TCP on every one of
+// the addresses (loopback addresses standing for several hosts, all serving on one port).
+func PickOn(ips ...string) (int, error) {
+	high := ephemeralLow()
+	for range 1000 {
+		port := lowest + rand.IntN(high-lowest)
+		free := true
+		for _, ip := range ips {
+			l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(port)))
+			if err != nil {
+				free = false
+				break
+			}
+			_ = l.Close()
+		}
+		if free {
+			return port, nil
+		}
+	}
+	return 0, errors.New("freeport: no port free on every one of " + strings.Join(ips, ", "))
+}
+
+// PortOn is PickOn for tests: it fails t when no port is free.
+func PortOn(t testing.TB, ips ...string) int {
+	t.Helper()
+	port, err := PickOn(ips...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}

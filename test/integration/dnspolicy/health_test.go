@@ -36,8 +36,8 @@ func TestPolicyFollowsProbes(t *testing.T) {
 	cl.secret(t, zone)
 
 	ips := []string{"127.0.0.21", "127.0.0.22"}
-	_, p, _ := net.SplitHostPort(freeport.Addr(t))
-	port, _ := strconv.Atoi(p)
+	port := freeport.PortOn(t, ips...)
+	p := strconv.Itoa(port)
 	servers := make([]*http.Server, len(ips))
 	serve := func(i int) {
 		l, err := net.Listen("tcp", net.JoinHostPort(ips[i], p))

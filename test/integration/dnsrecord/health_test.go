@@ -41,39 +41,23 @@ type gateways struct {
 
 func startGateways(t *testing.T, ips ...string) *gateways {
 	t.Helper()
-	g := &gateways{failing: map[string]*atomic.Bool{}}
-	for range 100 {
-		_, p, _ := net.SplitHostPort(freeport.Addr(t))
-		var ls []net.Listener
-		for _, ip := range ips {
-			l, err := net.Listen("tcp", net.JoinHostPort(ip, p))
-			if err != nil {
-				break
+	g := &gateways{port: freeport.PortOn(t, ips...), failing: map[string]*atomic.Bool{}}
+	for _, ip := range ips {
+		l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(g.port)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		failing := &atomic.Bool{}
+		g.failing[ip] = failing
+		srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if failing.Load() || r.URL.Path != "/healthz" {
+				w.WriteHeader(http.StatusInternalServerError)
 			}
-			ls = append(ls, l)
-		}
-		if len(ls) < len(ips) {
-			for _, l := range ls {
-				_ = l.Close()
-			}
-			continue
-		}
-		g.port, _ = strconv.Atoi(p)
-		for i, ip := range ips {
-			failing := &atomic.Bool{}
-			g.failing[ip] = failing
-			srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				if failing.Load() || r.URL.Path != "/healthz" {
-					w.WriteHeader(http.StatusInternalServerError)
-				}
-			}), ReadHeaderTimeout: 5 * time.Second}
-			go func() { _ = srv.Serve(ls[i]) }()
-			t.Cleanup(func() { _ = srv.Close() })
-		}
-		return g
+		}), ReadHeaderTimeout: 5 * time.Second}
+		go func() { _ = srv.Serve(l) }()
+		t.Cleanup(func() { _ = srv.Close() })
 	}
-	t.Fatal("no port free on every gateway address")
-	return nil
+	return g
 }
 
 // set makes the gateway at ip pass or fail its health check.
