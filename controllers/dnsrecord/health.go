@@ -60,6 +60,9 @@ func (r *Reconciler) ensureProbes(ctx context.Context, s *scope) (ctrl.Result, e
 		for _, p := range r.desiredProbes(rec) {
 			want[p.Name] = p
 		}
+		// No address that can be probed (only IPv6 ones): nothing could ever pass, so the record
+		// is published as if it had no healthCheck rather than never.
+		probe = len(want) > 0
 	}
 	for name, p := range have {
 		if want[name] == nil {

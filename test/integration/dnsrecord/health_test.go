@@ -16,6 +16,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -77,6 +78,19 @@ func startGateways(t *testing.T, ips ...string) *gateways {
 
 // set makes the gateway at ip pass or fail its health check.
 func (g *gateways) set(ip string, passing bool) { g.failing[ip].Store(!passing) }
+
+// edit changes a record's spec, retrying when the controller's status write got in between.
+func (cl *cluster) edit(t testing.TB, name string, change func(*v1alpha1.DNSRecord)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		r := cl.get(t, name)
+		change(r)
+		return cl.c.Update(context.Background(), r)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
 
 func (cl *cluster) probe(t testing.TB, name string) *v1alpha1.DNSHealthCheckProbe {
 	t.Helper()
@@ -194,11 +208,9 @@ func TestProbesFollowTheRecord(t *testing.T) {
 	})
 
 	// A new address gets a probe; a removed one loses its probe.
-	r = cl.get(t, "web")
-	r.Spec.Endpoints = []*v1alpha1.Endpoint{a(host, 60, "127.0.0.1", "127.0.0.3")}
-	if err := cl.c.Update(context.Background(), r); err != nil {
-		t.Fatal(err)
-	}
+	cl.edit(t, "web", func(r *v1alpha1.DNSRecord) {
+		r.Spec.Endpoints = []*v1alpha1.Endpoint{a(host, 60, "127.0.0.1", "127.0.0.3")}
+	})
 	eventually(t, 30*time.Second, func() string {
 		if got := cl.probeNames(t); fmt.Sprint(got) != "[web-127.0.0.1 web-127.0.0.3]" {
 			return fmt.Sprintf("probes %v", got)
@@ -208,11 +220,7 @@ func TestProbesFollowTheRecord(t *testing.T) {
 	})
 
 	// Without a healthCheck the probes, the statement and the Healthy condition go.
-	r = cl.get(t, "web")
-	r.Spec.HealthCheck = nil
-	if err := cl.c.Update(context.Background(), r); err != nil {
-		t.Fatal(err)
-	}
+	cl.edit(t, "web", func(r *v1alpha1.DNSRecord) { r.Spec.HealthCheck = nil })
 	eventually(t, 30*time.Second, func() string {
 		r := cl.get(t, "web")
 		if got := cl.probeNames(t); len(got) != 0 || condition(r, v1alpha1.ConditionTypeHealthy) != "none" {
@@ -225,11 +233,7 @@ func TestProbesFollowTheRecord(t *testing.T) {
 	})
 
 	// Probes go with their record.
-	r = cl.get(t, "web")
-	r.Spec.HealthCheck = healthCheck(gws.port)
-	if err := cl.c.Update(context.Background(), r); err != nil {
-		t.Fatal(err)
-	}
+	cl.edit(t, "web", func(r *v1alpha1.DNSRecord) { r.Spec.HealthCheck = healthCheck(gws.port) })
 	eventually(t, 30*time.Second, func() string {
 		if got := cl.probeNames(t); len(got) != 2 {
 			return fmt.Sprintf("probes %v", got)
@@ -309,4 +313,32 @@ func TestOwnWithdrawal(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// A record with a healthCheck but no address a probe can take (only IPv6) is published as if it had
+// none: no probe could ever pass, and it must not stay unpublished for that.
+func TestNothingToProbe(t *testing.T) {
+	store := inmemory.NewStore()
+	cl := startClusters(t, 1, store, fastOptions(), nil)[0]
+	const z, host = "v6.example.com", "app.v6.example.com"
+	store.EnsureZone(z)
+	cl.secret(t, z)
+	rec := &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: cl.ns},
+		Spec: v1alpha1.DNSRecordSpec{RootHost: host, ProviderRef: &v1alpha1.ProviderRef{Name: "provider"}, HealthCheck: healthCheck(8443),
+			Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(host, "AAAA", 60, "2001:db8::1")}},
+	}
+	if err := cl.c.Create(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() string {
+		r := cl.get(t, "web")
+		if c := ready(r); c == nil || c.Status != metav1.ConditionTrue || condition(r, v1alpha1.ConditionTypeHealthy) != "none" {
+			return fmt.Sprintf("ready %s, healthy %s", condition(r, v1alpha1.ConditionTypeReady), condition(r, v1alpha1.ConditionTypeHealthy))
+		}
+		return same(records(t, store, z), []string{host + " AAAA 60 2001:db8::1"})
+	})
+	if got := cl.probeNames(t); len(got) != 0 {
+		t.Errorf("probes %v for an IPv6 address", got)
+	}
 }
