@@ -102,3 +102,28 @@ func TestLeasesWithPlans(t *testing.T) {
 		t.Error("no dead owner was ever withdrawn: the test exercises nothing")
 	}
 }
+
+// An owner with a lease names it in every claim; a claim written before the lease is rewritten once
+// with it, and then left alone.
+func TestClaimsNameTheLease(t *testing.T) {
+	z := newZone()
+	a := &owner{id: "a"}
+	step(t, z, a, eps(rec("s.example.com", "A", 60, "10.0.0.1")))
+	in := Input{OwnerID: "a", ZoneName: "example.com", Current: z.endpoints(), Previous: a.published,
+		Desired: eps(rec("s.example.com", "A", 60, "10.0.0.1")), Lease: "cluster-1"}
+	res, err := Plan(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Changes.UpdateNew) != 1 || !strings.Contains(res.Changes.UpdateNew[0].Targets[0], "external-dns/claim-lease=cluster-1") {
+		t.Fatalf("adding the lease: %s", describeChanges(res.Changes))
+	}
+	if err := z.apply(res.Changes); err != nil {
+		t.Fatal(err)
+	}
+	in.Current, in.Previous = z.endpoints(), res.Published
+	again, err := Plan(in)
+	if err != nil || !again.Changes.Empty() {
+		t.Fatalf("planning again: %v %s", err, describeChanges(again.Changes))
+	}
+}

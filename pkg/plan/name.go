@@ -136,12 +136,13 @@ func (p *planner) slots(name string) ([]*slot, error) {
 		if s.record != nil {
 			ourClaim = s.record.Claim(p.owner)
 		}
-		if ourClaim != nil && ourClaim.Wish != nil && sameRecord(ourClaim.Wish, s.ours) && ourClaim.TXT.RecordTTL == s.ours.RecordTTL {
+		if ourClaim != nil && ourClaim.Wish != nil && sameRecord(ourClaim.Wish, s.ours) && ourClaim.TXT.RecordTTL == s.ours.RecordTTL &&
+			ourClaim.Lease() == p.lease {
 			// Our claim already says this: keep it as it is, without writing it anew.
 			s.txt = ourClaim.TXT
 			continue
 		}
-		txt, err := registry.NewTXT(p.owner, s.ours)
+		txt, err := registry.NewLeasedTXT(p.owner, p.lease, s.ours)
 		if err != nil {
 			return nil, invalid("%v", err)
 		}

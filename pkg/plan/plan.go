@@ -69,6 +69,8 @@ type Input struct {
 	Desired []*v1alpha1.Endpoint
 	// Expired lists owners whose lease ran out.
 	Expired []string
+	// Lease (WIP, issue 12) is the lease that vouches for this owner; its claims name it.
+	Lease string
 }
 
 // Result is a plan.
@@ -150,6 +152,7 @@ func Plan(in Input) (*Result, error) {
 
 type planner struct {
 	owner    string
+	lease    string
 	zone     *registry.Zone
 	desired  map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
 	previous map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
@@ -178,6 +181,7 @@ func newPlanner(in Input) (*planner, error) {
 	}
 	p := &planner{
 		owner:      in.OwnerID,
+		lease:      in.Lease,
 		zone:       in.Zone,
 		desired:    map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
 		previous:   map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
