@@ -126,6 +126,7 @@ func (p *planner) slots(name string) ([]*slot, error) {
 		s.record, s.current = r, r.Endpoint
 		s.human = r.Endpoint != nil && !r.Owned()
 	}
+	lease := p.leaseAt(name)
 	for _, k := range p.desiredAt[name] {
 		s := get(k)
 		s.ours = p.desired[k]
@@ -136,12 +137,13 @@ func (p *planner) slots(name string) ([]*slot, error) {
 		if s.record != nil {
 			ourClaim = s.record.Claim(p.owner)
 		}
-		if ourClaim != nil && ourClaim.Wish != nil && sameRecord(ourClaim.Wish, s.ours) && ourClaim.TXT.RecordTTL == s.ours.RecordTTL {
+		if ourClaim != nil && ourClaim.Wish != nil && sameRecord(ourClaim.Wish, s.ours) && ourClaim.TXT.RecordTTL == s.ours.RecordTTL &&
+			ourClaim.Lease() == lease {
 			// Our claim already says this: keep it as it is, without writing it anew.
 			s.txt = ourClaim.TXT
 			continue
 		}
-		txt, err := registry.NewTXT(p.owner, s.ours)
+		txt, err := registry.NewLeasedTXT(p.owner, lease, s.ours)
 		if err != nil {
 			return nil, invalid("%v", err)
 		}
@@ -157,6 +159,25 @@ func (p *planner) slots(name string) ([]*slot, error) {
 		}
 	}
 	return slots, nil
+}
+
+// leaseAt is the lease our claims at name carry (Input.Lease): ours where a claim there already
+// carries it, or where an owner of another cluster claims; "" elsewhere.
+func (p *planner) leaseAt(name string) string {
+	if p.lease == "" {
+		return ""
+	}
+	for _, r := range p.zone.AtName(name) {
+		for _, c := range r.Claims {
+			switch {
+			case c.Owner == p.owner && c.Lease() == p.lease:
+				return p.lease
+			case c.Owner != p.owner && c.Lease() != p.lease && (p.local == nil || !p.local(c.Owner)):
+				return p.lease
+			}
+		}
+	}
+	return ""
 }
 
 func (p *planner) gatherClaimants(s *slot) {

@@ -69,6 +69,14 @@ type Input struct {
 	Desired []*v1alpha1.Endpoint
 	// Expired lists owners whose lease ran out.
 	Expired []string
+	// Lease is the lease (package lease) that vouches for this owner, "" for none. Its claims name
+	// it at the names it shares with an owner of another cluster, where a lease can come to matter:
+	// expiry only ever withdraws an owner where a live owner still claims. Elsewhere the claim is
+	// the one Kuadrant writes. A claim that names it keeps naming it.
+	Lease string
+	// Local tells the owners of this owner's cluster (they renew the same lease), so sharing a name
+	// with them does not call for the lease; nil counts every other owner as another cluster's.
+	Local func(owner string) bool
 }
 
 // Result is a plan.
@@ -150,6 +158,8 @@ func Plan(in Input) (*Result, error) {
 
 type planner struct {
 	owner    string
+	lease    string
+	local    func(string) bool
 	zone     *registry.Zone
 	desired  map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
 	previous map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
@@ -178,6 +188,8 @@ func newPlanner(in Input) (*planner, error) {
 	}
 	p := &planner{
 		owner:      in.OwnerID,
+		lease:      in.Lease,
+		local:      in.Local,
 		zone:       in.Zone,
 		desired:    map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
 		previous:   map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},

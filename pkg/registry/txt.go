@@ -67,6 +67,10 @@ const (
 	TargetsKey = "claim-targets"
 	// TTLKey (ours) is the TTL the owner wants for the record.
 	TTLKey = "claim-ttl"
+	// LeaseKey (ours) names the lease (package lease) that vouches for the owner: the hash
+	// (hash.Hash8) of the lease holder's cluster ID. The owner counts as gone once that lease
+	// expires; an owner whose claims do not name a lease never does.
+	LeaseKey = "claim-lease"
 )
 
 // ErrNoHeritage is returned by ParseValue for a value that external-dns did not write.
@@ -218,6 +222,11 @@ func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\
 // NewTXT returns the ownership TXT of ownerID for record, carrying the record's targets and TTL as
 // the owner's claim. It has the record's set identifier, routing properties and TTL.
 func NewTXT(ownerID string, record *v1alpha1.Endpoint) (*v1alpha1.Endpoint, error) {
+	return NewLeasedTXT(ownerID, "", record)
+}
+
+// NewLeasedTXT is NewTXT for an owner vouched for by a lease ("" for none).
+func NewLeasedTXT(ownerID, lease string, record *v1alpha1.Endpoint) (*v1alpha1.Endpoint, error) {
 	if err := ValidOwnerID(ownerID); err != nil {
 		return nil, err
 	}
@@ -240,6 +249,9 @@ func NewTXT(ownerID string, record *v1alpha1.Endpoint) (*v1alpha1.Endpoint, erro
 		OwnerKey:   ownerID,
 		VersionKey: FormatVersion,
 		TTLKey:     strconv.FormatInt(int64(record.RecordTTL), 10),
+	}
+	if lease != "" {
+		labels[LeaseKey] = lease
 	}
 	values, err := chunkValues(labels, targets)
 	if err != nil {
@@ -302,6 +314,9 @@ type Claim struct {
 	// TXT is the ownership TXT as read from the zone.
 	TXT *v1alpha1.Endpoint
 }
+
+// Lease is the lease that vouches for the claim's owner, "" for none.
+func (c *Claim) Lease() string { return c.Labels[LeaseKey] }
 
 // ParseTXT reads an ownership TXT. It reports false for anything else: another type, a name not of
 // the format, a value without external-dns heritage, another format version, no owner, or a name

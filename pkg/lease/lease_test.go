@@ -1,0 +1,78 @@
+package lease
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+func TestRecordRoundTrip(t *testing.T) {
+	l := Lease{Holder: "3f2c8a1e-uid", Renewal: 57, Duration: 90 * time.Second}
+	got, ok := Parse(l.Record("example.com"))
+	if !ok || got != l {
+		t.Fatalf("Parse(Record) = %+v %v, want %+v", got, ok, l)
+	}
+}
+
+// Holders renew on their own clocks, readers judge on theirs; clocks are offset and drift by up to
+// maxDrift, and readers see the zone through views up to maxView old. A live holder is never judged
+// expired; a dead one is judged expired by every reader within the stated bound.
+func TestJudgeClocksDoNotMatter(t *testing.T) {
+	const (
+		renewal   = 30 * time.Second
+		duration  = 90 * time.Second
+		tolerance = 10 * time.Second
+		maxDrift  = 0.01
+		maxView   = 10 * time.Second
+		step      = time.Second
+	)
+	// The bound a dead holder is withdrawn within, in real time, from its last renewal.
+	wait := float64(duration + tolerance)
+	bound := time.Duration(wait/(1-maxDrift)) + maxView + 2*step
+	rng := rand.New(rand.NewPCG(7, 11))
+	for run := range 200 {
+		type clock struct {
+			offset time.Duration
+			rate   float64
+		}
+		newClock := func() clock {
+			return clock{offset: time.Duration(rng.Int64N(int64(time.Hour))) - 30*time.Minute, rate: 1 + maxDrift*(2*rng.Float64()-1)}
+		}
+		at := func(c clock, real time.Duration) time.Time {
+			return time.Unix(1_700_000_000, 0).Add(c.offset + time.Duration(float64(real)*c.rate))
+		}
+		holderClock := newClock()
+		readers := []clock{newClock(), newClock(), newClock()}
+		judges := make([]Judge, len(readers))
+		dies := time.Duration(rng.Int64N(int64(2*time.Hour))) + time.Hour // real time of death
+		// history[i] is the lease value at real second i.
+		var history []string
+		var lastRenewal time.Duration
+		for real := time.Duration(0); real < dies+2*bound; real += step {
+			v := ""
+			if real < dies {
+				v = Renewed("h", at(holderClock, real), renewal, duration).Record("z").Targets[0]
+				if len(history) == 0 || history[len(history)-1] != v {
+					lastRenewal = real
+				}
+			} else {
+				v = history[len(history)-1]
+			}
+			history = append(history, v)
+			for i, rc := range readers {
+				lag := time.Duration(rng.Int64N(int64(maxView)))
+				seen := history[max(0, len(history)-1-int(lag/step))]
+				expired := judges[i].Expired("z/h", seen, duration, tolerance, at(rc, real))
+				switch {
+				case expired && real < dies:
+					t.Fatalf("run %d: reader %d judged the live holder expired at %v", run, i, real)
+				case !expired && real > lastRenewal+bound:
+					t.Fatalf("run %d: reader %d still counts the holder, dead since %v (last renewal %v), at %v",
+						run, i, dies, lastRenewal, real)
+				}
+			}
+		}
+	}
+	t.Logf("%s bound for a dead holder, from its last renewal", fmt.Sprint(bound))
+}

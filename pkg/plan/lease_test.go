@@ -1,0 +1,147 @@
+package plan
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
+)
+
+// Three owners share an A record, each renewing a lease while alive; they die and
+// come back at random, and each live owner plans with the owners whose lease its own judge counts
+// expired. A live owner's target is never withdrawn, the name is never emptied, and a dead owner is
+// gone from the record after the first pass of a live owner once its lease expired by that owner's
+// clock.
+func TestLeasesWithPlans(t *testing.T) {
+	const (
+		name     = "s.example.com"
+		renewal  = 30 * time.Second
+		duration = 90 * time.Second
+		tick     = 5 * time.Second
+		rounds   = 3000
+	)
+	rng := rand.New(rand.NewPCG(3, 5))
+	z := newZone()
+	ids := []string{"a", "b", "c"}
+	owners := map[string]*owner{}
+	alive := map[string]bool{}
+	judges := map[string]*lease.Judge{}
+	leases := map[string]string{}
+	deadSince := map[string]time.Time{}
+	for i, id := range ids {
+		owners[id] = &owner{id: id}
+		alive[id] = true
+		judges[id] = &lease.Judge{}
+		step(t, z, owners[id], eps(rec(name, "A", 60, fmt.Sprintf("10.0.0.%d", i+1))))
+	}
+	start := time.Unix(1_700_000_000, 0)
+	withdrawn := 0
+	for r := range rounds {
+		now := start.Add(time.Duration(r) * tick)
+		// Someone dies or comes back now and then; never all at once.
+		if rng.IntN(40) == 0 {
+			id := ids[rng.IntN(len(ids))]
+			living := 0
+			for _, a := range alive {
+				if a {
+					living++
+				}
+			}
+			if !alive[id] || living > 1 {
+				alive[id] = !alive[id]
+				if !alive[id] {
+					deadSince[id] = now
+				}
+			}
+		}
+		for _, id := range ids {
+			if alive[id] {
+				leases[id] = lease.Renewed(id, now, renewal, duration).Record("example.com").Targets[0]
+			}
+		}
+		id := ids[rng.IntN(len(ids))]
+		if !alive[id] {
+			continue
+		}
+		var expired []string
+		for _, other := range ids {
+			if other != id && judges[id].Expired("example.com/"+other, leases[other], duration, 0, now) {
+				expired = append(expired, other)
+			}
+		}
+		i := slices.Index(ids, id)
+		step(t, z, owners[id], eps(rec(name, "A", 60, fmt.Sprintf("10.0.0.%d", i+1))), expired...)
+		records := z.records()
+		if len(records) != 1 {
+			t.Fatalf("round %d: the name holds %v", r, records)
+		}
+		for j, other := range ids {
+			ip := fmt.Sprintf("10.0.0.%d", j+1)
+			held := strings.Contains(records[0], ip)
+			switch {
+			case alive[other] && other == id && !held:
+				t.Fatalf("round %d: %s's own target %s is not published: %v", r, other, ip, records)
+			case !alive[other] && slices.Contains(expired, other) && held:
+				t.Fatalf("round %d: %s expired by %s's judge, yet its target stays: %v", r, other, id, records)
+			case !alive[other] && !held:
+				withdrawn++
+			}
+		}
+		// A live owner's target may only be missing if it has not passed since coming back.
+		for j, other := range ids {
+			if alive[other] && !strings.Contains(records[0], fmt.Sprintf("10.0.0.%d", j+1)) && deadSince[other].IsZero() {
+				t.Fatalf("round %d: live owner %s, never dead, lost its target: %v", r, other, records)
+			}
+		}
+	}
+	if withdrawn == 0 {
+		t.Error("no dead owner was ever withdrawn: the test exercises nothing")
+	}
+}
+
+// An owner with a lease names it in its claims at names it shares with another cluster's owner,
+// and only there: alone, or beside owners of its own cluster, its claim is the one Kuadrant writes.
+// A claim written before the lease is rewritten once with it, and then left alone.
+func TestClaimsNameTheLease(t *testing.T) {
+	z := newZone()
+	a, b, c := &owner{id: "a"}, &owner{id: "b"}, &owner{id: "c"}
+	want := eps(rec("s.example.com", "A", 60, "10.0.0.1"))
+	step(t, z, a, want)
+	local := func(o string) bool { return o == "c" }
+	plan := func() *Result {
+		t.Helper()
+		res, err := Plan(Input{OwnerID: "a", ZoneName: "example.com", Current: z.endpoints(), Previous: a.published,
+			Desired: want, Lease: "cluster1", Local: local})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if res := plan(); !res.Changes.Empty() {
+		t.Fatalf("alone, the claim needs no lease: %s", describeChanges(res.Changes))
+	}
+	step(t, z, c, eps(rec("s.example.com", "A", 60, "10.0.0.3")))
+	if res := plan(); !res.Changes.Empty() {
+		t.Fatalf("beside an owner of its own cluster, the claim needs no lease: %s", describeChanges(res.Changes))
+	}
+	step(t, z, b, eps(rec("s.example.com", "A", 60, "10.0.0.2")))
+	res := plan()
+	if len(res.Changes.UpdateNew) != 1 || !strings.Contains(res.Changes.UpdateNew[0].Targets[0], "external-dns/claim-lease=cluster1") {
+		t.Fatalf("beside another cluster's owner, the claim names the lease: %s", describeChanges(res.Changes))
+	}
+	if err := z.apply(res.Changes); err != nil {
+		t.Fatal(err)
+	}
+	a.published = res.Published
+	if again := plan(); !again.Changes.Empty() {
+		t.Fatalf("planning again: %s", describeChanges(again.Changes))
+	}
+	step(t, z, b, nil)
+	if again := plan(); !again.Changes.Empty() {
+		t.Fatalf("once the other cluster leaves, the claim keeps its lease rather than churn: %s", describeChanges(again.Changes))
+	}
+}
