@@ -25,7 +25,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -196,43 +195,14 @@ func Parse(ep *v1alpha1.Endpoint) (Statement, bool) {
 	return s, s.Owner != ""
 }
 
-// Tracker remembers, for every statement record a process has read, since when it holds its value,
-// by this process's clock: since the process saw it change, or since it first saw it.
-type Tracker struct {
-	mu   sync.Mutex
-	seen map[string]sighting
-}
-
-type sighting struct {
-	value   string
-	since   time.Time
-	changed bool // since is when the value was seen changing, not when it was first seen
-}
-
-// observe records the record's value (at key, the zone and name) as read at now, and returns since
-// when it holds it and whether that is when it was seen changing.
-func (t *Tracker) observe(key, value string, now time.Time) sighting {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.seen == nil {
-		t.seen = map[string]sighting{}
-	}
-	s, ok := t.seen[key]
-	switch {
-	case !ok:
-		s = sighting{value: value, since: now}
-	case s.value != value:
-		s = sighting{value: value, since: now, changed: true}
-	}
-	t.seen[key] = s
-	return s
-}
+// Tracker remembers since when each statement record read holds its value, by this process's clock.
+type Tracker = registry.Sightings
 
 // fresh reports whether the value was seen changing within expiry of now. A value seen for the
 // first time has no known age: it is not fresh until it changes, so a restarted controller
 // withdraws no one on an old statement.
-func (s sighting) fresh(now time.Time, expiry time.Duration) bool {
-	return s.changed && now.Sub(s.since) < expiry
+func fresh(s registry.Sighting, now time.Time, expiry time.Duration) bool {
+	return s.Changed && now.Sub(s.Since) < expiry
 }
 
 // Peer is another owner of the host and its statement, as this owner reads the zone.
@@ -366,7 +336,7 @@ func (in Input) statement(healthy bool) *Statement {
 func Peers(z *registry.Zone, tracker *Tracker, zoneKey, ownerID, host string, now time.Time, expiry time.Duration) (peers []Peer, own *Statement, ownSince time.Time) {
 	if ep := z.Endpoint(statementKey(ownerID, host)); ep != nil {
 		if st, ok := Parse(ep); ok && st.Owner == ownerID {
-			own, ownSince = &st, tracker.observe(zoneKey+"/"+ep.DNSName, ep.Targets[0], now).since
+			own, ownSince = &st, tracker.Observe(zoneKey+"/"+ep.DNSName, ep.Targets[0], now).Since
 		}
 	}
 	owners := map[string]bool{}
@@ -385,9 +355,9 @@ func Peers(z *registry.Zone, tracker *Tracker, zoneKey, ownerID, host string, no
 		p := Peer{Owner: o}
 		ep := z.Endpoint(statementKey(o, host))
 		if st, ok := Parse(ep); ok && st.Owner == o {
-			seen := tracker.observe(zoneKey+"/"+ep.DNSName, ep.Targets[0], now)
-			p.Stated, p.Healthy, p.Since = true, st.Healthy, seen.since
-			p.Fresh = seen.fresh(now, expiry)
+			seen := tracker.Observe(zoneKey+"/"+ep.DNSName, ep.Targets[0], now)
+			p.Stated, p.Healthy, p.Since = true, st.Healthy, seen.Since
+			p.Fresh = fresh(seen, now, expiry)
 		}
 		peers = append(peers, p)
 	}

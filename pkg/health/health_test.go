@@ -110,19 +110,19 @@ func TestTracker(t *testing.T) {
 	var tr Tracker
 	now := time.Unix(1000, 0)
 	const expiry = 30 * time.Second
-	if tr.observe("k", "v1", now).fresh(now, expiry) {
+	if fresh(tr.Observe("k", "v1", now), now, expiry) {
 		t.Error("a value seen for the first time is fresh: its age is not known")
 	}
-	if tr.observe("k", "v1", now.Add(time.Second)).fresh(now.Add(time.Second), expiry) {
+	if fresh(tr.Observe("k", "v1", now.Add(time.Second)), now.Add(time.Second), expiry) {
 		t.Error("an unchanged value became fresh")
 	}
-	if !tr.observe("k", "v2", now.Add(2*time.Second)).fresh(now.Add(2*time.Second), expiry) {
+	if !fresh(tr.Observe("k", "v2", now.Add(2*time.Second)), now.Add(2*time.Second), expiry) {
 		t.Error("a value seen changing is not fresh")
 	}
-	if !tr.observe("k", "v2", now.Add(31*time.Second)).fresh(now.Add(31*time.Second), expiry) {
+	if !fresh(tr.Observe("k", "v2", now.Add(31*time.Second)), now.Add(31*time.Second), expiry) {
 		t.Error("fresh for less than expiry after the change")
 	}
-	if tr.observe("k", "v2", now.Add(33*time.Second)).fresh(now.Add(33*time.Second), expiry) {
+	if fresh(tr.Observe("k", "v2", now.Add(33*time.Second)), now.Add(33*time.Second), expiry) {
 		t.Error("still fresh after expiry without a renewal")
 	}
 }

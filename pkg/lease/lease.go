@@ -1,16 +1,26 @@
-// Package lease is how clusters sharing a zone learn
-// that one of them is gone: each renews a lease record in the zone, and a reader judges a lease by
-// when it saw the lease's value change, on its own clock, never by comparing clocks.
+// Package lease is how clusters sharing a zone learn that one of them is gone: each renews a lease
+// record in the zone, and a reader judges a lease by when it saw the lease's value change, on its
+// own clock, never by comparing a time written by another clock with its own.
+//
+// A lease is an owner-named record (registry.NamedRecordName) of kind "lease" at the zone's apex,
+// held by a cluster (its ID, the UID of kube-system):
+//
+//	dnspolicy-lease-<hash8(clusterID)>.<zone>  TXT  "dnspolicy-lease=1 holder=<clusterID> renewed=<unix s> every=<s> duration=<s>"
+//
+// Claims of that cluster's owners name it (registry.LeaseKey = Key(clusterID)) where they share a
+// name with another cluster's owner. renewed is the start of the holder's renewal period by the
+// holder's clock: two publish queues of one cluster renewing in the same period write the same value.
+// It is there for people (kubectl dns owners); readers only look at whether the value changed.
 package lease
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 )
 
@@ -20,25 +30,49 @@ const Kind = "lease"
 // TTL of the lease record: only controllers read it, through the provider's API.
 const TTL = 60
 
+// Defaults: a SIGKILLed cluster's lease is judged expired within Duration + Tolerance of its last
+// renewal (plus a reader's view age), well under two minutes.
+const (
+	DefaultEvery     = 30 * time.Second
+	DefaultDuration  = 75 * time.Second
+	DefaultTolerance = 10 * time.Second
+	// MinEvery is the shortest renewal period: renewals cost a provider change each.
+	MinEvery = 5 * time.Second
+)
+
 // Lease is one holder's lease in one zone.
 type Lease struct {
 	// Holder is the cluster ID of the controller that renews it.
 	Holder string
-	// Renewal is the holder's renewal period number: a new number is a renewal.
-	Renewal int64
+	// Renewed is the start of the renewal period, by the holder's clock.
+	Renewed time.Time
+	// Every is the holder's renewal period.
+	Every time.Duration
 	// Duration is how long the holder asks readers to wait, after its value last changed, before
-	// they count it gone.
+	// they count it gone; 0 asks them never to.
 	Duration time.Duration
 }
+
+// Key is what claims write (registry.LeaseKey) to name holder's lease.
+func Key(holder string) string { return hash.Base36(holder, 8) }
 
 // RecordName is the name of holder's lease record in zone.
 func RecordName(holder, zone string) string { return registry.NamedRecordName(Kind, holder, zone) }
 
+// Renew is holder's lease renewed at now.
+func Renew(holder string, now time.Time, every, duration time.Duration) Lease {
+	every = max(every, time.Second)
+	return Lease{Holder: holder, Renewed: now.Truncate(every), Every: every, Duration: duration}
+}
+
 // Record is the lease's record in zone.
 func (l Lease) Record(zone string) *v1alpha1.Endpoint {
-	value := fmt.Sprintf(`"dnspolicy-lease=1 holder=%s renewal=%d duration=%d"`, l.Holder, l.Renewal, int64(l.Duration/time.Second))
+	value := fmt.Sprintf(`"dnspolicy-lease=1 holder=%s renewed=%d every=%d duration=%d"`,
+		l.Holder, l.Renewed.Unix(), seconds(l.Every), seconds(l.Duration))
 	return v1alpha1.NewEndpoint(RecordName(l.Holder, zone), v1alpha1.RecordTypeTXT, TTL, value)
 }
+
+func seconds(d time.Duration) int64 { return int64(d / time.Second) }
 
 // Parse reads a lease record; false when ep is none.
 func Parse(ep *v1alpha1.Endpoint) (Lease, bool) {
@@ -46,61 +80,62 @@ func Parse(ep *v1alpha1.Endpoint) (Lease, bool) {
 		return Lease{}, false
 	}
 	fields := strings.Fields(strings.Trim(ep.Targets[0], `"`))
-	if len(fields) != 4 || fields[0] != "dnspolicy-lease=1" {
+	if len(fields) != 5 || fields[0] != "dnspolicy-lease=1" {
 		return Lease{}, false
 	}
 	var l Lease
 	for _, f := range fields[1:] {
 		k, v, _ := strings.Cut(f, "=")
-		switch k {
-		case "holder":
+		if k == "holder" {
 			l.Holder = v
-		case "renewal", "duration":
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n < 0 {
-				return Lease{}, false
-			}
-			if k == "renewal" {
-				l.Renewal = n
-			} else {
-				l.Duration = time.Duration(n) * time.Second
-			}
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return Lease{}, false
+		}
+		switch k {
+		case "renewed":
+			l.Renewed = time.Unix(n, 0)
+		case "every":
+			l.Every = time.Duration(n) * time.Second
+		case "duration":
+			l.Duration = time.Duration(n) * time.Second
+		default:
+			return Lease{}, false
 		}
 	}
-	return l, l.Holder != "" && l.Duration > 0
+	return l, l.Holder != "" && l.Every > 0 && ep.DNSName == RecordName(l.Holder, zoneOf(ep.DNSName))
 }
 
-// Renewed is the lease holder renews at now: its period number of renewal.
-func Renewed(holder string, now time.Time, renewal, duration time.Duration) Lease {
-	return Lease{Holder: holder, Renewal: now.UnixNano() / int64(max(renewal, time.Second)), Duration: duration}
+// zoneOf is the zone a lease record named name sits at the apex of.
+func zoneOf(name string) string {
+	_, zone, _ := strings.Cut(name, ".")
+	return zone
 }
 
-// Judge remembers, per lease record, since when this reader has seen its value, by this reader's
-// clock.
+// Judge judges leases on this reader's clock.
 type Judge struct {
-	mu   sync.Mutex
-	seen map[string]sighting
+	// Tolerance is added to a lease's duration: the reader's view of the zone may be that old.
+	Tolerance time.Duration
+	seen      registry.Sightings
 }
 
-type sighting struct {
-	value string
-	since time.Time
+// Verdict is what a reader knows of one lease.
+type Verdict struct {
+	Lease
+	// Age is how long the value has not changed, by this reader's clock (since it was first seen,
+	// for a value never seen changing).
+	Age time.Duration
+	// Expired: Age exceeds the lease's duration plus the judge's tolerance.
+	Expired bool
 }
 
-// Expired reports whether the lease read at key with value, asking for duration, has not changed for
-// longer than duration plus tolerance, as this reader's clock measures it. A lease seen for the first
-// time counts from that moment, so a restarted reader waits a whole duration before it counts anyone
-// gone.
-func (j *Judge) Expired(key, value string, duration, tolerance time.Duration, now time.Time) bool {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.seen == nil {
-		j.seen = map[string]sighting{}
-	}
-	s, ok := j.seen[key]
-	if !ok || s.value != value {
-		s = sighting{value: value, since: now}
-		j.seen[key] = s
-	}
-	return now.Sub(s.since) > duration+tolerance
+// Judge observes the lease record ep read at now (zoneKey tells zones apart) and judges it. A lease
+// seen for the first time counts from that moment, so a restarted reader waits a whole duration
+// before it counts anyone gone; a lease asking for no expiry (duration 0) never expires.
+func (j *Judge) Judge(zoneKey string, l Lease, ep *v1alpha1.Endpoint, now time.Time) Verdict {
+	s := j.seen.Observe(zoneKey+"/"+ep.DNSName, ep.Targets[0], now)
+	age := now.Sub(s.Since)
+	return Verdict{Lease: l, Age: age, Expired: l.Duration > 0 && age > l.Duration+j.Tolerance}
 }

@@ -5,13 +5,24 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 )
 
 func TestRecordRoundTrip(t *testing.T) {
-	l := Lease{Holder: "3f2c8a1e-uid", Renewal: 57, Duration: 90 * time.Second}
-	got, ok := Parse(l.Record("example.com"))
+	l := Renew("3f2c8a1e-uid", time.Unix(1_700_000_017, 0), 30*time.Second, 90*time.Second)
+	rec := l.Record("example.com")
+	got, ok := Parse(rec)
 	if !ok || got != l {
 		t.Fatalf("Parse(Record) = %+v %v, want %+v", got, ok, l)
+	}
+	if want := "dnspolicy-lease-" + Key(l.Holder) + ".example.com"; rec.DNSName != want {
+		t.Errorf("lease record at %s, want %s", rec.DNSName, want)
+	}
+	moved := rec.DeepCopy()
+	moved.DNSName = "dnspolicy-lease-" + Key("another") + ".example.com"
+	if _, ok := Parse(moved); ok {
+		t.Error("a lease record whose name is not its holder's parsed")
 	}
 }
 
@@ -45,14 +56,22 @@ func TestJudgeClocksDoNotMatter(t *testing.T) {
 		holderClock := newClock()
 		readers := []clock{newClock(), newClock(), newClock()}
 		judges := make([]Judge, len(readers))
+		for i := range judges {
+			judges[i].Tolerance = tolerance
+		}
 		dies := time.Duration(rng.Int64N(int64(2*time.Hour))) + time.Hour // real time of death
 		// history[i] is the lease value at real second i.
 		var history []string
+		type record struct {
+			ep *v1alpha1.Endpoint
+			l  Lease
+		}
+		records := map[string]record{}
 		var lastRenewal time.Duration
 		for real := time.Duration(0); real < dies+2*bound; real += step {
 			v := ""
 			if real < dies {
-				v = Renewed("h", at(holderClock, real), renewal, duration).Record("z").Targets[0]
+				v = Renew("h", at(holderClock, real), renewal, duration).Record("z").Targets[0]
 				if len(history) == 0 || history[len(history)-1] != v {
 					lastRenewal = real
 				}
@@ -63,7 +82,13 @@ func TestJudgeClocksDoNotMatter(t *testing.T) {
 			for i, rc := range readers {
 				lag := time.Duration(rng.Int64N(int64(maxView)))
 				seen := history[max(0, len(history)-1-int(lag/step))]
-				expired := judges[i].Expired("z/h", seen, duration, tolerance, at(rc, real))
+				r, ok := records[seen]
+				if !ok {
+					r.ep = v1alpha1.NewEndpoint(RecordName("h", "z"), v1alpha1.RecordTypeTXT, TTL, seen)
+					r.l, _ = Parse(r.ep)
+					records[seen] = r
+				}
+				expired := judges[i].Judge("z", r.l, r.ep, at(rc, real)).Expired
 				switch {
 				case expired && real < dies:
 					t.Fatalf("run %d: reader %d judged the live holder expired at %v", run, i, real)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 )
 
@@ -25,20 +26,21 @@ func TestLeasesWithPlans(t *testing.T) {
 		rounds   = 3000
 	)
 	rng := rand.New(rand.NewPCG(3, 5))
+	start := time.Unix(1_700_000_000, 0)
 	z := newZone()
 	ids := []string{"a", "b", "c"}
 	owners := map[string]*owner{}
 	alive := map[string]bool{}
 	judges := map[string]*lease.Judge{}
-	leases := map[string]string{}
+	records := map[string]*v1alpha1.Endpoint{}
 	deadSince := map[string]time.Time{}
 	for i, id := range ids {
 		owners[id] = &owner{id: id}
 		alive[id] = true
 		judges[id] = &lease.Judge{}
+		records[id] = lease.Renew(id, start, renewal, duration).Record("example.com")
 		step(t, z, owners[id], eps(rec(name, "A", 60, fmt.Sprintf("10.0.0.%d", i+1))))
 	}
-	start := time.Unix(1_700_000_000, 0)
 	withdrawn := 0
 	for r := range rounds {
 		now := start.Add(time.Duration(r) * tick)
@@ -60,7 +62,7 @@ func TestLeasesWithPlans(t *testing.T) {
 		}
 		for _, id := range ids {
 			if alive[id] {
-				leases[id] = lease.Renewed(id, now, renewal, duration).Record("example.com").Targets[0]
+				records[id] = lease.Renew(id, now, renewal, duration).Record("example.com")
 			}
 		}
 		id := ids[rng.IntN(len(ids))]
@@ -69,7 +71,8 @@ func TestLeasesWithPlans(t *testing.T) {
 		}
 		var expired []string
 		for _, other := range ids {
-			if other != id && judges[id].Expired("example.com/"+other, leases[other], duration, 0, now) {
+			l, _ := lease.Parse(records[other])
+			if other != id && judges[id].Judge("example.com", l, records[other], now).Expired {
 				expired = append(expired, other)
 			}
 		}

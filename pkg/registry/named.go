@@ -2,6 +2,8 @@ package registry
 
 import (
 	"strings"
+	"sync"
+	"time"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 )
@@ -58,4 +60,40 @@ func (g *gate) checkNamed(e *v1alpha1.Endpoint, verb string) (bool, error) {
 		}
 	}
 	return true, refuse("%s %s, the record of another owner (%s)", verb, describe(e), h)
+}
+
+// Sightings remember, for each owner-named record a process reads, since when it holds its value by
+// this process's clock: since the process saw it change, or since it first saw it. Readers judge
+// other owners' statements this way, never by comparing a time written by another clock with theirs.
+type Sightings struct {
+	mu   sync.Mutex
+	seen map[string]Sighting
+}
+
+// Sighting is what Sightings know of one record.
+type Sighting struct {
+	Value string
+	// Since is when the value was first seen, or seen changing.
+	Since time.Time
+	// Changed: Since is when the value was seen changing, not when it was first seen.
+	Changed bool
+}
+
+// Observe records the value of the record at key (the zone and name) as read at now, and returns
+// since when it holds it.
+func (s *Sightings) Observe(key, value string, now time.Time) Sighting {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[string]Sighting{}
+	}
+	cur, ok := s.seen[key]
+	switch {
+	case !ok:
+		cur = Sighting{Value: value, Since: now}
+	case cur.Value != value:
+		cur = Sighting{Value: value, Since: now, Changed: true}
+	}
+	s.seen[key] = cur
+	return cur
 }
