@@ -108,6 +108,9 @@ func Parse(ep *v1alpha1.Endpoint) (Lease, bool) {
 	return l, l.Holder != "" && l.Every > 0 && ep.DNSName == RecordName(l.Holder, zoneOf(ep.DNSName))
 }
 
+// namePrefix begins every lease record's name.
+const namePrefix = "dnspolicy-" + Kind + "-"
+
 // zoneOf is the zone a lease record named name sits at the apex of.
 func zoneOf(name string) string {
 	_, zone, _ := strings.Cut(name, ".")
@@ -138,4 +141,58 @@ func (j *Judge) Judge(zoneKey string, l Lease, ep *v1alpha1.Endpoint, now time.T
 	s := j.seen.Observe(zoneKey+"/"+ep.DNSName, ep.Targets[0], now)
 	age := now.Sub(s.Since)
 	return Verdict{Lease: l, Age: age, Expired: l.Duration > 0 && age > l.Duration+j.Tolerance}
+}
+
+// Survey is what one read of a zone tells about leases.
+type Survey struct {
+	// Verdicts are the zone's leases as this reader judges them, by Key.
+	Verdicts map[string]Verdict
+	// Named counts, by lease key, the claims naming it: a holder renews while its claims need it.
+	Named map[string]int
+	// Sharers, by lease key, are the owners claiming at names where a claim names the lease: those
+	// that plan anew when it expires.
+	Sharers map[string][]string
+}
+
+// Survey judges every lease in a zone read at now, whose records are eps and index z.
+func (j *Judge) Survey(zoneKey string, eps []*v1alpha1.Endpoint, z *registry.Zone, now time.Time) Survey {
+	s := Survey{Verdicts: map[string]Verdict{}, Named: map[string]int{}, Sharers: map[string][]string{}}
+	names := map[string]map[string]bool{} // lease key -> names where a claim names it
+	for _, ep := range eps {
+		if ep.RecordType != v1alpha1.RecordTypeTXT {
+			continue
+		}
+		if strings.HasPrefix(ep.DNSName, namePrefix) {
+			if l, ok := Parse(ep); ok {
+				s.Verdicts[Key(l.Holder)] = j.Judge(zoneKey, l, ep, now)
+			}
+			continue
+		}
+		if !strings.Contains(strings.Join(ep.Targets, ""), registry.LeaseKey+"=") {
+			continue
+		}
+		c, ok := registry.ParseTXT(ep)
+		if !ok || c.Lease() == "" {
+			continue
+		}
+		s.Named[c.Lease()]++
+		if names[c.Lease()] == nil {
+			names[c.Lease()] = map[string]bool{}
+		}
+		names[c.Lease()][c.Record.DNSName] = true
+	}
+	for key := range s.Verdicts {
+		owners := map[string]bool{}
+		for name := range names[key] {
+			for _, r := range z.AtName(name) {
+				for _, o := range r.Owners() {
+					owners[o] = true
+				}
+			}
+		}
+		for o := range owners {
+			s.Sharers[key] = append(s.Sharers[key], o)
+		}
+	}
+	return s
 }

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 )
 
 // Three owners share an A record, each renewing a lease while alive; they die and
@@ -146,5 +148,67 @@ func TestClaimsNameTheLease(t *testing.T) {
 	step(t, z, b, nil)
 	if again := plan(); !again.Changes.Empty() {
 		t.Fatalf("once the other cluster leaves, the claim keeps its lease rather than churn: %s", describeChanges(again.Changes))
+	}
+}
+
+// Leases as the engine feeds them (Input.LeaseExpired, by the lease a claim names): a dead owner
+// whose TTL had won hands over to the live owners' wish; an owner whose claims name no lease (as
+// Kuadrant writes them) is never withdrawn, nor is a live owner; the gate passes the batch with the
+// withdrawn owners as expired, and Result.Withdrawn names them.
+func TestExpiredLeaseHandsOver(t *testing.T) {
+	z := newZone()
+	dead, live := &owner{id: "a-dead"}, &owner{id: "b-live"}
+	plan := func(o *owner, desired []*v1alpha1.Endpoint, lease string, expired func(string) bool) *Result {
+		t.Helper()
+		res, err := Plan(Input{OwnerID: o.id, ZoneName: "example.com", Current: z.endpoints(), Previous: o.published,
+			Desired: desired, Lease: lease, LeaseExpired: expired})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := registry.Read(z.endpoints()).Check([]string{o.id}, res.Withdrawn, res.Changes); err != nil {
+			t.Fatalf("%s: the gate refused: %v\n%s", o.id, err, describeChanges(res.Changes))
+		}
+		if err := z.apply(res.Changes); err != nil {
+			t.Fatal(err)
+		}
+		o.published = res.Published
+		return res
+	}
+	never := func(string) bool { return false }
+	deadWish := eps(rec("s.example.com", "A", 30, "10.0.0.1"))
+	liveWish := eps(rec("s.example.com", "A", 60, "10.0.0.2"))
+	plan(dead, deadWish, "leaseA", never)
+	plan(live, liveWish, "leaseB", never)
+	plan(dead, deadWish, "leaseA", never) // sees b-live, another cluster's: names its lease
+	k := rec("s.example.com", "A", 30, "10.0.0.1", "10.0.0.2", "10.0.0.3")
+	if err := z.apply(&batch.Changes{UpdateOld: eps(z.endpoint(t, "s.example.com", "A")), UpdateNew: eps(k)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := z.apply(&batch.Changes{Create: eps(kuadrantTXT("k-kuadrant", k))}); err != nil {
+		t.Fatal(err)
+	}
+	res := plan(live, liveWish, "leaseB", never)
+	if len(res.Conflicts) == 0 || res.Conflicts[0].WinnerOwner != "a-dead" {
+		t.Fatalf("before expiry a-dead's TTL should win: %+v", res.Conflicts)
+	}
+	res = plan(live, liveWish, "leaseB", func(l string) bool { return l == "leaseA" })
+	if fmt.Sprint(res.Withdrawn) != "[a-dead]" {
+		t.Fatalf("Withdrawn = %v, want [a-dead]", res.Withdrawn)
+	}
+	if len(res.Conflicts) != 0 {
+		t.Errorf("the live owner's conflict did not clear once the winner's lease expired: %+v", res.Conflicts)
+	}
+	got := z.endpoint(t, "s.example.com", "A")
+	if got.RecordTTL != 60 || fmt.Sprint(got.Targets) != "[10.0.0.2 10.0.0.3]" {
+		t.Errorf("after the hand-over the record is %s, want TTL 60 with the live owner's and Kuadrant's targets", line(got))
+	}
+	owners := z.owners(t, "s.example.com", "A")
+	if fmt.Sprint(owners) != "[b-live k-kuadrant]" {
+		t.Errorf("owners after the hand-over: %v", owners)
+	}
+	// Every lease expired: still the Kuadrant owner's claim (no lease) and the live owner's stay.
+	res = plan(live, liveWish, "leaseB", func(string) bool { return true })
+	if !res.Changes.Empty() || len(res.Withdrawn) != 0 {
+		t.Errorf("a claim naming no lease was withdrawn: %v\n%s", res.Withdrawn, describeChanges(res.Changes))
 	}
 }

@@ -18,6 +18,8 @@ type claimant struct {
 	wish *v1alpha1.Endpoint
 	// unknown marks a claim whose TXT does not say what its owner wants.
 	unknown bool
+	// expired: the owner is gone (Input.Expired, or the lease its claim names ran out).
+	expired bool
 }
 
 // slot is one record key at a name: what the zone holds and claims there, and what we want.
@@ -180,19 +182,29 @@ func (p *planner) leaseAt(name string) string {
 	return ""
 }
 
+// claimExpired reports whether another owner's claim is of an owner that is gone: listed in
+// Input.Expired, or vouched for by a lease Input.LeaseExpired counts expired.
+func (p *planner) claimExpired(c *registry.Claim) bool {
+	if p.expired[c.Owner] {
+		return true
+	}
+	l := c.Lease()
+	return l != "" && l != p.lease && p.leaseExpired != nil && p.leaseExpired(l)
+}
+
 func (p *planner) gatherClaimants(s *slot) {
 	if s.record != nil {
 		for _, c := range s.record.Claims {
 			if c.Owner == p.owner {
 				continue
 			}
-			cl := claimant{owner: c.Owner, wish: c.Wish, unknown: c.Wish == nil}
+			cl := claimant{owner: c.Owner, wish: c.Wish, unknown: c.Wish == nil, expired: p.claimExpired(c)}
 			if cl.unknown && s.current != nil {
 				// Kuadrant's owners do not write their wish; the record as published is the best
 				// reading of it, and keeps the record as it is when such an owner wins.
 				cl.wish = s.current
 			}
-			if p.expired[c.Owner] {
+			if cl.expired {
 				s.withdrawn = append(s.withdrawn, c)
 			}
 			s.claimants = append(s.claimants, cl)
@@ -202,8 +214,8 @@ func (p *planner) gatherClaimants(s *slot) {
 		s.claimants = append(s.claimants, claimant{owner: p.owner, wish: s.ours})
 	}
 	slices.SortFunc(s.claimants, func(a, b claimant) int { return strings.Compare(a.owner, b.owner) })
-	if slices.ContainsFunc(s.claimants, func(c claimant) bool { return !p.expired[c.owner] }) {
-		s.claimants = slices.DeleteFunc(s.claimants, func(c claimant) bool { return p.expired[c.owner] })
+	if slices.ContainsFunc(s.claimants, func(c claimant) bool { return !c.expired }) {
+		s.claimants = slices.DeleteFunc(s.claimants, func(c claimant) bool { return c.expired })
 	} else {
 		// Only expired owners hold the record: it stays as they left it.
 		s.withdrawn = nil
@@ -364,6 +376,7 @@ func (p *planner) claimChange(s *slot) {
 	for _, c := range s.withdrawn {
 		p.changes.Delete = append(p.changes.Delete, c.TXT)
 		deleted[c] = true
+		p.withdrawn[c.Owner] = true
 	}
 	p.requireRemainingClaim(s, deleted, ourStays)
 }

@@ -67,8 +67,11 @@ type Input struct {
 	Previous []*v1alpha1.Endpoint
 	// Desired is what this owner wants now; empty withdraws everything.
 	Desired []*v1alpha1.Endpoint
-	// Expired lists owners whose lease ran out.
+	// Expired lists owners that are gone, whatever their claims say.
 	Expired []string
+	// LeaseExpired, when set, tells the leases (registry.LeaseKey of a claim) that ran out: the
+	// owners of claims naming one are gone. Never asked about Lease.
+	LeaseExpired func(lease string) bool
 	// Lease is the lease (package lease) that vouches for this owner, "" for none. Its claims name
 	// it at the names it shares with an owner of another cluster, where a lease can come to matter:
 	// expiry only ever withdraws an owner where a live owner still claims. Elsewhere the claim is
@@ -92,6 +95,9 @@ type Result struct {
 	// Owners are the owners claiming records at the desired and previous names after the changes
 	// (status.domainOwners), sorted.
 	Owners []string
+	// Withdrawn are the gone owners (Input.Expired, Input.LeaseExpired) whose claims the changes
+	// delete, sorted.
+	Withdrawn []string
 }
 
 // Conflict is one field of one record where this owner's wish is not what is published.
@@ -168,6 +174,9 @@ type planner struct {
 	// ownerNames are the desired and previous names, whose owners the result lists.
 	ownerNames map[string]bool
 	expired    map[string]bool
+	// leaseExpired is Input.LeaseExpired; withdrawn the gone owners whose claims the plan deletes.
+	leaseExpired func(string) bool
+	withdrawn    map[string]bool
 
 	changes   batch.Changes
 	published []*v1alpha1.Endpoint
@@ -187,16 +196,18 @@ func newPlanner(in Input) (*planner, error) {
 		in.Zone = registry.Read(in.Current)
 	}
 	p := &planner{
-		owner:      in.OwnerID,
-		lease:      in.Lease,
-		local:      in.Local,
-		zone:       in.Zone,
-		desired:    map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
-		previous:   map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
-		desiredAt:  map[string][]v1alpha1.EndpointKey{},
-		ownerNames: map[string]bool{},
-		expired:    map[string]bool{},
-		owners:     map[string]bool{},
+		owner:        in.OwnerID,
+		lease:        in.Lease,
+		local:        in.Local,
+		zone:         in.Zone,
+		desired:      map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
+		previous:     map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
+		desiredAt:    map[string][]v1alpha1.EndpointKey{},
+		ownerNames:   map[string]bool{},
+		expired:      map[string]bool{},
+		leaseExpired: in.LeaseExpired,
+		withdrawn:    map[string]bool{},
+		owners:       map[string]bool{},
 	}
 	for _, o := range in.Expired {
 		if o == in.OwnerID {
@@ -284,7 +295,7 @@ func (p *planner) result() *Result {
 		}
 		return a.Field < b.Field
 	})
-	return &Result{Changes: &p.changes, Published: p.published, Conflicts: p.conflicts, Owners: sortedKeys(p.owners)}
+	return &Result{Changes: &p.changes, Published: p.published, Conflicts: p.conflicts, Owners: sortedKeys(p.owners), Withdrawn: sortedKeys(p.withdrawn)}
 }
 
 func sortChanges(c *batch.Changes) {

@@ -208,3 +208,25 @@ func describeChanges(c *batch.Changes) string {
 	}
 	return s
 }
+
+// endpoint is the record at name of type, which must exist.
+func (z strictZone) endpoint(t testing.TB, name, recordType string) *v1alpha1.Endpoint {
+	t.Helper()
+	for _, e := range z.endpoints() {
+		if e.DNSName == name && e.RecordType == recordType && e.SetIdentifier == "" {
+			return e
+		}
+	}
+	t.Fatalf("no %s record at %s", recordType, name)
+	return nil
+}
+
+// owners are the owners claiming the record at name of type.
+func (z strictZone) owners(t testing.TB, name, recordType string) []string {
+	t.Helper()
+	r := registry.Read(z.endpoints()).Record(v1alpha1.EndpointKey{DNSName: name, RecordType: recordType})
+	if r == nil {
+		t.Fatalf("no %s record at %s", recordType, name)
+	}
+	return r.Owners()
+}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/plan"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
@@ -43,6 +44,11 @@ type Request struct {
 	// Named are the names of the owner-named records the request manages: each is made to hold the
 	// record Wish returns at that name, and deleted when there is none (or no Wish).
 	Named []string
+	// KeepExpired turns lease expiry off for this owner (its Secret says so): it withdraws no owner
+	// whose lease ran out.
+	KeepExpired bool
+	// renewal marks the queue's own lease renewal, which no reconcile waits for.
+	renewal bool
 }
 
 // Outcome is what happened to a request.
@@ -55,6 +61,30 @@ type Outcome struct {
 	// batch with its preconditions and serves what it wrote (Route 53: INSYNC), or nothing needed
 	// writing.
 	Validated bool
+	// Leases are, for the other owners of the plan (Plan.Owners) whose claims name a lease, that
+	// lease as the queue last judged it, by owner.
+	Leases map[string]lease.Verdict
+	// Renewal is the state of this cluster's own lease in the zone.
+	Renewal Renewal
+}
+
+// Renewal is the state of a cluster's own lease in one zone.
+type Renewal struct {
+	// Needed: some claim of this cluster names the lease (it shares a name with another cluster).
+	Needed bool
+	// At is when the lease was last written or found current; zero when never.
+	At time.Time
+	// Err is the last renewal's error, nil once one succeeds.
+	Err error
+}
+
+// Leases configure owner leases (package lease) for every queue.
+type Leases struct {
+	// Holder is this cluster's ID; "" turns leases off (nothing is renewed, no one expires).
+	Holder string
+	// Every is the renewal period, Duration what the lease asks readers to wait (0: never expire
+	// us), Tolerance what this reader adds to others' durations.
+	Every, Duration, Tolerance time.Duration
 }
 
 // Options tune the queues.
@@ -68,6 +98,13 @@ type Options struct {
 	Gather, MaxGather time.Duration
 	// StaleRetries bounds re-plans after the backend says the view was stale.
 	StaleRetries int
+	// Leases configure owner leases.
+	Leases Leases
+	// Replan, when set, is told owners of this cluster that should plan again now, without waiting
+	// for their next re-check: those sharing a name with an owner whose lease just expired, and all
+	// of a zone's once the zone is read again after a gap longer than this cluster's lease (other
+	// clusters may have withdrawn it). It must not block.
+	Replan func(owners []string)
 	// CallTimeout bounds each provider call of a cycle (one read of the zone, one batch, the wait
 	// for propagation) on its own (0: DefaultCallTimeout). A cycle has no bound of its own beyond its
 	// calls: a backend that paces its writes to the cloud's rate limit (Azure: 200 record-set writes
@@ -91,6 +128,7 @@ type Publisher struct {
 	now    func() time.Time
 	mu     sync.Mutex
 	queues map[queueKey]*queue
+	closed bool
 }
 
 type queueKey struct{ account, zoneID string }
@@ -107,17 +145,31 @@ func (p *Publisher) Publish(ctx context.Context, prov providers.Provider, accoun
 	q := p.queue(account, zone)
 	w := &waiter{prov: prov, req: req, done: make(chan result, 1)}
 	q.mu.Lock()
+	q.local[req.OwnerID] = true
+	q.prov = prov
 	q.pending = append(q.pending, w)
-	if !q.running {
-		q.running = true
-		go q.run()
-	}
+	q.start()
 	q.mu.Unlock()
 	select {
 	case r := <-w.done:
 		return r.outcome, r.err
 	case <-ctx.Done():
 		return Outcome{}, ctx.Err()
+	}
+}
+
+// Close stops renewing leases: a stopped controller's leases age, and expire at their readers.
+func (p *Publisher) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, q := range p.queues {
+		q.mu.Lock()
+		q.closed = true
+		if q.renewTimer != nil {
+			q.renewTimer.Stop()
+		}
+		q.mu.Unlock()
 	}
 }
 
@@ -135,7 +187,9 @@ func (p *Publisher) queue(account string, zone providers.Zone) *queue {
 	k := queueKey{account, zone.ID}
 	q, ok := p.queues[k]
 	if !ok {
-		q = &queue{zone: zone, opts: p.opts, now: p.now}
+		q = &queue{zone: zone, opts: p.opts, now: p.now, local: map[string]bool{}, closed: p.closed}
+		q.judge.Tolerance = p.opts.Leases.Tolerance
+		q.zoneKey = account + "/" + zone.ID
 		p.queues[k] = q
 	}
 	return q
@@ -175,6 +229,29 @@ type queue struct {
 	// unclaimed are records no owner claims that a second read confirmed: a record a human made
 	// stays one, so the owners it conflicts with are not re-read for on every re-check.
 	unclaimed map[v1alpha1.EndpointKey]bool
+	// local are the owners whose requests came through this queue: this cluster's.
+	local map[string]bool
+	// prov is the newest provider object (renewals use it).
+	prov providers.Provider
+	// zoneKey tells this queue's zone apart in the judge's memory.
+	zoneKey string
+	judge   lease.Judge
+	// survey is what the latest read told of leases; renewal the state of our own.
+	survey  lease.Survey
+	renewal Renewal
+	// contact is when the zone was last read.
+	contact time.Time
+	// renewTimer brings a cycle about when the lease is due and no request comes; closed stops it.
+	renewTimer *time.Timer
+	closed     bool
+}
+
+// start runs the queue's cycles unless they run; q.mu is held.
+func (q *queue) start() {
+	if !q.running {
+		q.running = true
+		go q.run()
+	}
 }
 
 func (q *queue) run() {
@@ -217,6 +294,17 @@ func (q *queue) cycle(waiters []*waiter) {
 	// every retry either answers a waiter or is one of at most StaleRetries re-plans.
 	ctx := context.Background()
 	prov := waiters[len(waiters)-1].prov // the newest provider object carries the newest credentials
+	if w := q.renewalWaiter(waiters, prov); w != nil {
+		waiters = append(waiters, w)
+	}
+	for i, w := range waiters {
+		if w.req.renewal {
+			// First, so that it lands in the cycle's first batch, however many batches follow.
+			waiters = append([]*waiter{w}, append(waiters[:i:i], waiters[i+1:]...)...)
+			defer q.renewed(w)
+			break
+		}
+	}
 	start := q.now()
 	fresh := false     // whether the plan needs a view read during this cycle
 	confirmed := false // whether a record no owner claims was seen on a second read
@@ -248,7 +336,7 @@ func (q *queue) cycle(waiters []*waiter) {
 		}
 		done, failed, err := q.applyAll(ctx, prov, v, batches)
 		written = append(written, done...)
-		remaining = answerUnwritten(planned, done, failed, err)
+		remaining = q.answerUnwritten(v.zone, planned, done, failed, err)
 		switch kind := providers.KindOf(err); {
 		case err == nil:
 		case kind == providers.StaleView && stale < q.opts.StaleRetries:
@@ -273,6 +361,84 @@ func (q *queue) cycle(waiters []*waiter) {
 	q.await(ctx, prov, written)
 }
 
+// renewalWaiter returns the waiter that renews this cluster's lease in the cycle, or nil when leases
+// are off or one is among waiters already (the timer's).
+func (q *queue) renewalWaiter(waiters []*waiter, prov providers.Provider) *waiter {
+	l := q.opts.Leases
+	if l.Holder == "" || slices.ContainsFunc(waiters, func(w *waiter) bool { return w.req.renewal }) {
+		return nil
+	}
+	name := lease.RecordName(l.Holder, q.zone.DNSName)
+	return &waiter{prov: prov, done: make(chan result, 1), req: Request{OwnerID: l.Holder, renewal: true, Named: []string{name},
+		Wish: func(*registry.Zone) (desired, named []*v1alpha1.Endpoint) {
+			// The lease is kept while a claim of this cluster names it (as of the last read, or
+			// written since), and goes with the last.
+			if q.renewal.Needed {
+				return nil, []*v1alpha1.Endpoint{lease.Renew(l.Holder, q.now(), l.Every, l.Duration).Record(q.zone.DNSName)}
+			}
+			return nil, nil
+		}}}
+}
+
+// renewed records how the cycle's renewal went and schedules the next renewal.
+func (q *queue) renewed(w *waiter) {
+	l := q.opts.Leases
+	if l.Holder == "" {
+		return
+	}
+	if w != nil {
+		select {
+		case r := <-w.done:
+			switch {
+			case r.err != nil:
+				q.renewal.Err = r.err
+			case r.outcome.Wrote && q.renewal.Needed:
+				q.renewal.At, q.renewal.Err = q.now(), nil
+			case r.outcome.Validated:
+				q.renewal.Err = nil
+			}
+		default:
+		}
+	}
+	if !q.renewal.Needed {
+		return
+	}
+	next := q.now().Truncate(l.Every).Add(l.Every + time.Second).Sub(q.now())
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.renewTimer != nil {
+		q.renewTimer.Stop()
+	}
+	if q.closed {
+		return
+	}
+	q.renewTimer = time.AfterFunc(next, func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if w := q.renewalWaiter(q.pending, q.prov); w != nil && !q.closed {
+			q.pending = append(q.pending, w)
+			q.start()
+		}
+	})
+}
+
+func (q *queue) localOwners() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	owners := make([]string, 0, len(q.local))
+	for o := range q.local {
+		owners = append(owners, o)
+	}
+	sort.Strings(owners)
+	return owners
+}
+
+func (q *queue) isLocal(owner string) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.local[owner]
+}
+
 // forget drops the view: it may no longer match the zone.
 func (q *queue) forget() {
 	q.mu.Lock()
@@ -287,7 +453,11 @@ func (q *queue) forget() {
 // while ours was in flight, so a loser is told in the same pass. One that would change the zone again
 // (it changed under us) is not yet validated and is re-checked soon. The read becomes the view.
 func (q *queue) await(ctx context.Context, prov providers.Provider, written []*planned) {
-	if len(written) == 0 {
+	if !slices.ContainsFunc(written, func(p *planned) bool { return !p.req.renewal }) {
+		// A renewal alone needs no check: nobody waits on it, and the next read shows it.
+		for _, p := range written {
+			p.done <- result{outcome: Outcome{Plan: p.plan, Wrote: true}}
+		}
 		return
 	}
 	q.mu.Lock()
@@ -309,12 +479,12 @@ func (q *queue) await(ctx context.Context, prov providers.Provider, written []*p
 			p.done <- result{outcome: Outcome{Plan: p.plan, Wrote: true}, err: err}
 			continue
 		}
-		again, perr := p.planAgainst(q.zone.DNSName, after.zone, p.plan.Published)
+		again, perr := p.planAgainst(q, after.zone, p.plan.Published)
 		if perr != nil || !again.Changes.Empty() {
-			p.done <- result{outcome: Outcome{Plan: p.plan, Wrote: true}}
+			p.done <- result{outcome: q.outcome(p.plan, after.zone, true, false)}
 			continue
 		}
-		p.done <- result{outcome: Outcome{Plan: again, Wrote: true, Validated: true}}
+		p.done <- result{outcome: q.outcome(again, after.zone, true, true)}
 	}
 }
 
@@ -407,7 +577,42 @@ func (q *queue) currentView(ctx context.Context, prov providers.Provider, fresh 
 	q.mu.Lock()
 	q.view, q.parsed = v, v.zone
 	q.mu.Unlock()
+	q.surveyLeases(v, read.Endpoints)
 	return v, nil
+}
+
+// surveyLeases judges the leases of a zone just read, and tells this cluster's owners sharing names
+// with the owners of a lease that just expired to plan again.
+func (q *queue) surveyLeases(v *view, eps []*v1alpha1.Endpoint) {
+	l := q.opts.Leases
+	if l.Holder == "" {
+		return
+	}
+	if !q.contact.IsZero() && l.Duration > 0 && v.at.Sub(q.contact) > l.Duration && q.opts.Replan != nil {
+		// Cut off from the zone for longer than our lease: others may have counted this cluster gone
+		// and withdrawn its owners, who re-publish now rather than at their next re-check.
+		q.opts.Replan(q.localOwners())
+	}
+	q.contact = v.at
+	prev := q.survey.Verdicts
+	q.survey = q.judge.Survey(q.zoneKey, eps, v.zone, v.at)
+	own := lease.Key(l.Holder)
+	q.renewal.Needed = q.survey.Named[own] > 0
+	var replan []string
+	for key, verdict := range q.survey.Verdicts {
+		if key == own || !verdict.Expired || prev[key].Expired {
+			continue
+		}
+		for _, o := range q.survey.Sharers[key] {
+			if q.isLocal(o) {
+				replan = append(replan, o)
+			}
+		}
+	}
+	if len(replan) > 0 && q.opts.Replan != nil {
+		sort.Strings(replan)
+		q.opts.Replan(slices.Compact(replan))
+	}
 }
 
 // call bounds one provider call by CallTimeout.
@@ -432,8 +637,16 @@ type planned struct {
 
 // planAgainst plans the request's wish against z: the plan of its desired endpoints, with the changes
 // that make its owner-named records what it wants appended.
-func (p *planned) planAgainst(zoneName string, z *registry.Zone, previous []*v1alpha1.Endpoint) (*plan.Result, error) {
-	res, err := plan.Plan(plan.Input{OwnerID: p.req.OwnerID, ZoneName: zoneName, Zone: z, Previous: previous, Desired: p.desired})
+func (p *planned) planAgainst(q *queue, z *registry.Zone, previous []*v1alpha1.Endpoint) (*plan.Result, error) {
+	in := plan.Input{OwnerID: p.req.OwnerID, ZoneName: q.zone.DNSName, Zone: z, Previous: previous, Desired: p.desired}
+	if l := q.opts.Leases; l.Holder != "" && !p.req.renewal {
+		in.Lease, in.Local = lease.Key(l.Holder), q.isLocal
+		if !p.req.KeepExpired {
+			verdicts := q.survey.Verdicts
+			in.LeaseExpired = func(key string) bool { return verdicts[key].Expired }
+		}
+	}
+	res, err := plan.Plan(in)
 	if err != nil || len(p.req.Named) == 0 {
 		return res, err
 	}
@@ -464,6 +677,7 @@ type pendingBatch struct {
 	before, after map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
 	require       map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
 	owners        []string
+	expired       []string // owners the waiters withdraw as gone (plan.Result.Withdrawn)
 	waiters       []*planned
 	// changes is the batch sent: the sum of the waiters' changes, built when the batch closes.
 	changes *batch.Changes
@@ -566,6 +780,11 @@ func (b *pendingBatch) add(p *planned, before map[v1alpha1.EndpointKey]*v1alpha1
 	if !slices.Contains(b.owners, p.req.OwnerID) {
 		b.owners = append(b.owners, p.req.OwnerID)
 	}
+	for _, o := range p.plan.Withdrawn {
+		if !slices.Contains(b.expired, o) {
+			b.expired = append(b.expired, o)
+		}
+	}
 	b.waiters = append(b.waiters, p)
 }
 
@@ -594,7 +813,7 @@ func (q *queue) planAll(v *view, waiters []*waiter, caps providers.Capabilities,
 		if w.req.Wish != nil {
 			p.desired, p.named = w.req.Wish(v.zone)
 		}
-		res, err := p.planAgainst(q.zone.DNSName, v.zone, w.req.Previous)
+		res, err := p.planAgainst(q, v.zone, w.req.Previous)
 		if err != nil {
 			p.err = providers.NewError(providers.Permanent, err)
 			continue
@@ -603,7 +822,10 @@ func (q *queue) planAll(v *view, waiters []*waiter, caps providers.Capabilities,
 		if res.Changes.Empty() {
 			continue
 		}
-		if err := v.zone.Check([]string{w.req.OwnerID}, nil, res.Changes); err != nil {
+		if q.opts.Leases.Holder != "" && namesLease(res.Changes, lease.Key(q.opts.Leases.Holder)) {
+			q.renewal.Needed = true
+		}
+		if err := v.zone.Check([]string{w.req.OwnerID}, res.Withdrawn, res.Changes); err != nil {
 			p.err = providers.NewError(providers.Permanent, err)
 			continue
 		}
@@ -643,7 +865,7 @@ func (q *queue) planAll(v *view, waiters []*waiter, caps providers.Capabilities,
 func (q *queue) applyAll(ctx context.Context, prov providers.Provider, v *view, batches []*pendingBatch) ([]*planned, *pendingBatch, error) {
 	var done []*planned
 	for _, b := range batches {
-		if err := v.zone.Check(b.owners, nil, b.changes); err != nil {
+		if err := v.zone.Check(b.owners, b.expired, b.changes); err != nil {
 			// Every plan in it passed the check alone: summing them went wrong.
 			return done, b, providers.NewError(providers.Permanent, fmt.Errorf("batch of %d records refused: %w", len(b.waiters), err))
 		}
@@ -669,7 +891,7 @@ func (q *queue) applyAll(ctx context.Context, prov providers.Provider, v *view, 
 // answerUnwritten answers the waiters that failed on their own, adds those that had nothing to
 // write to done, and returns the waiters still to serve: those of the batches after the one that
 // failed. The failed batch's waiters are the caller's to answer or retry.
-func answerUnwritten(all, done []*planned, failed *pendingBatch, err error) []*waiter {
+func (q *queue) answerUnwritten(z *registry.Zone, all, done []*planned, failed *pendingBatch, err error) []*waiter {
 	settled := map[*waiter]bool{}
 	for _, p := range done {
 		settled[p.waiter] = true
@@ -686,7 +908,7 @@ func answerUnwritten(all, done []*planned, failed *pendingBatch, err error) []*w
 		case p.err != nil:
 			p.done <- result{err: p.err}
 		case p.plan.Changes.Empty() && err == nil:
-			p.done <- result{outcome: Outcome{Plan: p.plan, Validated: true}}
+			p.done <- result{outcome: q.outcome(p.plan, z, false, true)}
 		default:
 			// Nothing to write, or a batch after the one that failed: planned on a view that the
 			// failure may have made wrong, so planned again.
@@ -694,6 +916,39 @@ func answerUnwritten(all, done []*planned, failed *pendingBatch, err error) []*w
 		}
 	}
 	return remaining
+}
+
+// outcome is a request's outcome with the leases its plan's owners name, as judged last.
+func (q *queue) outcome(res *plan.Result, z *registry.Zone, wrote, validated bool) Outcome {
+	out := Outcome{Plan: res, Wrote: wrote, Validated: validated, Renewal: q.renewal}
+	if q.opts.Leases.Holder == "" || res == nil {
+		return out
+	}
+	for _, e := range res.Published {
+		for _, r := range z.AtName(e.DNSName) {
+			for _, c := range r.Claims {
+				v, ok := q.survey.Verdicts[c.Lease()]
+				if !ok || c.Lease() == lease.Key(q.opts.Leases.Holder) {
+					continue
+				}
+				if out.Leases == nil {
+					out.Leases = map[string]lease.Verdict{}
+				}
+				out.Leases[c.Owner] = v
+			}
+		}
+	}
+	return out
+}
+
+// namesLease reports whether the changes write a claim naming the lease key.
+func namesLease(c *batch.Changes, key string) bool {
+	for _, e := range slices.Concat(c.Create, c.UpdateNew) {
+		if cl, ok := registry.ParseTXT(e); ok && cl.Lease() == key {
+			return true
+		}
+	}
+	return false
 }
 
 func fail(waiters []*waiter, err error) {
