@@ -10,10 +10,14 @@ const (
 	ConditionTypeConflicted = "Conflicted"
 	// ConditionTypeHealthy: do the record's health probes pass?
 	ConditionTypeHealthy = "Healthy"
+	// ConditionTypeLeases: is this cluster's owner lease renewed in the record's zone, and how old
+	// are the leases of the other clusters' owners at its names? Set only where the record shares a
+	// name with another cluster's owner (package lease); absent otherwise, as Kuadrant's status.
+	ConditionTypeLeases = "Leases"
 )
 
 // ConditionOrder is the order of a DNSRecord's conditions.
-var ConditionOrder = []string{ConditionTypeReady, ConditionTypeConflicted, ConditionTypeHealthy}
+var ConditionOrder = []string{ConditionTypeReady, ConditionTypeConflicted, ConditionTypeHealthy, ConditionTypeLeases}
 
 // Reasons of the DNSRecord conditions: every reason the record controller writes is here, and each
 // has an entry in docs/troubleshooting.md. Kuadrant's tooling reads the first group, with the
@@ -55,6 +59,18 @@ const (
 	// ReasonOrphaned is the reason of the Warning event of a deleted record released without its
 	// contributions withdrawn from the zone.
 	ReasonOrphaned = "Orphaned"
+	// ReasonLeaseRenewed: Leases=True, this cluster's lease in the zone is renewed.
+	ReasonLeaseRenewed = "LeaseRenewed"
+	// ReasonLeaseNotRenewed: Leases=False, the last renewal of this cluster's lease failed; other
+	// clusters withdraw this owner from shared names once the lease is older than its duration.
+	ReasonLeaseNotRenewed = "LeaseNotRenewed"
+	// ReasonOwnerWithdrawn is the reason of the event on a record whose pass withdrew another
+	// cluster's owner, whose lease had expired, from a name they shared.
+	ReasonOwnerWithdrawn = "OwnerWithdrawn"
+	// ReasonRepublished is the reason of the event (and, until the next pass, the Leases condition)
+	// on a record whose published records were gone from the zone, withdrawn by another cluster that
+	// counted this one's lease expired or deleted by hand, and were published again.
+	ReasonRepublished = "Republished"
 )
 
 // Condition messages. Kuadrant's tooling matches the first group verbatim (DESIGN 4b).

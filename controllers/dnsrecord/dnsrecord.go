@@ -80,6 +80,9 @@ type Options struct {
 	// NoSecretWatch leaves out the watch of Secrets' metadata, for a ServiceAccount that may only
 	// get Secrets (config/rbac/README.md): a changed provider Secret is used at the next pass.
 	NoSecretWatch bool
+	// KeepExpired turns lease expiry off for records whose Secret does not say
+	// (SecretKeyLeaseExpiry): they withdraw no other cluster's owner whose lease ran out.
+	KeepExpired bool
 }
 
 // DefaultOptions are the production timings.
@@ -110,6 +113,8 @@ type Reconciler struct {
 	intervals intervals
 	// tracker remembers when other owners' health statements changed (package health).
 	tracker health.Tracker
+	// replans maps owners to records for the passes the publisher asks for.
+	replans replans
 }
 
 // conditionOrder keeps a record's conditions in one order, so equal statuses compare equal.
@@ -117,13 +122,15 @@ var conditionOrder = conditions.Order(v1alpha1.ConditionOrder)
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.backends = &backends.Cache{Factory: r.Factory, Wrap: providers.Instrument, Idle: r.Options.BackendIdle}
+	r.backends = &backends.Cache{Factory: r.Factory, Wrap: providers.Instrument, Idle: r.Options.BackendIdle, SettingKeys: []string{SecretKeyLeaseExpiry}}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("dnsrecord").
 		// Status writes do not change the generation, so our own status updates never trigger a pass.
 		For(&v1alpha1.DNSRecord{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		// A probe's result changes what its record publishes.
-		Owns(&v1alpha1.DNSHealthCheckProbe{})
+		Owns(&v1alpha1.DNSHealthCheckProbe{}).
+		// The publisher asks for passes when another cluster's lease expires (lease.go).
+		WatchesRawSource(r.replanSource())
 	if !r.Options.NoSecretWatch {
 		// A fixed or rotated provider Secret takes effect at once rather than at the records' next
 		// retry (up to MaxBackoff away), and drops the backend built from its old version. Only
@@ -258,6 +265,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 // bookkept is a status without the re-check bookkeeping (validFor, writeCounter), for comparison.
 func bookkept(st v1alpha1.DNSRecordStatus) v1alpha1.DNSRecordStatus {
 	st.ValidFor, st.WriteCounter = "", 0
+	st.Conditions = leasesBookkept(st.Conditions)
 	return st
 }
 
@@ -277,6 +285,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.reasons.set(key, "")
 	r.intervals.set(key, 0)
+	r.replans.forgetKey(key)
 	r.backends.Forget(key)
 }
 

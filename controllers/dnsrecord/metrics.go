@@ -28,6 +28,10 @@ var (
 		Name: "dnspolicy_dnsrecord_conflicts_total",
 		Help: "Reconciles that found this owner's wish not published because another owner's won, by field.",
 	}, []string{"field"})
+	ownersWithdrawn = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dnspolicy_lease_withdrawals_total",
+		Help: "Owners of other clusters withdrawn from shared names because their lease expired, by zone.",
+	}, []string{"zone"})
 	recordsByReason = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dnspolicy_dnsrecords",
 		Help: "DNSRecords by the reason of their Ready condition.",
@@ -35,7 +39,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(reconcileDuration, recordPasses, recordWrites, conflicts, recordsByReason)
+	metrics.Registry.MustRegister(reconcileDuration, recordPasses, recordWrites, conflicts, ownersWithdrawn, recordsByReason)
 }
 
 // reasons tracks the Ready reason of every record this process reconciles, for recordsByReason.

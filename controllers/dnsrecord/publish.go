@@ -75,7 +75,9 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, error,
 		}
 		return ctrl.Result{}, err, true
 	}
-	req := publish.Request{OwnerID: rec.Status.OwnerID, Previous: rec.Status.Endpoints, Desired: desired, Named: statementNames(rec)}
+	req := publish.Request{OwnerID: rec.Status.OwnerID, Previous: rec.Status.Endpoints, Desired: desired, Named: statementNames(rec),
+		KeepExpired: r.keepExpired(s.backend)}
+	r.replans.remember(rec.Status.OwnerID, s.key)
 	var decision *health.Decision
 	if s.probing != nil {
 		req.Wish, decision = r.healthWish(s, desired)
@@ -86,6 +88,7 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, error,
 		return ctrl.Result{}, err, true
 	}
 	r.recordOutcome(s, out)
+	r.reportLeases(s, req.Previous, out)
 	notPublishing := false
 	if decision != nil {
 		// What the health rules left in is what this owner wants published now.

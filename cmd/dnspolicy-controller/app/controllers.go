@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnshealthcheckprobe"
@@ -15,6 +18,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	dnsservercontroller "github.com/dnspolicy/dnspolicy-controller/controllers/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/azure"
@@ -76,20 +80,41 @@ func NewFactory(enabled []string, store *inmemory.Store) (*providers.Factory, er
 // so this is a Role there, not a ClusterRole.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
+// clusterID is the UID of Namespace kube-system, which identifies this cluster (as the policy
+// controller's leaf names do).
+func clusterID(reader client.Reader) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	ns := &corev1.Namespace{}
+	if err := reader.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
+		return "", err
+	}
+	return string(ns.UID), nil
+}
+
 // AddControllers adds the enabled controllers to the manager.
 func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, recordOpts dnsrecord.Options) error {
 	if o.EnableRecordController {
 		recordOpts.NoSecretWatch = o.NoProviderSecretWatch
+		recordOpts.KeepExpired = !o.OwnerLeases.Expiry
 		r := &dnsrecord.Reconciler{
 			Client:       mgr.GetClient(),
 			SecretReader: mgr.GetAPIReader(),
 			Factory:      factory,
-			Publisher:    publish.New(publish.DefaultOptions()),
 			Recorder:     mgr.GetEventRecorder("dnsrecord-controller"),
 			Options:      recordOpts,
 			// The probes it makes accept any certificate (--insecure-health-checks).
 			InsecureHealthChecks: o.InsecureHealthChecks,
 		}
+		popts := publish.DefaultOptions()
+		popts.Replan = r.Replan
+		if holder, err := clusterID(mgr.GetAPIReader()); err != nil {
+			// Without an ID this cluster cannot name its lease: it renews none, and withdraws no one.
+			ctrl.Log.Error(err, "owner leases are off: cannot read the cluster ID (the UID of Namespace kube-system)")
+		} else {
+			popts.Leases = publish.Leases{Holder: holder, Every: o.OwnerLeases.Every, Duration: o.OwnerLeases.Duration, Tolerance: lease.DefaultTolerance}
+		}
+		r.Publisher = publish.New(popts)
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("dnsrecord controller: %w", err)
 		}

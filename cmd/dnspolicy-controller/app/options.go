@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnshealthcheckprobe"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 )
 
 // EnvPrefix prefixes the environment variable of every flag: --metrics-bind-address is also
@@ -62,10 +63,24 @@ type Options struct {
 	// MaxConcurrentHealthChecks bounds the health checks running at once (0: the probe
 	// controller's default).
 	MaxConcurrentHealthChecks int
+	// OwnerLeases are the settings of this cluster's owner leases (package lease).
+	OwnerLeases OwnerLeaseOptions
 	// PrintVersion prints Version and exits.
 	PrintVersion bool
 	// DNSServer holds the server's tenancy, TSIG and resource settings.
 	DNSServer DNSServerOptions
+}
+
+// OwnerLeaseOptions set owner leases: each cluster renews a lease record in the zones where it shares
+// a name with another cluster, and withdraws the owners of leases that stop changing.
+type OwnerLeaseOptions struct {
+	// Every is the renewal period (--owner-lease-renewal).
+	Every time.Duration
+	// Duration is how long others wait after this cluster's lease last changed before they withdraw
+	// it (--owner-lease-duration; 0: never withdraw this cluster).
+	Duration time.Duration
+	// Expiry: withdraw other clusters' owners whose lease ran out (--owner-lease-expiry).
+	Expiry bool
 }
 
 // Version is the release this binary was built from, set by the Makefile from the VERSION file
@@ -86,6 +101,7 @@ func DefaultOptions() Options {
 		EnableDNSPolicyController: true,
 		MaxConcurrentHealthChecks: dnshealthcheckprobe.DefaultOptions().Workers,
 		DNSServer:                 defaultDNSServerOptions(),
+		OwnerLeases:               OwnerLeaseOptions{Every: lease.DefaultEvery, Duration: lease.DefaultDuration, Expiry: true},
 	}
 }
 
@@ -113,6 +129,9 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	fs.BoolVar(&o.InsecureHealthChecks, "insecure-health-checks", o.InsecureHealthChecks, "Create health probes that accept any TLS certificate (allowInsecureCertificate), for gateways with self-signed certificates. Kuadrant defaults this to true; here it is off: certificates are verified.")
 	probes := fs.Bool("enable-health-probe-controller", !o.NoHealthProbeController, "Run the DNSHealthCheckProbe controller with the record side (checks the probes the record controller creates and writes their status).")
 	fs.IntVar(&o.MaxConcurrentHealthChecks, "max-concurrent-health-checks", o.MaxConcurrentHealthChecks, "Health checks run at once at most; probes due beyond it wait for a free slot.")
+	fs.DurationVar(&o.OwnerLeases.Every, "owner-lease-renewal", o.OwnerLeases.Every, "How often this cluster renews its lease in each zone where it shares a name with another cluster (one provider change per zone each time).")
+	fs.DurationVar(&o.OwnerLeases.Duration, "owner-lease-duration", o.OwnerLeases.Duration, "How long other clusters wait after this cluster's lease last changed before they withdraw its records; 0: never.")
+	fs.BoolVar(&o.OwnerLeases.Expiry, "owner-lease-expiry", o.OwnerLeases.Expiry, "Withdraw other clusters' records once their lease has not changed for its duration (never the last targets of a name).")
 	fs.BoolVar(&o.PrintVersion, "version", false, "Print the version and exit.")
 	nameservers := fs.String("dns-nameservers", "", "Comma-separated NS names of every served zone (the first is the SOA's primary); empty: ns1.<zone>.")
 	finishDNSServer := o.DNSServer.dnsServerFlags(fs)
@@ -169,6 +188,12 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 		o.DNSSecondaries[zone] = append(o.DNSSecondaries[zone], addr)
 	}
 	o.DNSNameservers = splitList(*nameservers)
+	if l := o.OwnerLeases; l.Every < lease.MinEvery {
+		return o, fmt.Errorf("--owner-lease-renewal must be at least %v (each renewal is a provider change), not %v", lease.MinEvery, l.Every)
+	} else if l.Duration != 0 && l.Duration < 2*l.Every {
+		// Readers see a lease through views up to seconds old, and a renewal period late.
+		return o, fmt.Errorf("--owner-lease-duration must be 0 or at least twice --owner-lease-renewal (%v), not %v", 2*l.Every, l.Duration)
+	}
 	if _, err := o.zapLevel(); err != nil {
 		return o, err
 	}

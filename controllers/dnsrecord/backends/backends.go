@@ -38,6 +38,9 @@ type Backend struct {
 	Account string
 	// Secret is the Secret the backend was built from.
 	Secret types.NamespacedName
+	// Data holds the Secret's keys that are settings of the controller rather than of the backend
+	// (those of SettingKeys), so a pass need not read the Secret again for them.
+	Data map[string]string
 	// Records is the backend itself when it serves whole records (providers.RecordBackend: k8gb):
 	// such a record has no zone, plan or ownership records.
 	Records providers.RecordBackend
@@ -80,6 +83,8 @@ type Cache struct {
 	Wrap func(providers.Provider) providers.Provider
 	// Idle drops a backend no record has used for this long (0: DefaultIdle).
 	Idle time.Duration
+	// SettingKeys are the Secret keys kept in Backend.Data.
+	SettingKeys []string
 	// Now is the clock (nil: time.Now).
 	Now func() time.Time
 
@@ -129,6 +134,14 @@ func (c *Cache) Backend(ctx context.Context, record types.NamespacedName, secret
 			Account: secret.Namespace + "/" + secret.Name + "/" + string(secret.UID),
 			Secret:  types.NamespacedName{Namespace: secret.Namespace, Name: secret.Name},
 			uid:     secret.UID, version: secret.ResourceVersion,
+		}
+		for _, k := range c.SettingKeys {
+			if v, ok := secret.Data[k]; ok {
+				if b.Data == nil {
+					b.Data = map[string]string{}
+				}
+				b.Data[k] = string(v)
+			}
 		}
 		// A wrapper has only the Provider methods: ask the backend itself.
 		if zs, ok := p.(zoneScoper); ok {
