@@ -104,7 +104,7 @@ func (r *Reconciler) keepExpired(b *backends.Backend) bool {
 func (r *Reconciler) reportLeases(s *scope, previous []*v1alpha1.Endpoint, out publish.Outcome) {
 	rec := s.record
 	log := ctrl.Log.WithName("dnsrecord").WithValues("dnsrecord", s.key)
-	for _, o := range out.Plan.Withdrawn {
+	for _, o := range out.Withdrawn {
 		v := out.Leases[o]
 		log.Info("withdrew an owner whose lease expired", "owner", o, "holder", v.Holder, "unchangedFor", v.Age.Round(time.Second), "zone", s.zone.DNSName)
 		ownersWithdrawn.WithLabelValues(s.zone.DNSName).Inc()
@@ -155,14 +155,14 @@ func (r *Reconciler) reportLeases(s *scope, previous []*v1alpha1.Endpoint, out p
 // republishes reports whether the pass published again record keys this owner had published
 // (previous) that the zone no longer held: its plan created their ownership TXTs anew.
 func republishes(owner string, previous []*v1alpha1.Endpoint, out publish.Outcome) bool {
-	if len(previous) == 0 || out.Plan == nil {
+	if len(previous) == 0 || out.Written == nil {
 		return false
 	}
 	had := map[v1alpha1.EndpointKey]bool{}
 	for _, e := range previous {
 		had[normalKey(e)] = true
 	}
-	for _, e := range out.Plan.Changes.Create {
+	for _, e := range out.Written.Create {
 		if c, ok := registry.ParseTXT(e); ok && c.Owner == owner && had[c.Record] {
 			return true
 		}

@@ -109,6 +109,9 @@ func TestLeaseWithdrawsACutOffCluster(t *testing.T) {
 	if got := records(t, store, zone)["s.example.com A"]; got != "[10.0.0.2]" {
 		t.Fatalf("after cluster-a's lease expired the record holds %s, want only cluster-b's target", got)
 	}
+	if v := outB.Leases["a1"]; fmt.Sprint(outB.Withdrawn) != "[a1]" || !v.Expired || v.Holder != "cluster-a" {
+		t.Errorf("the withdrawing outcome reports withdrawn %v, a1's lease %+v", outB.Withdrawn, v)
+	}
 
 	provA.cut.Store(false)
 	awaitReplan(t, replanA, "a1", 30*time.Second)

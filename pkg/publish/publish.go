@@ -57,6 +57,10 @@ type Outcome struct {
 	Plan *plan.Result
 	// Wrote is true when the request's changes were applied.
 	Wrote bool
+	// Written are the changes applied for the request, and Withdrawn the gone owners whose claims
+	// they deleted (Plan, re-made after the write to check it, has neither).
+	Written   *batch.Changes
+	Withdrawn []string
 	// Validated is true when the zone holds what the plan publishes: the backend accepted every
 	// batch with its preconditions and serves what it wrote (Route 53: INSYNC), or nothing needed
 	// writing.
@@ -481,10 +485,10 @@ func (q *queue) await(ctx context.Context, prov providers.Provider, written []*p
 		}
 		again, perr := p.planAgainst(q, after.zone, p.plan.Published)
 		if perr != nil || !again.Changes.Empty() {
-			p.done <- result{outcome: q.outcome(p.plan, after.zone, true, false)}
+			p.done <- result{outcome: q.written(q.outcome(p.plan, after.zone, true, false), p.plan)}
 			continue
 		}
-		p.done <- result{outcome: q.outcome(again, after.zone, true, true)}
+		p.done <- result{outcome: q.written(q.outcome(again, after.zone, true, true), p.plan)}
 	}
 }
 
@@ -931,6 +935,23 @@ func (q *queue) outcome(res *plan.Result, z *registry.Zone, wrote, validated boo
 				if !ok || c.Lease() == lease.Key(q.opts.Leases.Holder) {
 					continue
 				}
+				if out.Leases == nil {
+					out.Leases = map[string]lease.Verdict{}
+				}
+				out.Leases[c.Owner] = v
+			}
+		}
+	}
+	return out
+}
+
+// written adds to an outcome what the request's applied plan changed.
+func (q *queue) written(out Outcome, applied *plan.Result) Outcome {
+	out.Written, out.Withdrawn = applied.Changes, applied.Withdrawn
+	for _, e := range applied.Changes.Delete {
+		// A withdrawn owner's lease, as judged when it was withdrawn: its claims are gone now.
+		if c, ok := registry.ParseTXT(e); ok && slices.Contains(applied.Withdrawn, c.Owner) {
+			if v, ok := q.survey.Verdicts[c.Lease()]; ok {
 				if out.Leases == nil {
 					out.Leases = map[string]lease.Verdict{}
 				}

@@ -75,7 +75,7 @@ func TestUnhealthyClusterLeavesTheAnswers(t *testing.T) {
 		publishHealthChecked(t, clusters[i], keys[i], url, ips[i], port)
 	}
 
-	answers := serveZone(t, url, keys[2])
+	answers := serveZone(t, url, keys[2], healthZone, healthHost)
 	want := func(what string, timeout time.Duration, ips ...string) time.Duration {
 		t.Helper()
 		start := time.Now()
@@ -193,7 +193,7 @@ func healthOf(t *testing.T, cl *conflictCluster) string {
 
 // serveZone serves what the emulator's zone holds from our DNS server, refreshed every 200 ms, and
 // returns a function that asks it for the host 40 times and returns the addresses answered, sorted.
-func serveZone(t *testing.T, url, key string) func(t *testing.T) []string {
+func serveZone(t *testing.T, url, key, zone, host string) func(t *testing.T) []string {
 	t.Helper()
 	server, err := dnsserver.New(dnsserver.Options{Addr: "127.0.0.1:0"})
 	if err != nil {
@@ -210,11 +210,11 @@ func serveZone(t *testing.T, url, key string) func(t *testing.T) []string {
 		_ = server.Shutdown(context.Background())
 	})
 	reader, err := route53.New(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: healthNS, Name: "reader"},
+		ObjectMeta: metav1.ObjectMeta{Namespace: "reader", Name: "reader"},
 		Type:       v1alpha1.SecretTypeAWS,
 		Data: map[string][]byte{v1alpha1.AWSAccessKeyIDKey: []byte(key), v1alpha1.AWSSecretAccessKeyKey: []byte("reader"),
 			v1alpha1.EndpointOverrideKey: []byte(url)},
-	}, providers.Env{Namespace: healthNS})
+	}, providers.Env{Namespace: "reader"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -224,12 +224,12 @@ func serveZone(t *testing.T, url, key string) func(t *testing.T) []string {
 			return err
 		}
 		for _, z := range zones {
-			if z.DNSName == healthZone {
+			if z.DNSName == zone {
 				view, err := reader.Records(ctx, z)
 				if err != nil {
 					return err
 				}
-				_, err = server.SetZone(healthZone, dnsserver.ZoneData{Endpoints: view.Endpoints})
+				_, err = server.SetZone(zone, dnsserver.ZoneData{Endpoints: view.Endpoints})
 				return err
 			}
 		}
@@ -256,7 +256,7 @@ func serveZone(t *testing.T, url, key string) func(t *testing.T) []string {
 		c := &dns.Client{Timeout: 2 * time.Second}
 		for range 40 {
 			m := new(dns.Msg)
-			m.SetQuestion(dns.Fqdn(healthHost), dns.TypeA)
+			m.SetQuestion(dns.Fqdn(host), dns.TypeA)
 			r, _, err := c.Exchange(m, server.Addr().String())
 			if err != nil {
 				t.Fatalf("asking %s: %v", server.Addr(), err)

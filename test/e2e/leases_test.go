@@ -1,0 +1,376 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
+	"github.com/dnspolicy/dnspolicy-controller/providers"
+	"github.com/dnspolicy/dnspolicy-controller/providers/route53"
+	route53emu "github.com/dnspolicy/dnspolicy-controller/test/emulators/route53"
+	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
+	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
+)
+
+const (
+	leaseZone = "leases.e2e.example.com"
+	leaseHost = "app." + leaseZone
+	leaseNS   = "leases"
+	// The controllers renew every 5 s and ask for 20 s (the defaults are 30 s and 75 s): the test
+	// runs what a cluster's death costs at the defaults, six times faster.
+	leaseEvery    = 5 * time.Second
+	leaseDuration = 20 * time.Second
+	// quietFor is the window the survivors' writes are counted over: 24 renewal periods, the number
+	// of periods in 12 minutes at the default renewal.
+	quietFor = 2 * time.Minute
+)
+
+// Acceptance 2 and 3 of issue 12: three control planes, each with the controller as its own
+// process, share one Route 53 (emulator) zone with an owner written as Kuadrant writes (no lease).
+// The owner of the lowest ID, whose TTL wins, runs in the cluster whose controller is killed with
+// SIGKILL. Its target leaves the zone and the answers of a DNS server serving the zone within its
+// lease and one re-check; the survivors' targets never do, their TTL takes over and their Conflicted
+// conditions clear; the Kuadrant owner's target stays; afterwards the survivors write only their
+// renewals; restarting the killed controller brings its target back.
+func TestDeadClusterLeavesTheAnswers(t *testing.T) {
+	ctrllog.SetLogger(logr.Discard())
+	bin := buildController(t)
+	keys := []string{"AKIALEASE1", "AKIALEASE2", "AKIALEASE3", "AKIALEASEREADER"}
+	emu := route53emu.New(route53emu.Options{Zones: []string{leaseZone}, AccessKeys: keys, RequestsPerSecond: -1})
+	srv, url, err := emu.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	reader := leaseReader(t, url, keys[3])
+
+	// The Kuadrant owner was there first.
+	kuadrant := v1alpha1.NewEndpoint(leaseHost, v1alpha1.RecordTypeA, 60, "10.9.9.9")
+	reader.apply(t, &providers.Changes{Create: []*v1alpha1.Endpoint{kuadrant, kuadrantClaim("k-kuadrant", kuadrant)}})
+
+	owners := []string{"a-dies", "b-lives", "c-lives"}
+	ips := []string{"10.1.0.1", "10.1.0.2", "10.1.0.3"}
+	ttls := []v1alpha1.TTL{30, 60, 60}
+	procs := make([]*controllerProcess, 3)
+	for i := range procs {
+		env, err := testenv.Start(testenv.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = env.Stop() })
+		procs[i] = startControllerProcess(t, bin, fmt.Sprintf("cluster%d", i+1), env,
+			"--owner-lease-renewal", leaseEvery.String(), "--owner-lease-duration", leaseDuration.String())
+		procs[i].key = keys[i]
+		cl := procs[i].cluster
+		cl.create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: leaseNS}})
+		cl.create(t, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Name: "provider", Namespace: leaseNS},
+			Type:       v1alpha1.SecretTypeAWS,
+			StringData: map[string]string{v1alpha1.AWSAccessKeyIDKey: keys[i], v1alpha1.AWSSecretAccessKeyKey: "s", v1alpha1.EndpointOverrideKey: url},
+		})
+		cl.create(t, &v1alpha1.DNSRecord{
+			ObjectMeta: metav1.ObjectMeta{Name: "app", Namespace: leaseNS},
+			Spec: v1alpha1.DNSRecordSpec{OwnerID: owners[i], RootHost: leaseHost, ProviderRef: &v1alpha1.ProviderRef{Name: "provider"},
+				Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(leaseHost, v1alpha1.RecordTypeA, ttls[i], ips[i])}},
+		})
+	}
+	answers := serveZone(t, url, keys[3], leaseZone, leaseHost)
+	all := []string{"10.1.0.1", "10.1.0.2", "10.1.0.3", "10.9.9.9"}
+	survivors := []string{"10.1.0.2", "10.1.0.3", "10.9.9.9"}
+
+	// Settled: every target published with the winner's TTL, every claim at the shared name naming its
+	// cluster's lease, and the three leases renewed.
+	eventually(t, 3*time.Minute, func() string {
+		a, claims, leases := reader.state(t)
+		if a == nil || fmt.Sprint(a.Targets) != fmt.Sprint(all) || a.RecordTTL != 30 {
+			return fmt.Sprintf("the A record is %v, want %v with TTL 30", a, all)
+		}
+		for i, p := range procs {
+			if claims[owners[i]] != lease.Key(p.cluster.clusterID) {
+				return fmt.Sprintf("%s's claim names lease %q, want its cluster's %q", owners[i], claims[owners[i]], lease.Key(p.cluster.clusterID))
+			}
+			if !leases[lease.Key(p.cluster.clusterID)] {
+				return fmt.Sprintf("no lease of %s in the zone", p.cluster.name)
+			}
+		}
+		if claims["k-kuadrant"] != "" {
+			return "the Kuadrant owner's claim was changed"
+		}
+		return ""
+	})
+	if got := answers(t); fmt.Sprint(got) != fmt.Sprint(all) {
+		t.Fatalf("the DNS server answers %v, want %v", got, all)
+	}
+	for _, i := range []int{1, 2} {
+		waitCondition(t, procs[i].cluster, v1alpha1.ConditionTypeConflicted, metav1.ConditionTrue, time.Minute)
+	}
+
+	procs[0].kill(t)
+	killed := time.Now()
+	bound := leaseDuration + lease.DefaultTolerance + 2*leaseEvery
+	var gone time.Duration
+	eventually(t, 3*bound, func() string {
+		a, _, _ := reader.state(t)
+		if a == nil {
+			t.Fatal("the shared A record is gone: expiry emptied a name")
+		}
+		for _, ip := range survivors {
+			if !slices.Contains(a.Targets, ip) {
+				t.Fatalf("a survivor's target %s left the zone: %v", ip, a.Targets)
+			}
+		}
+		if slices.Contains(a.Targets, "10.1.0.1") || a.RecordTTL != 60 {
+			return fmt.Sprintf("the A record is still %v TTL %d", a.Targets, a.RecordTTL)
+		}
+		gone = time.Since(killed)
+		return ""
+	})
+	t.Logf("the killed cluster's target left the zone %v after SIGKILL (lease %v + tolerance %v, renewal %v)",
+		gone.Round(100*time.Millisecond), leaseDuration, lease.DefaultTolerance, leaseEvery)
+	if gone > bound {
+		t.Errorf("the killed cluster's target left after %v, more than its lease (%v + %v) and one re-check (%v) after its last renewal",
+			gone, leaseDuration, lease.DefaultTolerance, leaseEvery)
+	}
+	eventually(t, 30*time.Second, func() string {
+		if got := answers(t); fmt.Sprint(got) != fmt.Sprint(survivors) {
+			return fmt.Sprintf("the DNS server answers %v, want %v", got, survivors)
+		}
+		return ""
+	})
+	for _, i := range []int{1, 2} {
+		waitCondition(t, procs[i].cluster, v1alpha1.ConditionTypeConflicted, metav1.ConditionFalse, time.Minute)
+	}
+	withdrew := procs[1].cluster.hasEvent(t, leaseNS, "app", corev1.EventTypeNormal, v1alpha1.ReasonOwnerWithdrawn) ||
+		procs[2].cluster.hasEvent(t, leaseNS, "app", corev1.EventTypeNormal, v1alpha1.ReasonOwnerWithdrawn)
+	if !withdrew {
+		t.Error("no survivor's record has an OwnerWithdrawn event")
+	}
+
+	// Quiet: the survivors write their renewals and nothing else.
+	before := []int{procs[1].writes(emu), procs[2].writes(emu)}
+	deadline := time.Now().Add(quietFor)
+	for time.Now().Before(deadline) {
+		a, _, _ := reader.state(t)
+		if a == nil || fmt.Sprint(a.Targets) != fmt.Sprint(survivors) {
+			t.Fatalf("the A record changed while quiet: %v", a)
+		}
+		time.Sleep(2 * time.Second) // sampling the zone through the window, not waiting for a condition
+	}
+	limit := int(quietFor/leaseEvery) + 2
+	for j, i := range []int{1, 2} {
+		n := procs[i].writes(emu) - before[j]
+		t.Logf("%s wrote %d changes in %v (renewal every %v: at most %d)", procs[i].cluster.name, n, quietFor, leaseEvery, limit)
+		if n > limit {
+			t.Errorf("%s wrote %d changes in %v, more than its %d renewals", procs[i].cluster.name, n, quietFor, limit)
+		}
+	}
+
+	procs[0].restart(t)
+	eventually(t, 2*time.Minute, func() string {
+		a, _, _ := reader.state(t)
+		if a == nil || fmt.Sprint(a.Targets) != fmt.Sprint(all) {
+			return fmt.Sprintf("after the restart the A record is %v, want %v", a, all)
+		}
+		return ""
+	})
+}
+
+func waitCondition(t *testing.T, cl *conflictCluster, typ string, status metav1.ConditionStatus, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, func() string {
+		rec := cl.record(t, leaseNS, "app")
+		if rec == nil || condition(rec, typ) == "" || !strings.HasPrefix(condition(rec, typ), string(status)) {
+			got := "no record"
+			if rec != nil {
+				got = condition(rec, typ)
+			}
+			return fmt.Sprintf("%s: %s is %s, want %s", cl.name, typ, got, status)
+		}
+		return ""
+	})
+}
+
+// kuadrantClaim is the ownership TXT Kuadrant's dns-operator writes for r: no wish, no lease.
+func kuadrantClaim(owner string, r *v1alpha1.Endpoint) *v1alpha1.Endpoint {
+	return v1alpha1.NewEndpoint(registry.TXTName(owner, r.RecordType, r.DNSName), v1alpha1.RecordTypeTXT, r.RecordTTL,
+		`"heritage=external-dns,external-dns/owner=`+owner+`,external-dns/version=1"`)
+}
+
+// zoneReader reads and writes the zone with its own credentials, as a person with the CLI would.
+type zoneReader struct {
+	p    providers.Provider
+	zone providers.Zone
+}
+
+func leaseReader(t *testing.T, url, key string) *zoneReader {
+	t.Helper()
+	ctx := context.Background()
+	p, err := route53.New(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "reader", Name: "reader"},
+		Type:       v1alpha1.SecretTypeAWS,
+		Data: map[string][]byte{v1alpha1.AWSAccessKeyIDKey: []byte(key), v1alpha1.AWSSecretAccessKeyKey: []byte("reader"),
+			v1alpha1.EndpointOverrideKey: []byte(url)},
+	}, providers.Env{Namespace: "reader"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zones, err := p.Zones(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, z := range zones {
+		if z.DNSName == leaseZone {
+			return &zoneReader{p: p, zone: z}
+		}
+	}
+	t.Fatalf("zone %s not listed", leaseZone)
+	return nil
+}
+
+func (z *zoneReader) apply(t *testing.T, c *providers.Changes) {
+	t.Helper()
+	view, err := z.p.Records(context.Background(), z.zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := z.p.Apply(context.Background(), z.zone, view.State, c); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// state is the shared A record, the lease each owner's claim at it names, and the leases present.
+func (z *zoneReader) state(t *testing.T) (a *v1alpha1.Endpoint, claims map[string]string, leases map[string]bool) {
+	t.Helper()
+	view, err := z.p.Records(context.Background(), z.zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claims, leases = map[string]string{}, map[string]bool{}
+	for _, e := range view.Endpoints {
+		switch {
+		case e.DNSName == leaseHost && e.RecordType == v1alpha1.RecordTypeA:
+			a = e
+			slices.Sort(a.Targets)
+		case e.RecordType != v1alpha1.RecordTypeTXT:
+		case strings.HasPrefix(e.DNSName, "dnspolicy-lease-"):
+			if l, ok := lease.Parse(e); ok {
+				leases[lease.Key(l.Holder)] = true
+			}
+		default:
+			if c, ok := registry.ParseTXT(e); ok && c.Record.DNSName == leaseHost {
+				claims[c.Owner] = c.Lease()
+			}
+		}
+	}
+	return a, claims, leases
+}
+
+// controllerProcess is one cluster's controller binary, which the test can kill and start again.
+type controllerProcess struct {
+	cluster *conflictCluster
+	start   func(t *testing.T) (*exec.Cmd, chan error)
+	cmd     *exec.Cmd
+	exited  chan error
+	// key is the access key of the cluster's provider Secret, which the emulator counts calls by.
+	key string
+}
+
+// startControllerProcess starts the controller for env's cluster as its own process, with args.
+func startControllerProcess(t *testing.T, bin, name string, env *testenv.Env, args ...string) *controllerProcess {
+	t.Helper()
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	cfg := env.Config
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kc.CurrentContext = name
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
+		t.Fatal(err)
+	}
+	metrics := freeport.Addr(t)
+	cl := &conflictCluster{name: name, c: env.Client, clusterID: string(ns.UID), metrics: metrics}
+	p := &controllerProcess{cluster: cl}
+	runs := 0
+	p.start = func(t *testing.T) (*exec.Cmd, chan error) {
+		runs++
+		logPath := filepath.Join(dir, fmt.Sprintf("controller-%d.log", runs))
+		logFile, err := os.Create(logPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", metrics,
+			"--health-probe-bind-address", freeport.Addr(t), "--log-format", "console", "--providers", route53.ProviderName}, args...)...)
+		cmd.Stdout, cmd.Stderr = logFile, logFile
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait(); _ = logFile.Close() }()
+		t.Cleanup(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(20 * time.Second):
+				_ = cmd.Process.Kill()
+			}
+			if t.Failed() {
+				tail(t, name, logPath)
+			}
+		})
+		return cmd, exited
+	}
+	p.cmd, p.exited = p.start(t)
+	eventually(t, time.Minute, func() string {
+		if _, err := cl.scrape(); err != nil {
+			return fmt.Sprintf("%s: the controller's metrics do not answer: %v", name, err)
+		}
+		return ""
+	})
+	return p
+}
+
+// kill ends the controller with SIGKILL: no cleanup, no last writes.
+func (p *controllerProcess) kill(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	<-p.exited
+	p.exited <- nil
+}
+
+func (p *controllerProcess) restart(t *testing.T) {
+	t.Helper()
+	p.cmd, p.exited = p.start(t)
+}
+
+// writes counts the cluster's ChangeResourceRecordSets calls, by the access key of its Secret.
+func (p *controllerProcess) writes(emu *route53emu.Server) int {
+	return emu.CallsBy(p.key)[route53emu.OpChangeResourceRecordSets]
+}
