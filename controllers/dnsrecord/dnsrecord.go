@@ -250,7 +250,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		r.reasons.set(s.key, c.Reason)
 	}
 	rec.Status.ObservedGeneration = rec.Generation
-	if equality.Semantic.DeepEqual(bookkept(s.before.Status), bookkept(rec.Status)) {
+	if equalStatus(s.before.Status, rec.Status) {
 		// Nothing but the re-check bookkeeping changed: a quiet pass writes nothing. validFor
 		// doubles on every quiet pass, and writing it would cost each record about five status
 		// writes in its first half hour; it is written with the status's next real change.
@@ -260,6 +260,11 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		return err
 	}
 	return nil
+}
+
+// equalStatus reports whether two statuses differ in nothing but bookkeeping.
+func equalStatus(a, b v1alpha1.DNSRecordStatus) bool {
+	return equality.Semantic.DeepEqual(bookkept(a), bookkept(b))
 }
 
 // bookkept is a status without the re-check bookkeeping (validFor, writeCounter), for comparison.

@@ -212,3 +212,47 @@ func TestExpiredLeaseHandsOver(t *testing.T) {
 		t.Errorf("a claim naming no lease was withdrawn: %v\n%s", res.Withdrawn, describeChanges(res.Changes))
 	}
 }
+
+// The default geo, as loadbalanced policies write it: each owner wants the default set to point at
+// its own geo, the lowest owner ID's is published. Once the winner's lease expires the live owner's
+// geo is the default, with no human action.
+func TestExpiredLeaseHandsOverTheDefaultGeo(t *testing.T) {
+	z := newZone()
+	dead, live := &owner{id: "a-dead"}, &owner{id: "b-live"}
+	defaultTo := func(geo string) []*v1alpha1.Endpoint {
+		return eps(rec("klb.app.example.com", "CNAME", 300, geo+".klb.app.example.com").WithSetIdentifier("default").WithProviderSpecific("geo-code", "*"))
+	}
+	plan := func(o *owner, desired []*v1alpha1.Endpoint, lease string, expired func(string) bool) *Result {
+		t.Helper()
+		res, err := Plan(Input{OwnerID: o.id, ZoneName: "example.com", Current: z.endpoints(), Previous: o.published,
+			Desired: desired, Lease: lease, LeaseExpired: expired})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := registry.Read(z.endpoints()).Check([]string{o.id}, res.Withdrawn, res.Changes); err != nil {
+			t.Fatalf("%s: the gate refused: %v\n%s", o.id, err, describeChanges(res.Changes))
+		}
+		if err := z.apply(res.Changes); err != nil {
+			t.Fatal(err)
+		}
+		o.published = res.Published
+		return res
+	}
+	never := func(string) bool { return false }
+	plan(dead, defaultTo("ie"), "leaseA", never)
+	plan(live, defaultTo("us"), "leaseB", never)
+	plan(dead, defaultTo("ie"), "leaseA", never)
+	if res := plan(live, defaultTo("us"), "leaseB", never); len(res.Conflicts) != 1 || res.Conflicts[0].WinnerOwner != "a-dead" {
+		t.Fatalf("before expiry the dead owner's default geo should win: %+v", res.Conflicts)
+	}
+	res := plan(live, defaultTo("us"), "leaseB", func(l string) bool { return l == "leaseA" })
+	if len(res.Conflicts) != 0 || fmt.Sprint(res.Withdrawn) != "[a-dead]" {
+		t.Fatalf("after expiry: conflicts %+v, withdrawn %v", res.Conflicts, res.Withdrawn)
+	}
+	got := z.endpoints()
+	if !slices.ContainsFunc(got, func(e *v1alpha1.Endpoint) bool {
+		return e.RecordType == "CNAME" && e.SetIdentifier == "default" && fmt.Sprint(e.Targets) == "[us.klb.app.example.com]"
+	}) {
+		t.Errorf("the default geo is not the live owner's: %v", got)
+	}
+}

@@ -29,9 +29,11 @@
 //   - Claims written by Kuadrant's dns-operator do not say what their owner wants. Their owner's
 //     wish is taken to be the record as published, and targets that no readable claim explains are
 //     kept.
-//   - Owners listed in Expired (their lease ran out) are treated as gone wherever a live owner
-//     still claims the record: their claims are deleted and their targets withdrawn. Where only
-//     expired owners hold a record it stays, so a name never loses its last targets to a lease.
+//   - Owners that are gone (listed in Expired, or whose claim names a lease LeaseExpired counts
+//     expired) are treated as gone wherever a live owner still claims the record: their claims are
+//     deleted and their targets withdrawn (Result.Withdrawn). Where only gone owners hold a record
+//     it stays, so a name never loses its last targets to a lease.
+//   - Claims name this owner's cluster lease (Lease) at names shared with another cluster's owner.
 //
 // A change of record type at a name (A to CNAME or back) is one batch: delete and create together.
 // Re-planning against the zone after the batch, with Previous = Published, gives no changes.

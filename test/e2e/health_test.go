@@ -75,7 +75,7 @@ func TestUnhealthyClusterLeavesTheAnswers(t *testing.T) {
 		publishHealthChecked(t, clusters[i], keys[i], url, ips[i], port)
 	}
 
-	answers := serveZone(t, url, keys[2], healthZone, healthHost)
+	answers := serveZone(t, route53Reader(t, url, keys[2], healthZone), healthZone, healthHost)
 	want := func(what string, timeout time.Duration, ips ...string) time.Duration {
 		t.Helper()
 		start := time.Now()
@@ -193,7 +193,7 @@ func healthOf(t *testing.T, cl *conflictCluster) string {
 
 // serveZone serves what the emulator's zone holds from our DNS server, refreshed every 200 ms, and
 // returns a function that asks it for the host 40 times and returns the addresses answered, sorted.
-func serveZone(t *testing.T, url, key, zone, host string) func(t *testing.T) []string {
+func serveZone(t *testing.T, read func() ([]*v1alpha1.Endpoint, error), zone, host string) func(t *testing.T) []string {
 	t.Helper()
 	server, err := dnsserver.New(dnsserver.Options{Addr: "127.0.0.1:0"})
 	if err != nil {
@@ -209,31 +209,13 @@ func serveZone(t *testing.T, url, key, zone, host string) func(t *testing.T) []s
 		<-done
 		_ = server.Shutdown(context.Background())
 	})
-	reader, err := route53.New(ctx, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "reader", Name: "reader"},
-		Type:       v1alpha1.SecretTypeAWS,
-		Data: map[string][]byte{v1alpha1.AWSAccessKeyIDKey: []byte(key), v1alpha1.AWSSecretAccessKeyKey: []byte("reader"),
-			v1alpha1.EndpointOverrideKey: []byte(url)},
-	}, providers.Env{Namespace: "reader"})
-	if err != nil {
-		t.Fatal(err)
-	}
 	mirror := func() error {
-		zones, err := reader.Zones(ctx)
+		eps, err := read()
 		if err != nil {
 			return err
 		}
-		for _, z := range zones {
-			if z.DNSName == zone {
-				view, err := reader.Records(ctx, z)
-				if err != nil {
-					return err
-				}
-				_, err = server.SetZone(zone, dnsserver.ZoneData{Endpoints: view.Endpoints})
-				return err
-			}
-		}
-		return errors.New("zone not listed")
+		_, err = server.SetZone(zone, dnsserver.ZoneData{Endpoints: eps})
+		return err
 	}
 	if err := mirror(); err != nil {
 		t.Fatal(err)
@@ -273,5 +255,33 @@ func serveZone(t *testing.T, url, key, zone, host string) func(t *testing.T) []s
 		}
 		slices.Sort(out)
 		return out
+	}
+}
+
+// route53Reader reads a zone of the Route 53 emulator with its own access key.
+func route53Reader(t *testing.T, url, key, zone string) func() ([]*v1alpha1.Endpoint, error) {
+	t.Helper()
+	ctx := context.Background()
+	reader, err := route53.New(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "reader", Name: "reader"},
+		Type:       v1alpha1.SecretTypeAWS,
+		Data: map[string][]byte{v1alpha1.AWSAccessKeyIDKey: []byte(key), v1alpha1.AWSSecretAccessKeyKey: []byte("reader"),
+			v1alpha1.EndpointOverrideKey: []byte(url)},
+	}, providers.Env{Namespace: "reader"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func() ([]*v1alpha1.Endpoint, error) {
+		zones, err := reader.Zones(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, z := range zones {
+			if z.DNSName == zone {
+				view, err := reader.Records(ctx, z)
+				return view.Endpoints, err
+			}
+		}
+		return nil, errors.New("zone not listed")
 	}
 }

@@ -1,0 +1,109 @@
+package dnsrecord
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/plan"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
+	"github.com/dnspolicy/dnspolicy-controller/providers"
+)
+
+// The Leases condition says how this cluster's lease and the other owners' stand, only where the
+// record shares a name with another cluster; a withdrawal and a re-publication raise an event each,
+// and ages alone changing is bookkeeping, not a status write.
+func TestReportLeases(t *testing.T) {
+	rec := events.NewFakeRecorder(10)
+	r := &Reconciler{Recorder: rec}
+	owned := v1alpha1.NewEndpoint("app.example.com", v1alpha1.RecordTypeA, 60, "10.0.0.1")
+	ourTXT, err := registry.NewTXT("me", owned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirTXT, err := registry.NewLeasedTXT("them", "k1", owned)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := lease.Verdict{Lease: lease.Lease{Holder: "cluster-2", Duration: 75 * time.Second}, Age: 12 * time.Second}
+	dead := lease.Verdict{Lease: lease.Lease{Holder: "cluster-2", Duration: 75 * time.Second}, Age: 90 * time.Second, Expired: true}
+	renewed := publish.Renewal{Needed: true, At: time.Now().Add(-5 * time.Second)}
+	for _, tc := range []struct {
+		name     string
+		out      publish.Outcome
+		previous []*v1alpha1.Endpoint
+		want     string // condition as "<status> <reason>: <message prefix>", "" for none
+		contains string
+		event    string
+	}{
+		{name: "alone", out: publish.Outcome{}, want: ""},
+		{name: "sharing", out: publish.Outcome{Renewal: renewed, Leases: map[string]lease.Verdict{"them": live}},
+			want: "True LeaseRenewed: this cluster's lease in zone example.com renewed", contains: "them (cluster cluster-2) unchanged for 12s of 1m15s"},
+		{name: "withdrew", out: publish.Outcome{Renewal: renewed, Wrote: true, Leases: map[string]lease.Verdict{"them": dead},
+			Withdrawn: []string{"them"}, Written: &batch.Changes{Delete: []*v1alpha1.Endpoint{theirTXT}}},
+			want: "True LeaseRenewed: this cluster's lease", contains: "them (cluster cluster-2) expired, unchanged for 1m30s", event: "Normal OwnerWithdrawn"},
+		{name: "renewal fails", out: publish.Outcome{Renewal: publish.Renewal{Needed: true, Err: errors.New("AccessDenied")}},
+			want: "False LeaseNotRenewed: this cluster's lease in zone example.com cannot be renewed: AccessDenied"},
+		{name: "published again", previous: []*v1alpha1.Endpoint{owned},
+			out:  publish.Outcome{Renewal: renewed, Wrote: true, Written: &batch.Changes{Create: []*v1alpha1.Endpoint{owned, ourTXT}}},
+			want: "True Republished: records this owner had published were gone from zone example.com", event: "Warning Republished"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &scope{record: &v1alpha1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "ns"},
+				Status: v1alpha1.DNSRecordStatus{OwnerID: "me"}}, zone: providers.Zone{DNSName: "example.com"}}
+			if tc.out.Plan == nil {
+				tc.out.Plan = &plan.Result{Changes: &batch.Changes{}}
+			}
+			r.reportLeases(s, tc.previous, tc.out)
+			c := conditions.Get(s.record.Status.Conditions, v1alpha1.ConditionTypeLeases)
+			switch {
+			case tc.want == "" && c != nil:
+				t.Errorf("Leases condition %+v on a record that shares no name with another cluster", c)
+			case tc.want != "" && c == nil:
+				t.Errorf("no Leases condition, want %q", tc.want)
+			case c != nil:
+				got := string(c.Status) + " " + c.Reason + ": " + c.Message
+				if !strings.HasPrefix(got, tc.want) || !strings.Contains(got, tc.contains) {
+					t.Errorf("Leases %q, want %q ... %q", got, tc.want, tc.contains)
+				}
+			}
+			select {
+			case e := <-rec.Events:
+				if tc.event == "" || !strings.HasPrefix(e, tc.event) {
+					t.Errorf("event %q, want %q", e, tc.event)
+				}
+			default:
+				if tc.event != "" {
+					t.Errorf("no event, want %q", tc.event)
+				}
+			}
+		})
+	}
+
+	// Only the ages moved: the status compares equal, so a quiet pass writes nothing.
+	s := &scope{record: &v1alpha1.DNSRecord{}, zone: providers.Zone{DNSName: "example.com"}}
+	var before v1alpha1.DNSRecordStatus
+	for i, age := range []time.Duration{12 * time.Second, 42 * time.Second} {
+		if i == 1 {
+			before = *s.record.Status.DeepCopy()
+		}
+		v := live
+		v.Age = age
+		r.reportLeases(s, nil, publish.Outcome{Plan: &plan.Result{Changes: &batch.Changes{}}, Renewal: renewed, Leases: map[string]lease.Verdict{"them": v}})
+	}
+	if c := conditions.Get(s.record.Status.Conditions, v1alpha1.ConditionTypeLeases); !strings.Contains(c.Message, "42s") {
+		t.Fatalf("the second pass did not report the new age: %s", c.Message)
+	}
+	if !equalStatus(before, s.record.Status) {
+		t.Error("a pass where only lease ages changed would write the status")
+	}
+}
