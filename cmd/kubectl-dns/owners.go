@@ -92,4 +92,3 @@ func claimLine(r *registry.Record, cl *registry.Claim) string {
 	}
 	return s
 }
-
