@@ -149,6 +149,12 @@ func printExplain(w io.Writer, t *target, z *registry.Zone, host string, now tim
 			fmt.Fprintf(w, "\n%s\n", keyString(r.Key))
 			explainRecord(w, r, plans, expired, named)
 		}
+		// Owners' statements about the name sit at names of their own.
+		for _, o := range owners {
+			if h := healthAt(z, o, n); h != nil {
+				fmt.Fprintf(w, "\n%s\n  published: %s\n  health statement of %s about %s (its statement about itself; only it changes it)\n", keyString(h.Key()), valueString(h), o, n)
+			}
+		}
 	}
 
 	fmt.Fprintln(w)

@@ -115,7 +115,11 @@ func (c *cli) resolve(ctx context.Context, kc client.Client, host string, f zone
 		if want == "" {
 			want = rec.Spec.RootHost
 		}
-		return choose(ctx, kc, found[0].secret, want, f.zone, rec.Status.ZoneID, fmt.Sprintf("as DNSRecord %s/%s publishes", rec.Namespace, rec.Name))
+		via := fmt.Sprintf("as DNSRecord %s/%s publishes %s", rec.Namespace, rec.Name, host)
+		if host == "" {
+			via = fmt.Sprintf("as DNSRecord %s/%s publishes into it", rec.Namespace, rec.Name)
+		}
+		return choose(ctx, kc, found[0].secret, want, f.zone, rec.Status.ZoneID, via)
 	default:
 		var names []string
 		for _, cand := range found {
