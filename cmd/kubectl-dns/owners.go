@@ -53,7 +53,7 @@ func printOwners(w io.Writer, t *target, z *registry.Zone, host string, now time
 		fmt.Fprintf(w, "\nOWNER %s\n", o)
 		keys := leaseKeys(z, o)
 		if len(keys) == 0 {
-			fmt.Fprintln(w, "  no lease: never expires (its claims name no lease, as Kuadrant's dns-operator writes them)")
+			fmt.Fprintln(w, "  no lease: never expires (no claim of it names a lease: Kuadrant's dns-operator writes none, and our controllers name theirs only at names shared with another cluster)")
 		}
 		for _, k := range keys {
 			for _, line := range readLease(z, zoneName, k, now).describe() {
