@@ -35,7 +35,7 @@ func (c *cli) ownersCommand() *cobra.Command {
 			return nil
 		},
 	}
-	f.bind(cmd, "zone ID or domain (default: the zone the DNSRecord publishing HOST is in, or the one the Secret's backend holds HOST in)")
+	f.bind(cmd, "zone ID or domain (default: the zone the DNSRecord publishing HOST is in, or the one the Secret's backend holds HOST in)", "publishes HOST")
 	return cmd
 }
 

@@ -55,7 +55,7 @@ changes nothing.`,
 			return removeOwner(cmd.Context(), c.out, t, args[0], holder, dryRun)
 		},
 	}
-	f.bind(cmd, "zone ID or domain to withdraw the owner from (required)")
+	f.bind(cmd, "zone ID or domain to withdraw the owner from (required)", "publishes into the zone")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the changes without applying them")
 	cmd.Flags().StringVar(&holder, "lease", "", "also delete the lease record of this cluster ID (the UID of its kube-system namespace), once no claim names it")
 	return cmd

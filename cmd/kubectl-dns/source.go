@@ -25,8 +25,8 @@ type zoneFlags struct {
 	allNamespaces bool
 }
 
-func (f *zoneFlags) bind(cmd *cobra.Command, zoneUsage string) {
-	cmd.Flags().StringVar(&f.secret, "secret", "", "provider Secret to reach the zone with, NAMESPACE/NAME (or NAME in --namespace); default: the Secret of a DNSRecord that publishes the host")
+func (f *zoneFlags) bind(cmd *cobra.Command, zoneUsage, found string) {
+	cmd.Flags().StringVar(&f.secret, "secret", "", "provider Secret to reach the zone with, NAMESPACE/NAME (or NAME in --namespace); default: the Secret of a DNSRecord that "+found)
 	cmd.Flags().StringVar(&f.zone, "zone", "", zoneUsage)
 	cmd.Flags().BoolVarP(&f.allNamespaces, "all-namespaces", "A", false, "look for the DNSRecord that names the zone in every namespace")
 }
