@@ -229,6 +229,7 @@ func TestPluginErrors(t *testing.T) {
 		// The lease is still named by B's claims: B is alive, its lease stays.
 		{[]string{"remove-owner", ownerC, "--zone", zoneName, "--lease", holderB, "--dry-run"}, "the lease of cluster " + holderB + " is still named by claims of " + ownerB},
 		{[]string{"remove-owner", ownerC, "--zone", zoneName, "--lease", "no-such-cluster", "--dry-run"}, "no lease record of cluster no-such-cluster"},
+		{[]string{"remove-owner", ownerA, "--zone", zoneName, "--dry-run"}, "/web of this cluster: delete that record instead"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(t.Context(), append(tc.args, "--kubeconfig", f.kubeconfig), &stdout, &stderr, time.Now)

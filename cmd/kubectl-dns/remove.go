@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
@@ -48,6 +49,9 @@ changes nothing.`,
 			if err != nil {
 				return err
 			}
+			if err := notLocal(cmd.Context(), kc, args[0]); err != nil {
+				return err
+			}
 			t, err := c.resolve(cmd.Context(), kc, "", f)
 			if err != nil {
 				return err
@@ -59,6 +63,22 @@ changes nothing.`,
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the changes without applying them")
 	cmd.Flags().StringVar(&holder, "lease", "", "also delete the lease record of this cluster ID (the UID of its kube-system namespace), once no claim names it")
 	return cmd
+}
+
+// notLocal refuses to withdraw an owner that is a DNSRecord of this cluster: its controller would
+// publish it again at its next pass, and deleting the record is how it leaves for good.
+func notLocal(ctx context.Context, kc client.Client, owner string) error {
+	list := &v1alpha1.DNSRecordList{}
+	if err := kc.List(ctx, list); err != nil {
+		// Without the right to list every namespace the check cannot be made; the zone still can.
+		return nil
+	}
+	for _, r := range list.Items {
+		if r.Status.OwnerID == owner {
+			return fmt.Errorf("owner %s is DNSRecord %s/%s of this cluster: delete that record instead (its controller withdraws it), nothing was changed", owner, r.Namespace, r.Name)
+		}
+	}
+	return nil
 }
 
 // step is one batch and the owners the gate checks it for.
