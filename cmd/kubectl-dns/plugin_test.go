@@ -140,9 +140,11 @@ func TestRemoveOwner(t *testing.T) {
 		v1alpha1.NewEndpoint("b.example.com", "CNAME", 60, "elsewhere.example.net"),
 	})
 	human := v1alpha1.NewEndpoint("human.example.com", "A", 300, "192.0.2.1")
+	renewed := time.Unix(1_800_000_000, 0)
+	now := renewed.Add(10 * time.Second)
 	m.apply(&batch.Changes{Create: []*v1alpha1.Endpoint{human,
-		lease.Renew("cluster-a", time.Now(), 30*time.Second, 75*time.Second).Record("example.com"),
-		lease.Renew("cluster-b", time.Now(), 30*time.Second, 75*time.Second).Record("example.com"),
+		lease.Renew("cluster-a", renewed, 30*time.Second, 75*time.Second).Record("example.com"),
+		lease.Renew("cluster-b", renewed, 30*time.Second, 75*time.Second).Record("example.com"),
 	}})
 	ctx := context.Background()
 	snapshot := func() []string {
@@ -161,11 +163,11 @@ func TestRemoveOwner(t *testing.T) {
 	before := snapshot()
 
 	var out bytes.Buffer
-	if err := removeOwner(ctx, &out, m.target(), "owner-a", "cluster-b", true); err == nil || !strings.Contains(err.Error(), "the lease of cluster cluster-b is still named by claims of owner-b") {
+	if err := removeOwner(ctx, &out, m.target(), "owner-a", "cluster-b", true, now); err == nil || !strings.Contains(err.Error(), "the lease of cluster cluster-b is still named by claims of owner-b") {
 		t.Fatalf("removing a lease still named: %v", err)
 	}
 	out.Reset()
-	if err := removeOwner(ctx, &out, m.target(), "owner-b", "cluster-b", true); err != nil {
+	if err := removeOwner(ctx, &out, m.target(), "owner-b", "cluster-b", true, now); err != nil {
 		t.Fatal(err)
 	}
 	if got := snapshot(); !slices.Equal(got, before) {
@@ -173,13 +175,14 @@ func TestRemoveOwner(t *testing.T) {
 	}
 	dry := out.String()
 	out.Reset()
-	if err := removeOwner(ctx, &out, m.target(), "owner-b", "cluster-b", false); err != nil {
+	if err := removeOwner(ctx, &out, m.target(), "owner-b", "cluster-b", false, now); err != nil {
 		t.Fatal(err)
 	}
 	if real := strings.TrimSuffix(out.String(), "applied 5 changes in 2 batches\n"); real != strings.TrimSuffix(dry, "dry run: nothing was changed\n") {
 		t.Errorf("the real run printed\n%s\nthe dry run\n%s", out.String(), dry)
 	}
 	for _, want := range []string{
+		"warning: the lease of owner-b (holder cluster-b) looks live, age about 10s by this machine's clock: if its controller runs, it publishes owner-b again\n",
 		"withdrawing owner owner-b: 4 changes (ownership gate passed for owner-b)\n",
 		"  update A www.example.com: 10.0.0.1,10.0.0.2 ttl 60 -> 10.0.0.1 ttl 60\n",
 		"  delete CNAME b.example.com elsewhere.example.net ttl 60\n",

@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,13 +57,22 @@ changes nothing.`,
 			if err != nil {
 				return err
 			}
-			return removeOwner(cmd.Context(), c.out, t, args[0], holder, dryRun)
+			return removeOwner(cmd.Context(), c.out, t, args[0], holder, dryRun, c.now())
 		},
 	}
 	f.bind(cmd, "zone ID or domain to withdraw the owner from (required)", "publishes into the zone")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the changes without applying them")
 	cmd.Flags().StringVar(&holder, "lease", "", "also delete the lease record of this cluster ID (the UID of its kube-system namespace), once no claim names it")
 	return cmd
+}
+
+// warnLive warns when the owner's lease looks live: its controller would publish it again.
+func warnLive(w io.Writer, z *registry.Zone, zoneName, owner string, now time.Time) {
+	for _, k := range leaseKeys(z, owner) {
+		if st := readLease(z, zoneName, k, now); st.found && !st.looksExpired {
+			fmt.Fprintf(w, "warning: the lease of %s (holder %s) looks live, %s: if its controller runs, it publishes %s again\n", owner, st.lease.Holder, st.ageText(), owner)
+		}
+	}
 }
 
 // notLocal refuses to withdraw an owner that is a DNSRecord of this cluster: its controller would
@@ -88,12 +98,15 @@ type step struct {
 	changes *batch.Changes
 }
 
-func removeOwner(ctx context.Context, w io.Writer, t *target, owner, holder string, dryRun bool) error {
+func removeOwner(ctx context.Context, w io.Writer, t *target, owner, holder string, dryRun bool, now time.Time) error {
 	fmt.Fprintln(w, t.header())
 	for attempt := 1; ; attempt++ {
 		z, view, err := t.read(ctx)
 		if err != nil {
 			return err
+		}
+		if attempt == 1 {
+			warnLive(w, z, v1alpha1.NormalizeName(t.zone.DNSName), owner, now)
 		}
 		steps, err := withdrawal(z, v1alpha1.NormalizeName(t.zone.DNSName), owner, holder)
 		if err != nil {

@@ -138,8 +138,15 @@ func (st leaseState) describe() []string {
 	return []string{
 		fmt.Sprintf("lease: holder %s, record %s", l.Holder, st.record),
 		fmt.Sprintf("  renewed %s by the holder's clock, every %s, %s", l.Renewed.UTC().Format(time.RFC3339), l.Every, expiry),
-		fmt.Sprintf("  age about %s by this machine's clock (estimate: clocks differ), %s", st.age.Round(time.Second), verdict),
+		fmt.Sprintf("  %s (estimate: clocks differ), %s", st.ageText(), verdict),
 	}
+}
+
+func (st leaseState) ageText() string {
+	if st.age < 0 {
+		return fmt.Sprintf("renewed %s ahead of this machine's clock", (-st.age).Round(time.Second))
+	}
+	return fmt.Sprintf("age about %s by this machine's clock", st.age.Round(time.Second))
 }
 
 // ownerNamed lists the owner's owner-named records (its health statements and anything else it
