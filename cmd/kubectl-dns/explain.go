@@ -53,7 +53,7 @@ type ownerPlan struct {
 // planOwner plans owner as its controller would with its claims as its wishes: the conflicts it
 // reports are the fields it loses and to whom, and any change it would make means the zone is not
 // yet settled there.
-func planOwner(z *registry.Zone, zoneName, owner string, names map[string]bool, leases map[string]string) ownerPlan {
+func planOwner(z *registry.Zone, zoneName, owner string, names map[string]bool, leases map[string]string, expired []string) ownerPlan {
 	var desired []*v1alpha1.Endpoint
 	for _, n := range z.Names(owner) {
 		for _, r := range z.AtName(n) {
@@ -67,7 +67,7 @@ func planOwner(z *registry.Zone, zoneName, owner string, names map[string]bool, 
 	}
 	res, err := plan.Plan(plan.Input{
 		OwnerID: owner, ZoneName: zoneName, Zone: z, Previous: desired, Desired: desired,
-		Lease: leases[owner],
+		Lease: leases[owner], Expired: expired,
 		Local: func(o string) bool { return leases[o] != "" && leases[o] == leases[owner] },
 	})
 	if err != nil {
@@ -135,7 +135,7 @@ func printExplain(w io.Writer, t *target, z *registry.Zone, host string, now tim
 	}
 	plans := map[string]ownerPlan{}
 	for _, o := range owners {
-		plans[o] = planOwner(z, zoneName, o, nameSet, leases)
+		plans[o] = planOwner(z, zoneName, o, nameSet, leases, nil)
 	}
 	named := map[v1alpha1.EndpointKey]string{}
 	for _, o := range owners {
@@ -169,6 +169,22 @@ func printExplain(w io.Writer, t *target, z *registry.Zone, host string, now tim
 	} else {
 		fmt.Fprintf(w, "leases: the lease of %s looks expired (estimate by this machine's clock); the surviving controllers withdraw such an owner once they have seen its lease unchanged for its duration, or run: kubectl dns remove-owner OWNER --zone %s\n", strings.Join(exp, ", "), t.zone.ID)
 	}
+	if len(exp) > 0 {
+		// What expiry would do here: the plan of the first live owner that would change something
+		// once it counts the expired owners gone (any survivor's pass does the same).
+		for _, o := range owners {
+			if expired[o] {
+				continue
+			}
+			if p := planOwner(z, zoneName, o, nameSet, leases, exp); len(p.pending) > 0 {
+				fmt.Fprintf(w, "once those leases are judged expired, %s's next pass would change:\n", o)
+				for _, line := range p.pending {
+					fmt.Fprintf(w, "  %s\n", line)
+				}
+				break
+			}
+		}
+	}
 	settled := true
 	for _, o := range owners {
 		p := plans[o]
@@ -185,7 +201,7 @@ func printExplain(w io.Writer, t *target, z *registry.Zone, host string, now tim
 		}
 	}
 	if settled {
-		fmt.Fprintln(w, "settled: planning every owner with what its claims wish changes nothing here")
+		fmt.Fprintln(w, "settled: with every lease counted live, planning every owner with what its claims wish changes nothing here")
 	}
 }
 

@@ -138,7 +138,8 @@ func TestPlugin(t *testing.T) {
 		"\nTXT app.example.com\n  published: \"v=spf1 -all\" ttl 300\n  no owner claims it: a human's",
 		"\nTXT " + health.RecordName(ownerC, "app.example.com") + "\n  published: \"dnspolicy-health=1 owner=" + ownerC + " state=healthy renewal=7\" ttl 60\n  health statement of " + ownerC + " about app.example.com",
 		"leases: the lease of " + ownerC + " looks expired",
-		"settled: planning every owner with what its claims wish changes nothing here",
+		"once those leases are judged expired, " + ownerA + "'s next pass would change:\n  update A app.example.com: 10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.9 ttl 60 -> 10.0.0.1,10.0.0.2,10.0.0.9 ttl 60\n  delete TXT " + registry.TXTName(ownerC, "A", "app.example.com") + " ",
+		"settled: with every lease counted live, planning every owner with what its claims wish changes nothing here",
 	} {
 		contains(t, "explain", out, want)
 	}
