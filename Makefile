@@ -47,8 +47,9 @@ run: ## Run the controller: against the current cluster if it answers, else a lo
 	exec bin/dnspolicy-run $(ARGS)
 
 .PHONY: build
-build: ## Build the controller binary into bin/.
+build: ## Build the controller binary and the kubectl-dns plugin into bin/.
 	go build -trimpath -ldflags "$(LDFLAGS)" -o bin/dnspolicy-controller ./cmd/dnspolicy-controller
+	go build -trimpath -ldflags "-s -w -buildid=" -o bin/kubectl-dns ./cmd/kubectl-dns
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code for the API types.

@@ -3,8 +3,6 @@ package app
 import (
 	"context"
 	"fmt"
-	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,7 +10,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnshealthcheckprobe"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnspolicy"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
@@ -21,56 +18,18 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
-	"github.com/dnspolicy/dnspolicy-controller/providers/azure"
-	"github.com/dnspolicy/dnspolicy-controller/providers/clouddns"
-	"github.com/dnspolicy/dnspolicy-controller/providers/coredns"
-	"github.com/dnspolicy/dnspolicy-controller/providers/endpoint"
+	"github.com/dnspolicy/dnspolicy-controller/providers/builtin"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
-	"github.com/dnspolicy/dnspolicy-controller/providers/k8gb"
-	"github.com/dnspolicy/dnspolicy-controller/providers/route53"
 )
 
-// backends maps the --providers names (the values of the kuadrant.io/dns-provider-name label) to
-// their Secret types and constructors. This is the one place backends are registered.
-func backends(store *inmemory.Store) map[string]struct {
-	secretType  corev1.SecretType
-	constructor providers.Constructor
-} {
-	type backend = struct {
-		secretType  corev1.SecretType
-		constructor providers.Constructor
-	}
-	return map[string]backend{
-		inmemory.ProviderName: {v1alpha1.SecretTypeInMemory, inmemory.NewConstructor(store)},
-		endpoint.ProviderName: {v1alpha1.SecretTypeEndpoint, endpoint.New},
-		coredns.ProviderName:  {v1alpha1.SecretTypeCoreDNS, coredns.New},
-		azure.ProviderName:    {v1alpha1.SecretTypeAzure, azure.NewConstructor()},
-		clouddns.ProviderName: {v1alpha1.SecretTypeGCP, clouddns.New},
-		route53.ProviderName:  {v1alpha1.SecretTypeAWS, route53.New},
-		k8gb.ProviderName:     {v1alpha1.SecretTypeK8gb, k8gb.New},
-	}
-}
-
-// BackendNames lists every backend this binary can run, sorted.
-func BackendNames() []string {
-	var names []string
-	for name := range backends(nil) {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
-}
+// BackendNames lists every backend this binary can run, sorted (package builtin holds the list).
+func BackendNames() []string { return builtin.Names() }
 
 // NewFactory registers the enabled backends. store holds the inmemory backend's zones.
 func NewFactory(enabled []string, store *inmemory.Store) (*providers.Factory, error) {
-	all := backends(store)
-	f := providers.NewFactory()
-	for _, name := range enabled {
-		b, ok := all[name]
-		if !ok {
-			return nil, fmt.Errorf("--providers: unknown provider %q (known: %s)", name, strings.Join(BackendNames(), ", "))
-		}
-		f.Register(b.secretType, b.constructor)
+	f, err := builtin.NewFactory(enabled, store)
+	if err != nil {
+		return nil, fmt.Errorf("--providers: %w", err)
 	}
 	return f, nil
 }
