@@ -63,6 +63,8 @@ type fixture struct {
 	kubeconfig string
 	provider   providers.Provider
 	zone       providers.Zone
+	// holderA is the cluster ID of the controller the test runs (its lease's holder).
+	holderA string
 }
 
 func TestPlugin(t *testing.T) {
@@ -73,7 +75,7 @@ func TestPlugin(t *testing.T) {
 	for _, want := range []string{
 		fmt.Sprintf("zone example.com (%s, aws) through secret %s/provider, as DNSRecord %s/web publishes app.example.com", f.zone.ID, f.ns, f.ns),
 		"names: app.example.com\n",
-		"OWNER " + ownerA + "\n",
+		"OWNER " + ownerA + "\n  lease: holder " + f.holderA + ", record " + lease.RecordName(f.holderA, zoneName),
 		"OWNER " + ownerB + "\n  lease: holder " + holderB + ", record " + lease.RecordName(holderB, zoneName),
 		"OWNER " + ownerC + "\n  lease: holder " + holderC + ", record " + lease.RecordName(holderC, zoneName),
 		"OWNER " + ownerK + "\n  no lease: never expires",
@@ -281,7 +283,9 @@ func setup(t *testing.T) *fixture {
 	opts := dnsrecord.DefaultOptions()
 	opts.MinRecheck, opts.MaxRecheck = 300*time.Millisecond, 600*time.Millisecond
 	stop := testenv.StartManagerIn(t, envs[0], ns, func(mgr ctrl.Manager) error {
-		return app.AddControllers(mgr, app.Options{EnableRecordController: true}, factory(), opts)
+		// Renewing every 5 s, the controller writes its cluster's lease soon after it shares a name.
+		return app.AddControllers(mgr, app.Options{EnableRecordController: true,
+			OwnerLeases: app.OwnerLeaseOptions{Every: lease.MinEvery, Duration: lease.DefaultDuration, Expiry: true}}, factory(), opts)
 	})
 	f.record(t, "web", ownerA, "app.example.com", v1alpha1.NewEndpoint("app.example.com", "A", 60, "10.0.0.1"))
 	f.record(t, "api", "cluster-a-api", "api.example.com", v1alpha1.NewEndpoint("api.example.com", "A", 60, "10.0.1.1"))
@@ -322,6 +326,19 @@ func setup(t *testing.T) *fixture {
 		}
 		return ""
 	})
+	// The controller's own lease: web shares app.example.com with other clusters' owners.
+	kubeSystem := &corev1.Namespace{}
+	if err := envs[0].Client.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, kubeSystem); err != nil {
+		t.Fatal(err)
+	}
+	f.holderA = string(kubeSystem.UID)
+	for deadline := time.Now().Add(time.Minute); !slices.ContainsFunc(f.read(t), func(e *v1alpha1.Endpoint) bool {
+		return e.DNSName == lease.RecordName(f.holderA, zoneName)
+	}); time.Sleep(500 * time.Millisecond) { // the emulator's rate limit, not a guess at timing
+		if time.Now().After(deadline) {
+			t.Fatal("the controller wrote no lease for its cluster")
+		}
+	}
 	stop()
 	return f
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnshealthcheckprobe"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnspolicy"
@@ -71,9 +72,21 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 			// Without an ID this cluster cannot name its lease: it renews none, and withdraws no one.
 			ctrl.Log.Error(err, "owner leases are off: cannot read the cluster ID (the UID of Namespace kube-system)")
 		} else {
-			popts.Leases = publish.Leases{Holder: holder, Every: o.OwnerLeases.Every, Duration: o.OwnerLeases.Duration, Tolerance: lease.DefaultTolerance}
+			every := o.OwnerLeases.Every
+			if every == 0 {
+				every = lease.DefaultEvery
+			}
+			popts.Leases = publish.Leases{Holder: holder, Every: every, Duration: o.OwnerLeases.Duration, Tolerance: lease.DefaultTolerance}
 		}
 		r.Publisher = publish.New(popts)
+		// A stopped manager stops renewing: its leases age and expire at the other clusters.
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			<-ctx.Done()
+			r.Publisher.Close()
+			return nil
+		})); err != nil {
+			return err
+		}
 		if err := r.SetupWithManager(mgr); err != nil {
 			return fmt.Errorf("dnsrecord controller: %w", err)
 		}
