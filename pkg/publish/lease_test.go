@@ -138,3 +138,48 @@ func TestNoLeaseWithoutSharing(t *testing.T) {
 		}
 	}
 }
+
+// A renewal due when a request changes the zone rides in that request's batch: one provider call
+// for both. With nothing else to write, it is a batch of its own, once per period.
+func TestRenewalRidesInTheBatch(t *testing.T) {
+	store, zone := newZone(t)
+	var clock atomic.Int64
+	clock.Store(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC).UnixNano())
+	o := leaseOptions("cluster-a", make(chan []string, 16))
+	o.Leases.Every, o.Leases.Duration = time.Hour, 3*time.Hour // no timer fires during the test
+	p := New(o)
+	p.now = func() time.Time { return time.Unix(0, clock.Load()) }
+	t.Cleanup(p.Close)
+	prov, other := provider(store), New(slow())
+	want := []*v1alpha1.Endpoint{a("s.example.com", "10.0.0.1")}
+	out := publish(t, p, prov, zone, Request{OwnerID: "a1", Desired: want})
+	publish(t, other, prov, zone, Request{OwnerID: "b1", Desired: []*v1alpha1.Endpoint{a("s.example.com", "10.0.0.2")}})
+	p.Forget("account", zone)
+	out = publish(t, p, prov, zone, Request{OwnerID: "a1", Previous: out.Plan.Published, Desired: want}) // names the lease
+	leaseValue := func() string {
+		eps, _ := store.Snapshot(zone.ID)
+		for _, e := range eps {
+			if e.DNSName == lease.RecordName("cluster-a", "example.com") {
+				return fmt.Sprint(e.Targets)
+			}
+		}
+		return ""
+	}
+	p.Forget("account", zone)
+	out = publish(t, p, prov, zone, Request{OwnerID: "a1", Previous: out.Plan.Published, Desired: want}) // writes the lease
+	first := leaseValue()
+	if first == "" {
+		t.Fatal("no lease after the claim named it")
+	}
+
+	clock.Add(int64(time.Hour)) // the next period: the renewal is due
+	before := store.ZoneCalls(zone.ID).Apply
+	want = []*v1alpha1.Endpoint{a("s.example.com", "10.0.0.1", "10.0.0.9")}
+	publish(t, p, prov, zone, Request{OwnerID: "a1", Previous: out.Plan.Published, Desired: want})
+	if calls := store.ZoneCalls(zone.ID).Apply - before; calls != 1 {
+		t.Errorf("a change with a renewal due took %d batches, want 1", calls)
+	}
+	if got := leaseValue(); got == first || got == "" {
+		t.Errorf("the lease was not renewed with the change: %s", got)
+	}
+}

@@ -237,6 +237,13 @@ func deadClusterLeaves(t *testing.T, bin string, cloud leaseCloud) {
 		return ""
 	})
 	t.Logf("%s: the restarted cluster's target was back %v after the restart", cloud.name, time.Since(restarted).Round(100*time.Millisecond))
+	eventually(t, 30*time.Second, func() string {
+		if procs[0].cluster.hasEvent(t, leaseNS, "app", corev1.EventTypeWarning, v1alpha1.ReasonRepublished) {
+			return ""
+		}
+		return "the restarted cluster's record has no Republished event"
+	})
+	waitCondition(t, procs[1].cluster, v1alpha1.ConditionTypeLeases, metav1.ConditionTrue, time.Minute)
 }
 
 func waitCondition(t *testing.T, cl *conflictCluster, typ string, status metav1.ConditionStatus, timeout time.Duration) {
