@@ -17,6 +17,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 )
 
 // Client addresses by location in the test database.
@@ -90,15 +91,25 @@ func seededRandom(seed uint64) func(uint64) uint64 {
 }
 
 // startServer starts a server on a free loopback port and stops it when the test ends.
+//
+// The port lies below the kernel's ephemeral range (test/freeport). dig's sockets set
+// SO_REUSEPORT, as ours do, so a dig whose random source port happened to be the server's shared it
+// and was handed queries meant for the server ("query response not set").
 func startServer(t testing.TB, opts Options) *Server {
 	t.Helper()
-	opts.Addr = "127.0.0.1:0"
-	s, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
+	var s *Server
+	for attempt := 0; ; attempt++ {
+		opts.Addr = freeport.Addr(t)
+		var err error
+		if s, err = New(opts); err != nil {
+			t.Fatal(err)
+		}
+		if err = s.Start(); err == nil {
+			break
+		} else if attempt == 5 {
+			t.Fatal(err)
+		}
+		// Another test took the port between the pick and the bind: pick again.
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

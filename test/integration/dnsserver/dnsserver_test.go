@@ -268,6 +268,13 @@ func TestCoreDNSRecordIsServed(t *testing.T) {
 		}
 		return ""
 	})
+	// The last record of the zone is gone too: its withdrawal from an empty zone finishes (issue 17).
+	waitFor(t, 5*time.Second, func() string {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rec), &v1alpha1.DNSRecord{}); err == nil {
+			return "the zone's last DNSRecord still exists (its finalizer stays)"
+		}
+		return ""
+	})
 }
 
 // createSecret creates the kuadrant.io/coredns provider Secret "coredns" for the zones.
