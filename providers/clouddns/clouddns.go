@@ -504,7 +504,7 @@ func companionKey(zone providers.Zone, k setKey) setKey {
 }
 
 // AdjustEndpoints implements providers.Provider. Names are lower-cased and name targets lose their
-// trailing dot, as Cloud DNS returns them; TTL 0 becomes 300; weights become whole numbers; geo codes
+// trailing dot, as Cloud DNS returns them; a value given twice is kept once; TTL 0 becomes 300; weights become whole numbers; geo codes
 // must be Google Cloud regions. The "*" (default) geo set is dropped, as Kuadrant does: Cloud DNS
 // answers a client whose region has no item from the nearest region listed, and has no catch-all.
 func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.Endpoint, error) {
@@ -520,6 +520,8 @@ func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.
 				ep.Targets[i] = v1alpha1.NormalizeName(t)
 			}
 		}
+		// A record set is a set: a value given twice is one rrdata, which Cloud DNS holds once.
+		ep.Targets = uniqueTargets(ep.Targets)
 		weight, weighted := ep.GetProviderSpecific(v1alpha1.ProviderSpecificWeight)
 		code, located := ep.GetProviderSpecific(v1alpha1.ProviderSpecificGeoCode)
 		switch {
@@ -547,6 +549,17 @@ func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.
 		out = append(out, ep)
 	}
 	return out, nil
+}
+
+// uniqueTargets drops the repeats of a value, keeping the first.
+func uniqueTargets(targets v1alpha1.Targets) v1alpha1.Targets {
+	out := make(v1alpha1.Targets, 0, len(targets))
+	for _, t := range targets {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // do runs one API call with a deadline, retrying 429, 5xx and transport failures with exponential

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -249,6 +250,35 @@ func TestAdjustEndpoints(t *testing.T) {
 				t.Errorf("AdjustEndpoints(%s) = %v, want a permanent error containing %q", tc.ep, err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// A value given twice is one value of the set, written once and read back equal: the emulator, like
+// RFC 2181's record sets, refuses repeated rrdatas, names compared after normalization.
+func TestRepeatedTargetsAreWrittenOnce(t *testing.T) {
+	emu, url := startEmulator(t, emulator.Options{RequestsPerSecond: -1})
+	p := newProvider(t, url)
+	zone := zoneFor(t, emu)
+	eps, err := p.AdjustEndpoints([]*v1alpha1.Endpoint{
+		{DNSName: "a." + zone.DNSName, RecordType: "A", RecordTTL: 60, Targets: v1alpha1.Targets{"192.0.2.1", "192.0.2.2", "192.0.2.1"}},
+		{DNSName: "n." + zone.DNSName, RecordType: "NS", RecordTTL: 60, Targets: v1alpha1.Targets{"ns1.example.net", "NS1.example.net."}},
+		v1alpha1.NewEndpoint("w."+zone.DNSName, "A", 60, "192.0.2.3", "192.0.2.3").WithSetIdentifier("x").WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "1"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Apply(t.Context(), zone, nil, &providers.Changes{Create: eps}); err != nil {
+		t.Fatalf("Apply of sets with a value given twice: %v", err)
+	}
+	read, err := p.Records(t.Context(), zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range eps {
+		i := slices.IndexFunc(read.Endpoints, func(r *v1alpha1.Endpoint) bool { return r.Key() == ep.Key() })
+		if i < 0 || !read.Endpoints[i].SameValues(ep) {
+			t.Errorf("wrote %s, read back %v: the engine would rewrite it forever", ep, read.Endpoints)
+		}
 	}
 }
 
