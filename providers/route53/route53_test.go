@@ -322,6 +322,29 @@ func TestAdjustEndpointsKeepsWhatRoute53Refuses(t *testing.T) {
 	}
 }
 
+// Route 53 refuses weighted sets of one name and type with different TTLs. Another owner's member
+// with another TTL is not this backend's to change, so the batch fails as Permanent with Route 53's
+// reason (not as a stale view, which would re-plan the same batch at once, forever).
+func TestWeightedMemberWithAnotherTTLIsPermanent(t *testing.T) {
+	emu, url := start(t, emulator.Options{InsyncAfter: time.Millisecond})
+	zone := providers.Zone{ID: emu.AddZone("example.com"), DNSName: "example.com"}
+	p := fastProvider(t, url)
+	member := func(id string, ttl v1alpha1.TTL) *v1alpha1.Endpoint {
+		return v1alpha1.NewEndpoint("eu.klb.example.com", "CNAME", ttl, id+".example.net").
+			WithSetIdentifier(id).WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "120")
+	}
+	if err := p.Apply(t.Context(), zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{member("gw1", 60)}}); err != nil {
+		t.Fatal(err)
+	}
+	err := p.Apply(t.Context(), zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{member("gw2", 300)}})
+	if providers.KindOf(err) != providers.Permanent || !strings.Contains(err.Error(), "weighted sets must contain the same TTL") {
+		t.Errorf("a weighted member with another TTL: %v (%v), want Permanent with Route 53's reason", err, providers.KindOf(err))
+	}
+	if err := p.Apply(t.Context(), zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{member("gw2", 60)}}); err != nil {
+		t.Errorf("a weighted member with the group's TTL: %v", err)
+	}
+}
+
 func TestStaleSetsAreStaleView(t *testing.T) {
 	emu, url := start(t, emulator.Options{InsyncAfter: time.Millisecond})
 	zone := providers.Zone{ID: emu.AddZone("example.com"), DNSName: "example.com"}
