@@ -3,7 +3,9 @@ package clouddns
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	dns "google.golang.org/api/dns/v1"
@@ -183,5 +185,53 @@ func TestRecordSetListFilters(t *testing.T) {
 	}
 	if got, err := list(svc.ResourceRecordSets.List("p", zone).Name("www.example.com.").Type("TXT")); err != nil || fmt.Sprint(got) != "[www.example.com./TXT]" {
 		t.Errorf("name and type: %v (%v)", got, err)
+	}
+}
+
+// A change over Cloud DNS's quotas is 403 quotaExceeded, one errors[] entry per quota broken
+// (external-dns#1028), and changes nothing.
+func TestChangeQuotas(t *testing.T) {
+	s, svc := client(t, Options{Zones: []string{"example.com"}, RequestsPerSecond: -1})
+	zone := ZoneName("example.com")
+	var ips []string
+	for i := range MaxRecordsPerRRSet + 1 {
+		ips = append(ips, fmt.Sprintf("10.0.%d.%d", i/256, i%256))
+	}
+	long := `"` + strings.Repeat("x", 250) + `"`
+	var big []*dns.ResourceRecordSet
+	for i := range MaxRrdataBytesPerChange/len(long) + 1 {
+		big = append(big, &dns.ResourceRecordSet{Name: fmt.Sprintf("t%d.example.com.", i), Type: "TXT", Ttl: 60, Rrdatas: []string{long}})
+	}
+	before := snapshot(s, zone)
+	for _, tc := range []struct {
+		name   string
+		change *dns.Change
+		want   []string
+	}{
+		{"rrdatas per set", &dns.Change{Additions: []*dns.ResourceRecordSet{a("many.example.com.", 60, ips...)}},
+			[]string{"The change would exceed quota for resource records per rrset."}},
+		{"rrdata bytes per change", &dns.Change{Additions: big},
+			[]string{"The change would exceed quota for total rrdata size per change."}},
+		{"two quotas", &dns.Change{Additions: append(slices.Clone(big), a("many.example.com.", 60, ips...))},
+			[]string{"The change would exceed quota for resource records per rrset.", "The change would exceed quota for total rrdata size per change."}},
+	} {
+		_, err := svc.Changes.Create("p", zone, tc.change).Context(t.Context()).Do()
+		expectError(t, tc.name, err, http.StatusForbidden, "quotaExceeded")
+		var got []string
+		if gerr, ok := err.(*googleapi.Error); ok {
+			for _, e := range gerr.Errors {
+				got = append(got, e.Message)
+			}
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: errors %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	if after := snapshot(s, zone); after != before {
+		t.Errorf("a change over quota modified the zone")
+	}
+	// At the limits, the change applies.
+	if _, err := svc.Changes.Create("p", zone, &dns.Change{Additions: []*dns.ResourceRecordSet{a("many.example.com.", 60, ips[:MaxRecordsPerRRSet]...)}}).Context(t.Context()).Do(); err != nil {
+		t.Errorf("a set of %d rrdatas: %v", MaxRecordsPerRRSet, err)
 	}
 }

@@ -6,8 +6,9 @@
 // JSON. The rules it enforces and their sources are those of CLOUD-API-RULES.md (B1-B5), kept in
 // the shared notes.
 //
-// It is as strict as Cloud DNS: a Change holds at most 1,000 additions and 1,000 deletions and is
-// applied all or nothing, deletions first. A deletion must match the existing record set exactly
+// It is as strict as Cloud DNS: a Change within its quotas (1,000 additions, 1,000 deletions,
+// 100,000 bytes of rrdata, 100 rrdatas per set, 10,000 sets per zone; else HTTP 403 quotaExceeded)
+// is applied all or nothing, deletions first. A deletion must match the existing record set exactly
 // (TTL, rrdatas, routing policy), else HTTP 412 conditionNotMet; deleting a missing set is 404
 // notFound; adding a set that exists is 409 alreadyExists; the per-set methods answer the same way.
 // Records sharing a name and type are one record set: plain rrdatas, or a routing policy of WRR
@@ -55,10 +56,15 @@ const (
 	OpGetChange        = "changes.get"
 )
 
-// Cloud DNS's documented limits per Change.
+// Cloud DNS's documented default quotas ("Quotas and limits"; the Quota object of the discovery
+// document names each: rrsetAdditionsPerChange, rrsetDeletionsPerChange, totalRrdataSizePerChange,
+// resourceRecordsPerRrset, rrsetsPerManagedZone).
 const (
-	MaxAdditionsPerChange = 1000
-	MaxDeletionsPerChange = 1000
+	MaxAdditionsPerChange   = 1000
+	MaxDeletionsPerChange   = 1000
+	MaxRrdataBytesPerChange = 100000
+	MaxRecordsPerRRSet      = 100
+	MaxRRSetsPerZone        = 10000
 )
 
 // Options configure an emulator. Zero values take the defaults.
@@ -361,6 +367,9 @@ type apiError struct {
 	code    int
 	reason  string
 	message string
+	// more are further problems of the same reason, each its own errors[] entry, as Cloud DNS
+	// reports every quota a change breaks.
+	more []string
 }
 
 func apiErr(code int, reason, message string) *apiError {
@@ -371,9 +380,12 @@ func apiErr(code int, reason, message string) *apiError {
 func writeError(w http.ResponseWriter, e *apiError) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(e.code)
+	entries := []map[string]string{{"domain": "global", "reason": e.reason, "message": e.message}}
+	for _, m := range e.more {
+		entries = append(entries, map[string]string{"domain": "global", "reason": e.reason, "message": m})
+	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
-		"code": e.code, "message": e.message,
-		"errors": []map[string]string{{"domain": "global", "reason": e.reason, "message": e.message}},
+		"code": e.code, "message": e.message, "errors": entries,
 	}})
 }
 
@@ -737,11 +749,8 @@ func (z *zone) apply(c *dns.Change, field func(list string, i int) string) *apiE
 	if len(c.Additions) == 0 && len(c.Deletions) == 0 {
 		return apiErr(http.StatusBadRequest, "required", "The 'entity.change' resource must have at least one addition or deletion.")
 	}
-	if len(c.Additions) > MaxAdditionsPerChange {
-		return apiErr(http.StatusBadRequest, "invalid", fmt.Sprintf("The change has %d additions, more than the limit of %d.", len(c.Additions), MaxAdditionsPerChange))
-	}
-	if len(c.Deletions) > MaxDeletionsPerChange {
-		return apiErr(http.StatusBadRequest, "invalid", fmt.Sprintf("The change has %d deletions, more than the limit of %d.", len(c.Deletions), MaxDeletionsPerChange))
+	if e := perChangeQuotas(c); e != nil {
+		return e
 	}
 	next := make(map[setKey]*dns.ResourceRecordSet, len(z.sets))
 	for k, v := range z.sets {
@@ -776,6 +785,9 @@ func (z *zone) apply(c *dns.Change, field func(list string, i int) string) *apiE
 		stored.Kind = "dns#resourceRecordSet"
 		next[k] = stored
 	}
+	if len(next) > MaxRRSetsPerZone && len(next) > len(z.sets) {
+		return quotaExceeded([]string{"The change would exceed quota for rrsets per managed zone."})
+	}
 	types := map[string][]string{}
 	for k := range next {
 		types[k.name] = append(types[k.name], k.typ)
@@ -788,6 +800,62 @@ func (z *zone) apply(c *dns.Change, field func(list string, i int) string) *apiE
 	}
 	z.sets = next
 	return nil
+}
+
+// perChangeQuotas refuses a change over Cloud DNS's quotas: HTTP 403 quotaExceeded, one errors[]
+// entry per quota broken (external-dns#1028 captured "The change would exceed quota for additions
+// per change."; the other entries take the same form with the quota's name).
+func perChangeQuotas(c *dns.Change) *apiError {
+	var broken []string
+	if len(c.Additions) > MaxAdditionsPerChange {
+		broken = append(broken, "The change would exceed quota for additions per change.")
+	}
+	if len(c.Deletions) > MaxDeletionsPerChange {
+		broken = append(broken, "The change would exceed quota for deletions per change.")
+	}
+	size, perSet := 0, false
+	for _, rs := range slices.Concat(c.Additions, c.Deletions) {
+		if rs == nil {
+			continue
+		}
+		lists := [][]string{rs.Rrdatas}
+		if rp := rs.RoutingPolicy; rp != nil && rp.Wrr != nil {
+			for _, it := range rp.Wrr.Items {
+				if it != nil {
+					lists = append(lists, it.Rrdatas)
+				}
+			}
+		}
+		if rp := rs.RoutingPolicy; rp != nil && rp.Geo != nil {
+			for _, it := range rp.Geo.Items {
+				if it != nil {
+					lists = append(lists, it.Rrdatas)
+				}
+			}
+		}
+		for _, l := range lists {
+			perSet = perSet || len(l) > MaxRecordsPerRRSet
+			for _, d := range l {
+				size += len(d)
+			}
+		}
+	}
+	if perSet {
+		broken = append(broken, "The change would exceed quota for resource records per rrset.")
+	}
+	if size > MaxRrdataBytesPerChange {
+		broken = append(broken, "The change would exceed quota for total rrdata size per change.")
+	}
+	if len(broken) == 0 {
+		return nil
+	}
+	return quotaExceeded(broken)
+}
+
+func quotaExceeded(broken []string) *apiError {
+	e := apiErr(http.StatusForbidden, "quotaExceeded", broken[0])
+	e.more = broken[1:]
+	return e
 }
 
 var supportedTypes = []string{"A", "AAAA", "CAA", "CNAME", "MX", "NS", "PTR", "SRV", "TXT"}
