@@ -236,7 +236,7 @@ func consistency(z *zone, sets []*recordSet, touched map[string]bool) []string {
 		if hasCNAME && name == z.name {
 			problems = append(problems, fmt.Sprintf("RRSet of type CNAME with DNS name %s is not permitted at apex in zone %s", name, z.name))
 		} else if hasCNAME && slices.ContainsFunc(group, func(rs *recordSet) bool { return rs.Type != "CNAME" }) {
-			problems = append(problems, fmt.Sprintf("RRSet of type CNAME with DNS name %s is not permitted as it conflicts with other records with the same DNS name in zone %s", name, z.name))
+			problems = append(problems, cnameConflicts(z, name, group, touched)...)
 		}
 		byType := map[string][]*recordSet{}
 		for _, rs := range group {
@@ -244,6 +244,23 @@ func consistency(z *zone, sets []*recordSet, touched map[string]bool) []string {
 		}
 		for _, t := range slices.Sorted(maps.Keys(byType)) {
 			problems = append(problems, typeGroupProblems(name, t, byType[t], touched)...)
+		}
+	}
+	return problems
+}
+
+// cnameConflicts words a CNAME beside other types as Route 53 does, from the side the batch wrote:
+// a CNAME written where other types are (aws/aws-sdk-java#1996), or another type written where the
+// CNAME is (GSA-TTS/dns#443, whose capture has two spaces before "CNAME").
+func cnameConflicts(z *zone, name string, group []*recordSet, touched map[string]bool) []string {
+	if slices.ContainsFunc(group, func(rs *recordSet) bool { return rs.Type == "CNAME" && touched[rs.key()] }) {
+		return []string{fmt.Sprintf("RRSet of type CNAME with DNS name %s is not permitted as it conflicts with other records with the same DNS name in zone %s", name, z.name)}
+	}
+	var problems []string
+	for _, rs := range group {
+		if rs.Type != "CNAME" && touched[rs.key()] {
+			problems = append(problems, fmt.Sprintf("RRSet of type %s with DNS name %s is not permitted because a conflicting RRSet of type  CNAME with the same DNS name already exists in zone %s",
+				rs.Type, name, z.name))
 		}
 	}
 	return problems
