@@ -49,6 +49,14 @@ const ProviderName = "google"
 // endpoint change rewrites at most one record set and its companion (two deletions, two additions).
 const MaxChangesPerBatch = 500
 
+// Cloud DNS's default quotas ("Quotas and limits"): bytes of rrdata in one Change (additions and
+// deletions together) and rrdatas in one record set. Going over either is 403 quotaExceeded, which
+// no retry fixes.
+const (
+	maxRrdataBytesPerChange = 100000
+	maxRrdatasPerSet        = 100
+)
+
 // defaultTTL is what Kuadrant publishes when an endpoint has no TTL.
 const defaultTTL = 300
 
@@ -117,8 +125,60 @@ func NewWithOptions(ctx context.Context, opts Options) (*Provider, error) {
 func (p *Provider) Name() string { return ProviderName }
 
 // Capabilities implements providers.Provider.
+// BatchFits counts the rrdata bytes the batch's own endpoints add and delete (a required set both),
+// with their companions' items: a folded set also rewrites the items of siblings the batch does not
+// name, which Apply counts exactly before sending.
 func (p *Provider) Capabilities() providers.Capabilities {
-	return providers.Capabilities{ApexRecords: true, MaxChangesPerBatch: MaxChangesPerBatch}
+	return providers.Capabilities{ApexRecords: true, MaxChangesPerBatch: MaxChangesPerBatch,
+		BatchFits: func(c *providers.Changes) bool { return batchBytes(c) <= maxRrdataBytesPerChange }}
+}
+
+// batchBytes estimates the rrdata bytes of the Change a batch becomes.
+func batchBytes(c *providers.Changes) int {
+	n := 0
+	for _, ep := range slices.Concat(c.Create, c.UpdateNew, c.UpdateOld, c.Delete, c.Require, c.Require) {
+		if ep == nil {
+			continue
+		}
+		for _, d := range rrdatas(ep.RecordType, ep.Targets) {
+			n += len(d)
+		}
+		if ep.SetIdentifier != "" {
+			n += len(strconv.Quote("000=" + ep.SetIdentifier)) // its item in the companion
+		}
+	}
+	return n
+}
+
+// changeBytes is the rrdata size of a Change as Cloud DNS counts it against its quota.
+func changeBytes(c *dns.Change) int {
+	n := 0
+	for _, rs := range slices.Concat(c.Additions, c.Deletions) {
+		for _, l := range rrdataLists(rs) {
+			for _, d := range l {
+				n += len(d)
+			}
+		}
+	}
+	return n
+}
+
+// rrdataLists are a set's rrdatas and those of each routing item.
+func rrdataLists(rs *dns.ResourceRecordSet) [][]string {
+	lists := [][]string{rs.Rrdatas}
+	if rp := rs.RoutingPolicy; rp != nil {
+		if rp.Wrr != nil {
+			for _, it := range rp.Wrr.Items {
+				lists = append(lists, it.Rrdatas)
+			}
+		}
+		if rp.Geo != nil {
+			for _, it := range rp.Geo.Items {
+				lists = append(lists, it.Rrdatas)
+			}
+		}
+	}
+	return lists
 }
 
 // Zones implements providers.Provider.
@@ -216,6 +276,10 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, st providers.
 	}
 	if len(change.Additions) == 0 && len(change.Deletions) == 0 {
 		return nil
+	}
+	if n := changeBytes(change); n > maxRrdataBytesPerChange {
+		return providers.Errorf(providers.Permanent, "the change to zone %s holds %d bytes of rrdata; Cloud DNS takes %d per change",
+			zone.DNSName, n, maxRrdataBytesPerChange)
 	}
 
 	var created *dns.Change
@@ -504,7 +568,7 @@ func companionKey(zone providers.Zone, k setKey) setKey {
 }
 
 // AdjustEndpoints implements providers.Provider. Names are lower-cased and name targets lose their
-// trailing dot, as Cloud DNS returns them; TTL 0 becomes 300; weights become whole numbers; geo codes
+// trailing dot, as Cloud DNS returns them; a value given twice is kept once; TTL 0 becomes 300; weights become whole numbers; geo codes
 // must be Google Cloud regions. The "*" (default) geo set is dropped, as Kuadrant does: Cloud DNS
 // answers a client whose region has no item from the nearest region listed, and has no catch-all.
 func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.Endpoint, error) {
@@ -519,6 +583,12 @@ func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.
 			for i, t := range ep.Targets {
 				ep.Targets[i] = v1alpha1.NormalizeName(t)
 			}
+		}
+		// A record set is a set: a value given twice is one rrdata, which Cloud DNS holds once.
+		ep.Targets = uniqueTargets(ep.Targets)
+		if len(ep.Targets) > maxRrdatasPerSet {
+			return nil, providers.Errorf(providers.Permanent, "%s has %d targets; Cloud DNS holds at most %d per record set",
+				ep.DNSName, len(ep.Targets), maxRrdatasPerSet)
 		}
 		weight, weighted := ep.GetProviderSpecific(v1alpha1.ProviderSpecificWeight)
 		code, located := ep.GetProviderSpecific(v1alpha1.ProviderSpecificGeoCode)
@@ -547,6 +617,17 @@ func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.
 		out = append(out, ep)
 	}
 	return out, nil
+}
+
+// uniqueTargets drops the repeats of a value, keeping the first.
+func uniqueTargets(targets v1alpha1.Targets) v1alpha1.Targets {
+	out := make(v1alpha1.Targets, 0, len(targets))
+	for _, t := range targets {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // do runs one API call with a deadline, retrying 429, 5xx and transport failures with exponential

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -249,6 +250,81 @@ func TestAdjustEndpoints(t *testing.T) {
 				t.Errorf("AdjustEndpoints(%s) = %v, want a permanent error containing %q", tc.ep, err, tc.wantErr)
 			}
 		})
+	}
+}
+
+// A value given twice is one value of the set, written once and read back equal: the emulator, like
+// RFC 2181's record sets, refuses repeated rrdatas, names compared after normalization.
+func TestRepeatedTargetsAreWrittenOnce(t *testing.T) {
+	emu, url := startEmulator(t, emulator.Options{RequestsPerSecond: -1})
+	p := newProvider(t, url)
+	zone := zoneFor(t, emu)
+	eps, err := p.AdjustEndpoints([]*v1alpha1.Endpoint{
+		{DNSName: "a." + zone.DNSName, RecordType: "A", RecordTTL: 60, Targets: v1alpha1.Targets{"192.0.2.1", "192.0.2.2", "192.0.2.1"}},
+		{DNSName: "n." + zone.DNSName, RecordType: "NS", RecordTTL: 60, Targets: v1alpha1.Targets{"ns1.example.net", "NS1.example.net."}},
+		v1alpha1.NewEndpoint("w."+zone.DNSName, "A", 60, "192.0.2.3", "192.0.2.3").WithSetIdentifier("x").WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "1"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Apply(t.Context(), zone, nil, &providers.Changes{Create: eps}); err != nil {
+		t.Fatalf("Apply of sets with a value given twice: %v", err)
+	}
+	read, err := p.Records(t.Context(), zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range eps {
+		i := slices.IndexFunc(read.Endpoints, func(r *v1alpha1.Endpoint) bool { return r.Key() == ep.Key() })
+		if i < 0 || !read.Endpoints[i].SameValues(ep) {
+			t.Errorf("wrote %s, read back %v: the engine would rewrite it forever", ep, read.Endpoints)
+		}
+	}
+}
+
+// Cloud DNS takes at most 100,000 bytes of rrdata per Change and 100 rrdatas per set (403
+// quotaExceeded, which retrying cannot fix): batches are cut where the bytes fall, a set over either
+// limit is refused before any call, and a batch that fits applies.
+func TestBatchesFitCloudDNSQuotas(t *testing.T) {
+	emu, url := startEmulator(t, emulator.Options{RequestsPerSecond: -1})
+	p := newProvider(t, url)
+	zone := zoneFor(t, emu)
+	txt := func(n int) []*v1alpha1.Endpoint {
+		var eps []*v1alpha1.Endpoint
+		for i := range n {
+			eps = append(eps, v1alpha1.NewEndpoint(fmt.Sprintf("t%d.%s", i, zone.DNSName), "TXT", 60, `"`+strings.Repeat("x", 250)+`"`))
+		}
+		return eps
+	}
+	fits := p.Capabilities().BatchFits
+	if fits == nil {
+		t.Fatal("no BatchFits: batches are cut only by count")
+	}
+	over := &providers.Changes{Create: txt(emulator.MaxRrdataBytesPerChange/252 + 1)}
+	if fits(over) {
+		t.Errorf("a batch of %d bytes of rrdata fits, want it cut", (emulator.MaxRrdataBytesPerChange/252+1)*252)
+	}
+	err := p.Apply(t.Context(), zone, nil, over)
+	if providers.KindOf(err) != providers.Permanent {
+		t.Errorf("Apply of a batch over the byte quota: %v (%v), want Permanent", err, providers.KindOf(err))
+	}
+	if n := emu.Calls()[emulator.OpCreateChange]; n != 0 {
+		t.Errorf("%d changes.create calls for a batch Cloud DNS refuses, want none", n)
+	}
+	under := &providers.Changes{Create: txt(emulator.MaxRrdataBytesPerChange/252 - 10)}
+	if !fits(under) {
+		t.Errorf("a batch of %d bytes does not fit", (emulator.MaxRrdataBytesPerChange/252-10)*252)
+	}
+	if err := p.Apply(t.Context(), zone, nil, under); err != nil {
+		t.Errorf("Apply of a batch within the quotas: %v", err)
+	}
+	var ips []string
+	for i := range emulator.MaxRecordsPerRRSet + 1 {
+		ips = append(ips, fmt.Sprintf("10.0.%d.%d", i/256, i%256))
+	}
+	_, err = p.AdjustEndpoints([]*v1alpha1.Endpoint{v1alpha1.NewEndpoint("many."+zone.DNSName, "A", 60, ips...)})
+	if providers.KindOf(err) != providers.Permanent || !strings.Contains(err.Error(), "100") {
+		t.Errorf("a set of %d targets: %v, want a Permanent error naming the limit", len(ips), err)
 	}
 }
 

@@ -167,8 +167,8 @@ func (p *Provider) records(ctx context.Context, zone providers.Zone) ([]*v1alpha
 }
 
 // AdjustEndpoints implements providers.Provider. Names are lower-cased, a missing TTL becomes 300,
-// TXT values are quoted as Route 53 stores them, and only the routing keys Route 53 expresses are
-// kept. An unknown geo code, a weight outside 0..255, or a set identifier without exactly one of
+// TXT values are quoted as Route 53 stores them, a value given twice is kept once, and only the
+// routing keys Route 53 expresses are kept. An unknown geo code or one Route 53 does not route by, a weight outside 0..255, or a set identifier without exactly one of
 // weight and geo-code is a Permanent error.
 func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.Endpoint, error) {
 	out := make([]*v1alpha1.Endpoint, 0, len(endpoints))
@@ -183,6 +183,8 @@ func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.
 				ep.Targets[i] = quoteTXT(t)
 			}
 		}
+		// A record set is a set: Route 53 refuses a value given twice ("Duplicate Resource Record").
+		ep.Targets = uniqueTargets(ep.Targets)
 		weight, hasWeight := in.GetProviderSpecific(v1alpha1.ProviderSpecificWeight)
 		code, hasGeo := in.GetProviderSpecific(v1alpha1.ProviderSpecificGeoCode)
 		ep.ProviderSpecific = nil
@@ -199,6 +201,9 @@ func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.
 			if err := geo.ValidateCode(code); err != nil {
 				return nil, providers.NewError(providers.Permanent, err)
 			}
+			if slices.Contains(unroutedCountries, code) {
+				return nil, providers.Errorf(providers.Permanent, "geo code %s of %s is a country Route 53 does not route by", code, in)
+			}
 			ep.SetProviderSpecific(v1alpha1.ProviderSpecificGeoCode, code)
 		}
 		switch {
@@ -214,6 +219,22 @@ func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.
 		out = append(out, ep)
 	}
 	return out, nil
+}
+
+// unroutedCountries are the ISO 3166 countries Route 53 geolocation does not support (Route 53
+// Developer Guide, "Geolocation": Bouvet Island, Christmas Island, Western Sahara, Heard Island and
+// McDonald Islands).
+var unroutedCountries = []string{"BV", "CX", "EH", "HM"}
+
+// uniqueTargets drops the repeats of a value, keeping the first.
+func uniqueTargets(targets v1alpha1.Targets) v1alpha1.Targets {
+	out := make(v1alpha1.Targets, 0, len(targets))
+	for _, t := range targets {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Apply implements providers.Provider.

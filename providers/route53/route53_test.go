@@ -3,6 +3,7 @@ package route53
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -283,6 +284,64 @@ func TestAdjustEndpointsRejectsWhatRoute53CannotExpress(t *testing.T) {
 	}
 	if calls := emu.Calls(); len(calls) != 0 {
 		t.Errorf("AdjustEndpoints made API calls: %v", calls)
+	}
+}
+
+// What Route 53 refuses is not sent: a value given twice is one value of the set (Route 53 answers
+// "Duplicate Resource Record"), and the countries Route 53 does not route by are refused up front.
+func TestAdjustEndpointsKeepsWhatRoute53Refuses(t *testing.T) {
+	emu, url := start(t, emulator.Options{InsyncAfter: time.Millisecond})
+	zone := providers.Zone{ID: emu.AddZone("example.com"), DNSName: "example.com"}
+	p := fastProvider(t, url)
+	eps, err := p.AdjustEndpoints([]*v1alpha1.Endpoint{
+		{DNSName: "a.example.com", RecordType: "A", RecordTTL: 60, Targets: v1alpha1.Targets{"192.0.2.1", "192.0.2.2", "192.0.2.1"}},
+		{DNSName: "t.example.com", RecordType: "TXT", RecordTTL: 60, Targets: v1alpha1.Targets{"x", `"x"`}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Apply(t.Context(), zone, nil, &providers.Changes{Create: eps}); err != nil {
+		t.Fatalf("Apply of a set with a value given twice: %v", err)
+	}
+	read, err := p.Records(t.Context(), zone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ep := range eps {
+		i := slices.IndexFunc(read.Endpoints, func(r *v1alpha1.Endpoint) bool { return r.Key() == ep.Key() })
+		if i < 0 || !read.Endpoints[i].SameValues(ep) {
+			t.Errorf("wrote %s, read back %v: the engine would rewrite it forever", ep, read.Endpoints)
+		}
+	}
+	for _, code := range []string{"BV", "CX", "EH", "HM"} {
+		_, err := p.AdjustEndpoints([]*v1alpha1.Endpoint{v1alpha1.NewEndpoint("klb.example.com", "CNAME", 300, "t.example.net").
+			WithSetIdentifier(code).WithProviderSpecific(v1alpha1.ProviderSpecificGeoCode, code)})
+		if providers.KindOf(err) != providers.Permanent || !strings.Contains(err.Error(), "Route 53") {
+			t.Errorf("geo code %s: %v, want a Permanent error saying Route 53 does not route by it", code, err)
+		}
+	}
+}
+
+// Route 53 refuses weighted sets of one name and type with different TTLs. Another owner's member
+// with another TTL is not this backend's to change, so the batch fails as Permanent with Route 53's
+// reason (not as a stale view, which would re-plan the same batch at once, forever).
+func TestWeightedMemberWithAnotherTTLIsPermanent(t *testing.T) {
+	emu, url := start(t, emulator.Options{InsyncAfter: time.Millisecond})
+	zone := providers.Zone{ID: emu.AddZone("example.com"), DNSName: "example.com"}
+	p := fastProvider(t, url)
+	member := func(id string, ttl v1alpha1.TTL) *v1alpha1.Endpoint {
+		return v1alpha1.NewEndpoint("eu.klb.example.com", "CNAME", ttl, id+".example.net").
+			WithSetIdentifier(id).WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "120")
+	}
+	if err := p.Apply(t.Context(), zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{member("gw1", 60)}}); err != nil {
+		t.Fatal(err)
+	}
+	err := p.Apply(t.Context(), zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{member("gw2", 300)}})
+	if providers.KindOf(err) != providers.Permanent || !strings.Contains(err.Error(), "weighted sets must contain the same TTL") {
+		t.Errorf("a weighted member with another TTL: %v (%v), want Permanent with Route 53's reason", err, providers.KindOf(err))
+	}
+	if err := p.Apply(t.Context(), zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{member("gw2", 60)}}); err != nil {
+		t.Errorf("a weighted member with the group's TTL: %v", err)
 	}
 }
 

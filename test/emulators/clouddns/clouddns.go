@@ -1,16 +1,24 @@
 // Package clouddns is an HTTP emulator of the Google Cloud DNS v1 API subset the
-// google.golang.org/api/dns/v1 client uses to publish records: managedZones.list and
-// resourceRecordSets.list (paginated), changes.create and changes.get, in the API's JSON.
+// google.golang.org/api/dns/v1 client uses to publish records: managedZones.list (with its dnsName
+// filter) and managedZones.get (by zone name or numeric ID, as every managedZone path parameter),
+// resourceRecordSets.list (paginated; name, type and the documented filter expressions),
+// resourceRecordSets.create, get, patch and delete, changes.create and changes.get, in the API's
+// JSON. The rules it enforces and their sources are those of CLOUD-API-RULES.md (B1-B5), kept in
+// the shared notes.
 //
-// It is as strict as Cloud DNS: a Change holds at most 1,000 additions and 1,000 deletions and is
-// applied all or nothing, deletions first. A deletion must match the existing record set exactly
+// It is as strict as Cloud DNS: a Change within its quotas (1,000 additions, 1,000 deletions,
+// 100,000 bytes of rrdata, 100 rrdatas per set, 10,000 sets per zone; else HTTP 403 quotaExceeded)
+// is applied all or nothing, deletions first. A deletion must match the existing record set exactly
 // (TTL, rrdatas, routing policy), else HTTP 412 conditionNotMet; deleting a missing set is 404
-// notFound; adding a set that exists is 409 alreadyExists. Records sharing a name and type are one
-// record set: plain rrdatas, or a routing policy of WRR items (weight >= 0) or geo items (a Google
-// Cloud region, each once). A CNAME cannot sit beside other types or at the apex. It rate-limits all
+// notFound; adding a set that exists is 409 alreadyExists; the per-set methods answer the same way.
+// Records sharing a name and type are one record set: plain rrdatas, or a routing policy of WRR
+// items (weight >= 0) or geo items (a Google Cloud region, each once). A CNAME cannot sit beside
+// other types or at the apex. A list type without a name, a filter beside name or type, and a
+// filter expression it does not implement are refused (400), never ignored. It rate-limits all
 // requests with a token bucket (HTTP 429 rateLimitExceeded), reports a change "pending" until it is
 // read back, counts calls per operation, and injects faults on demand: 5xx, hung requests and dropped
-// connections, before or after a change applies. It listens on loopback only.
+// connections, before or after a change applies. It listens on loopback only and shares no code with
+// the backends it checks.
 package clouddns
 
 import (
@@ -21,6 +29,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -37,15 +46,25 @@ import (
 // Operation names, as counted by Calls.
 const (
 	OpListManagedZones = "managedZones.list"
+	OpGetManagedZone   = "managedZones.get"
 	OpListRRSets       = "resourceRecordSets.list"
+	OpCreateRRSet      = "resourceRecordSets.create"
+	OpGetRRSet         = "resourceRecordSets.get"
+	OpPatchRRSet       = "resourceRecordSets.patch"
+	OpDeleteRRSet      = "resourceRecordSets.delete"
 	OpCreateChange     = "changes.create"
 	OpGetChange        = "changes.get"
 )
 
-// Cloud DNS's documented limits per Change.
+// Cloud DNS's documented default quotas ("Quotas and limits"; the Quota object of the discovery
+// document names each: rrsetAdditionsPerChange, rrsetDeletionsPerChange, totalRrdataSizePerChange,
+// resourceRecordsPerRrset, rrsetsPerManagedZone).
 const (
-	MaxAdditionsPerChange = 1000
-	MaxDeletionsPerChange = 1000
+	MaxAdditionsPerChange   = 1000
+	MaxDeletionsPerChange   = 1000
+	MaxRrdataBytesPerChange = 100000
+	MaxRecordsPerRRSet      = 100
+	MaxRRSetsPerZone        = 10000
 )
 
 // Options configure an emulator. Zero values take the defaults.
@@ -194,7 +213,34 @@ func (s *Server) Listen(addr string) (*http.Server, string, error) {
 	return srv, "http://" + a.String() + "/", nil
 }
 
-var pathRE = regexp.MustCompile(`^/dns/v1/projects/([^/]+)/managedZones(?:/([^/]+)/(rrsets|changes)(?:/([^/]+))?)?$`)
+// pathRE splits a request path: project, managed zone (name or numeric ID), collection, and the
+// collection's item: a change ID, or a record set's name and type.
+var pathRE = regexp.MustCompile(`^/dns/v1/projects/([^/]+)/managedZones(?:/([^/]+)(?:/(rrsets|changes)(?:/([^/]+)(?:/([^/]+))?)?)?)?$`)
+
+// operation names the API method of a request, "" when the emulator has none.
+func operation(method, zone, collection, item, itemType string) string {
+	switch {
+	case zone == "" && method == http.MethodGet:
+		return OpListManagedZones
+	case zone != "" && collection == "" && method == http.MethodGet:
+		return OpGetManagedZone
+	case collection == "rrsets" && item == "" && method == http.MethodGet:
+		return OpListRRSets
+	case collection == "rrsets" && item == "" && method == http.MethodPost:
+		return OpCreateRRSet
+	case collection == "rrsets" && itemType != "" && method == http.MethodGet:
+		return OpGetRRSet
+	case collection == "rrsets" && itemType != "" && method == http.MethodPatch:
+		return OpPatchRRSet
+	case collection == "rrsets" && itemType != "" && method == http.MethodDelete:
+		return OpDeleteRRSet
+	case collection == "changes" && item == "" && itemType == "" && method == http.MethodPost:
+		return OpCreateChange
+	case collection == "changes" && item != "" && itemType == "" && method == http.MethodGet:
+		return OpGetChange
+	}
+	return ""
+}
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -203,18 +249,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, apiErr(http.StatusNotFound, "notFound", "unknown path"))
 		return
 	}
-	project, zoneName, collection, changeID := m[1], m[2], m[3], m[4]
-	var op string
-	switch {
-	case collection == "" && r.Method == http.MethodGet:
-		op = OpListManagedZones
-	case collection == "rrsets" && changeID == "" && r.Method == http.MethodGet:
-		op = OpListRRSets
-	case collection == "changes" && changeID == "" && r.Method == http.MethodPost:
-		op = OpCreateChange
-	case collection == "changes" && changeID != "" && r.Method == http.MethodGet:
-		op = OpGetChange
-	default:
+	project, zoneName, collection, item, itemType := m[1], m[2], m[3], m[4], m[5]
+	op := operation(r.Method, zoneName, collection, item, itemType)
+	if op == "" {
 		writeError(w, apiErr(http.StatusMethodNotAllowed, "methodNotAllowed", "unsupported operation"))
 		return
 	}
@@ -250,12 +287,22 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch op {
 	case OpListManagedZones:
 		body, e = s.listZones(r)
+	case OpGetManagedZone:
+		body, e = s.getZone(zoneName)
 	case OpListRRSets:
 		body, e = s.listRRSets(r, zoneName)
+	case OpCreateRRSet:
+		body, e = s.createRRSet(r, zoneName)
+	case OpGetRRSet:
+		body, e = s.getRRSet(zoneName, item, itemType)
+	case OpPatchRRSet:
+		body, e = s.patchRRSet(r, zoneName, item, itemType)
+	case OpDeleteRRSet:
+		body, e = s.deleteRRSet(zoneName, item, itemType)
 	case OpCreateChange:
 		body, e = s.createChange(r, zoneName)
 	case OpGetChange:
-		body, e = s.getChange(zoneName, changeID)
+		body, e = s.getChange(zoneName, item)
 	}
 	if fault != "" {
 		injectFault(w, r, fault, hang)
@@ -320,6 +367,9 @@ type apiError struct {
 	code    int
 	reason  string
 	message string
+	// more are further problems of the same reason, each its own errors[] entry, as Cloud DNS
+	// reports every quota a change breaks.
+	more []string
 }
 
 func apiErr(code int, reason, message string) *apiError {
@@ -330,9 +380,12 @@ func apiErr(code int, reason, message string) *apiError {
 func writeError(w http.ResponseWriter, e *apiError) {
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(e.code)
+	entries := []map[string]string{{"domain": "global", "reason": e.reason, "message": e.message}}
+	for _, m := range e.more {
+		entries = append(entries, map[string]string{"domain": "global", "reason": e.reason, "message": m})
+	}
 	_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{
-		"code": e.code, "message": e.message,
-		"errors": []map[string]string{{"domain": "global", "reason": e.reason, "message": e.message}},
+		"code": e.code, "message": e.message, "errors": entries,
 	}})
 }
 
@@ -365,12 +418,24 @@ func (s *Server) page(r *http.Request, keys []string) (int, int, string, *apiErr
 	return start, end, next, nil
 }
 
+// listZones answers managedZones.list: zones by name, only those of dnsName when it is given.
+// managedZones.list has no filter parameter in the discovery document (G-disc), so one sent is
+// refused rather than ignored.
 func (s *Server) listZones(r *http.Request) (any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	q := r.URL.Query()
+	if q.Has("filter") {
+		return nil, apiErr(http.StatusBadRequest, "invalid", "Invalid parameter 'filter': managedZones.list takes no filter (use dnsName)")
+	}
+	dnsName := q.Get("dnsName")
 	names := make([]string, 0, len(s.zones))
-	for n := range s.zones {
-		names = append(names, n)
+	for n, z := range s.zones {
+		// "Restricts the list to return only zones with this domain name" (G-disc): the name as
+		// written in DNS, with its trailing dot; one sent without it names the same domain.
+		if dnsName == "" || z.dnsName == fqdn(dnsName) {
+			names = append(names, n)
+		}
 	}
 	sort.Strings(names)
 	start, end, next, e := s.page(r, names)
@@ -379,19 +444,49 @@ func (s *Server) listZones(r *http.Request) (any, *apiError) {
 	}
 	resp := &dns.ManagedZonesListResponse{Kind: "dns#managedZonesListResponse", NextPageToken: next, ManagedZones: []*dns.ManagedZone{}}
 	for _, n := range names[start:end] {
-		z := s.zones[n]
-		resp.ManagedZones = append(resp.ManagedZones, &dns.ManagedZone{Kind: "dns#managedZone", Name: z.name,
-			DnsName: z.dnsName, Id: z.id, Visibility: "public"})
+		resp.ManagedZones = append(resp.ManagedZones, s.zones[n].resource())
 	}
 	return resp, nil
 }
 
-func (s *Server) zone(name string) (*zone, *apiError) {
-	z, ok := s.zones[name]
-	if !ok {
-		return nil, apiErr(http.StatusNotFound, "notFound", fmt.Sprintf("The 'parameters.managedZone' resource named '%s' does not exist.", name))
+// resource is the zone as the API returns it.
+func (z *zone) resource() *dns.ManagedZone {
+	mz := &dns.ManagedZone{Kind: "dns#managedZone", Name: z.name, DnsName: z.dnsName, Id: z.id, Visibility: "public"}
+	if ns := z.sets[setKey{z.dnsName, "NS"}]; ns != nil {
+		mz.NameServers = slices.Clone(ns.Rrdatas)
 	}
-	return z, nil
+	return mz
+}
+
+// getZone answers managedZones.get, by zone name or numeric ID.
+func (s *Server) getZone(zoneName string) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z, e := s.zone(zoneName)
+	if e != nil {
+		return nil, e
+	}
+	return z.resource(), nil
+}
+
+// zone finds a zone by the managedZone path parameter, which "can be the managed zone name or ID"
+// (G-disc).
+func (s *Server) zone(nameOrID string) (*zone, *apiError) {
+	if z, ok := s.zones[nameOrID]; ok {
+		return z, nil
+	}
+	if id, err := strconv.ParseUint(nameOrID, 10, 64); err == nil {
+		for _, z := range s.zones {
+			if z.id == id {
+				return z, nil
+			}
+		}
+	}
+	return nil, apiErr(http.StatusNotFound, "notFound", fmt.Sprintf("The 'parameters.managedZone' resource named '%s' does not exist.", nameOrID))
+}
+
+func fqdn(name string) string {
+	return strings.ToLower(strings.TrimSuffix(name, ".")) + "."
 }
 
 func (z *zone) sorted() []*dns.ResourceRecordSet {
@@ -408,6 +503,72 @@ func (z *zone) sorted() []*dns.ResourceRecordSet {
 	return out
 }
 
+// setFilter is what selects the sets of a resourceRecordSets.list: a name (or a domain suffix) and
+// a type, each optional.
+type setFilter struct {
+	name, suffix, typ string
+}
+
+func (f setFilter) keeps(rs *dns.ResourceRecordSet) bool {
+	switch {
+	case f.name != "" && rs.Name != f.name:
+		return false
+	case f.suffix != "" && rs.Name != f.suffix && !strings.HasSuffix(rs.Name, "."+f.suffix):
+		return false
+	}
+	return f.typ == "" || rs.Type == f.typ
+}
+
+var (
+	filterName   = regexp.MustCompile(`^name\s*=\s*"([^"]*)"$`)
+	filterSuffix = regexp.MustCompile(`^name\s*=\s*has_suffix\(\s*"([^"]*)"\s*\)$`)
+	filterType   = regexp.MustCompile(`^type\s*=\s*"([^"]*)"$`)
+	filterAnd    = regexp.MustCompile(`\s+AND\s+`)
+)
+
+// listFilter reads the name, type and filter parameters of resourceRecordSets.list by the rules of
+// the discovery document (G-disc): type needs name; filter excludes both and must name a domain,
+// optionally with AND type; has_suffix matches by domain suffix. The emulator implements the
+// expressions the document gives as examples (name="x.", name=has_suffix("x."), each with AND
+// type="T" in either order) and refuses every other AIP-160 expression as not implemented. The
+// status for breaking these rules is not documented; 400 invalid is Google's answer to a bad
+// parameter (CLOUD-API-RULES.md B3.7).
+func listFilter(q url.Values) (setFilter, *apiError) {
+	name, typ, filter := strings.ToLower(q.Get("name")), q.Get("type"), strings.TrimSpace(q.Get("filter"))
+	if filter == "" {
+		if typ != "" && name == "" {
+			return setFilter{}, apiErr(http.StatusBadRequest, "invalid", "Invalid value for 'type': the 'name' parameter must be given with 'type'")
+		}
+		return setFilter{name: name, typ: typ}, nil
+	}
+	if name != "" || typ != "" {
+		return setFilter{}, apiErr(http.StatusBadRequest, "invalid", "Invalid value for 'filter': the 'name' and 'type' parameters must be omitted when 'filter' is given")
+	}
+	var f setFilter
+	terms := filterAnd.Split(filter, -1)
+	for _, term := range terms {
+		term = strings.TrimSpace(term)
+		switch m := [][]string{filterName.FindStringSubmatch(term), filterSuffix.FindStringSubmatch(term), filterType.FindStringSubmatch(term)}; {
+		case len(terms) > 2:
+		case m[0] != nil && f.name == "" && f.suffix == "":
+			f.name = strings.ToLower(m[0][1])
+			continue
+		case m[1] != nil && f.name == "" && f.suffix == "":
+			f.suffix = strings.ToLower(m[1][1])
+			continue
+		case m[2] != nil && f.typ == "":
+			f.typ = m[2][1]
+			continue
+		}
+		return setFilter{}, apiErr(http.StatusBadRequest, "invalid", fmt.Sprintf("Invalid value for 'filter': %q: the Cloud DNS emulator implements only "+
+			`name="<domain>" or name=has_suffix("<domain>"), optionally AND type="<type>"`, filter))
+	}
+	if f.name == "" && f.suffix == "" {
+		return setFilter{}, apiErr(http.StatusBadRequest, "invalid", fmt.Sprintf("Invalid value for 'filter': %q: a filter must specify a domain in the 'name' field", filter))
+	}
+	return f, nil
+}
+
 func (s *Server) listRRSets(r *http.Request, zoneName string) (any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -415,13 +576,11 @@ func (s *Server) listRRSets(r *http.Request, zoneName string) (any, *apiError) {
 	if e != nil {
 		return nil, e
 	}
-	sets := z.sorted()
-	q := r.URL.Query()
-	if name := strings.ToLower(q.Get("name")); name != "" {
-		sets = slices.DeleteFunc(sets, func(rs *dns.ResourceRecordSet) bool {
-			return rs.Name != name || (q.Get("type") != "" && rs.Type != q.Get("type"))
-		})
+	f, e := listFilter(r.URL.Query())
+	if e != nil {
+		return nil, e
 	}
+	sets := slices.DeleteFunc(z.sorted(), func(rs *dns.ResourceRecordSet) bool { return !f.keeps(rs) })
 	keys := make([]string, len(sets))
 	for i, rs := range sets {
 		keys[i] = rs.Name + " " + rs.Type // " " sorts before any character of a name: the order of sorted()
@@ -432,6 +591,113 @@ func (s *Server) listRRSets(r *http.Request, zoneName string) (any, *apiError) {
 	}
 	return &dns.ResourceRecordSetsListResponse{Kind: "dns#resourceRecordSetsListResponse", NextPageToken: next,
 		Rrsets: sets[start:end]}, nil
+}
+
+// rrsetField is how Cloud DNS names the record set of a resourceRecordSets call in its errors
+// (terraform-provider-google#9112; CLOUD-API-RULES.md B4.13).
+func rrsetField(string, int) string { return "entity.rrset" }
+
+// createRRSet answers resourceRecordSets.create: the set is added as a change with one addition
+// would add it (409 alreadyExists when it exists), and returned as stored.
+func (s *Server) createRRSet(r *http.Request, zoneName string) (any, *apiError) {
+	var rs dns.ResourceRecordSet
+	if err := json.NewDecoder(r.Body).Decode(&rs); err != nil {
+		return nil, apiErr(http.StatusBadRequest, "parseError", "Parse Error")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z, e := s.zone(zoneName)
+	if e != nil {
+		return nil, e
+	}
+	if e := z.apply(&dns.Change{Additions: []*dns.ResourceRecordSet{&rs}}, rrsetField); e != nil {
+		return nil, e
+	}
+	return clone(z.sets[keyOf(&rs)]), nil
+}
+
+func keyOf(rs *dns.ResourceRecordSet) setKey { return setKey{strings.ToLower(rs.Name), rs.Type} }
+
+// stored finds the set a per-set call names in its path. Its absence is 404 notFound, worded as
+// Cloud DNS words a missing resource (the wording for these calls was not captured).
+func (z *zone) stored(name, typ string) (*dns.ResourceRecordSet, *apiError) {
+	rs, ok := z.sets[setKey{strings.ToLower(name), typ}]
+	if !ok {
+		return nil, apiErr(http.StatusNotFound, "notFound", fmt.Sprintf("The 'parameters.name' resource named '%s (%s)' does not exist.", name, typ))
+	}
+	return rs, nil
+}
+
+// getRRSet answers resourceRecordSets.get.
+func (s *Server) getRRSet(zoneName, name, typ string) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z, e := s.zone(zoneName)
+	if e != nil {
+		return nil, e
+	}
+	rs, e := z.stored(name, typ)
+	if e != nil {
+		return nil, e
+	}
+	return clone(rs), nil
+}
+
+// patchRRSet answers resourceRecordSets.patch, "a partial update to an existing ResourceRecordSet"
+// (G-disc): the fields the body sends replace the stored ones, the others stay, and the result must
+// be a valid set (rrdatas or a routing policy, not both), checked as a change replacing the set
+// would be. The name and type, which identify the set, cannot be changed.
+func (s *Server) patchRRSet(r *http.Request, zoneName, name, typ string) (any, *apiError) {
+	var fields map[string]json.RawMessage
+	if err := json.NewDecoder(r.Body).Decode(&fields); err != nil {
+		return nil, apiErr(http.StatusBadRequest, "parseError", "Parse Error")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z, e := s.zone(zoneName)
+	if e != nil {
+		return nil, e
+	}
+	cur, e := z.stored(name, typ)
+	if e != nil {
+		return nil, e
+	}
+	merged := map[string]json.RawMessage{}
+	b, _ := json.Marshal(cur)
+	_ = json.Unmarshal(b, &merged)
+	for k, v := range fields {
+		merged[k] = v
+	}
+	b, _ = json.Marshal(merged)
+	var next dns.ResourceRecordSet
+	if err := json.Unmarshal(b, &next); err != nil {
+		return nil, apiErr(http.StatusBadRequest, "parseError", "Parse Error")
+	}
+	if keyOf(&next) != keyOf(cur) {
+		return nil, apiErr(http.StatusBadRequest, "invalid", fmt.Sprintf("Invalid value for 'entity.rrset': the name and type of '%s (%s)' cannot be changed", name, typ))
+	}
+	if e := z.apply(&dns.Change{Deletions: []*dns.ResourceRecordSet{cur}, Additions: []*dns.ResourceRecordSet{&next}}, rrsetField); e != nil {
+		return nil, e
+	}
+	return clone(z.sets[keyOf(&next)]), nil
+}
+
+// deleteRRSet answers resourceRecordSets.delete with the empty ResourceRecordSetsDeleteResponse.
+func (s *Server) deleteRRSet(zoneName, name, typ string) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z, e := s.zone(zoneName)
+	if e != nil {
+		return nil, e
+	}
+	cur, e := z.stored(name, typ)
+	if e != nil {
+		return nil, e
+	}
+	if e := z.apply(&dns.Change{Deletions: []*dns.ResourceRecordSet{cur}}, rrsetField); e != nil {
+		return nil, e
+	}
+	return &dns.ResourceRecordSetsDeleteResponse{}, nil
 }
 
 func (s *Server) getChange(zoneName, id string) (any, *apiError) {
@@ -462,7 +728,7 @@ func (s *Server) createChange(r *http.Request, zoneName string) (any, *apiError)
 	if e != nil {
 		return nil, e
 	}
-	if e := z.apply(&c); e != nil {
+	if e := z.apply(&c, changeField); e != nil {
 		return nil, e
 	}
 	s.nextID++
@@ -474,23 +740,24 @@ func (s *Server) createChange(r *http.Request, zoneName string) (any, *apiError)
 	return &c, nil
 }
 
-// apply validates a change whole, then applies it: deletions first, then additions.
-func (z *zone) apply(c *dns.Change) *apiError {
+// changeField is how Cloud DNS names the additions and deletions of a Change in its errors.
+func changeField(list string, i int) string { return fmt.Sprintf("entity.change.%s[%d]", list, i) }
+
+// apply validates a change whole, then applies it: deletions first, then additions. field names
+// the i-th set of a list ("additions", "deletions") in errors.
+func (z *zone) apply(c *dns.Change, field func(list string, i int) string) *apiError {
 	if len(c.Additions) == 0 && len(c.Deletions) == 0 {
 		return apiErr(http.StatusBadRequest, "required", "The 'entity.change' resource must have at least one addition or deletion.")
 	}
-	if len(c.Additions) > MaxAdditionsPerChange {
-		return apiErr(http.StatusBadRequest, "invalid", fmt.Sprintf("The change has %d additions, more than the limit of %d.", len(c.Additions), MaxAdditionsPerChange))
-	}
-	if len(c.Deletions) > MaxDeletionsPerChange {
-		return apiErr(http.StatusBadRequest, "invalid", fmt.Sprintf("The change has %d deletions, more than the limit of %d.", len(c.Deletions), MaxDeletionsPerChange))
+	if e := perChangeQuotas(c); e != nil {
+		return e
 	}
 	next := make(map[setKey]*dns.ResourceRecordSet, len(z.sets))
 	for k, v := range z.sets {
 		next[k] = v
 	}
 	for i, d := range c.Deletions {
-		field := fmt.Sprintf("entity.change.deletions[%d]", i)
+		field := field("deletions", i)
 		if d == nil {
 			return apiErr(http.StatusBadRequest, "required", "Required field '"+field+"' not specified")
 		}
@@ -505,7 +772,7 @@ func (z *zone) apply(c *dns.Change) *apiError {
 		delete(next, k)
 	}
 	for i, a := range c.Additions {
-		field := fmt.Sprintf("entity.change.additions[%d]", i)
+		field := field("additions", i)
 		if e := z.validate(field, a); e != nil {
 			return e
 		}
@@ -517,6 +784,9 @@ func (z *zone) apply(c *dns.Change) *apiError {
 		stored.Name = strings.ToLower(a.Name)
 		stored.Kind = "dns#resourceRecordSet"
 		next[k] = stored
+	}
+	if len(next) > MaxRRSetsPerZone && len(next) > len(z.sets) {
+		return quotaExceeded([]string{"The change would exceed quota for rrsets per managed zone."})
 	}
 	types := map[string][]string{}
 	for k := range next {
@@ -530,6 +800,62 @@ func (z *zone) apply(c *dns.Change) *apiError {
 	}
 	z.sets = next
 	return nil
+}
+
+// perChangeQuotas refuses a change over Cloud DNS's quotas: HTTP 403 quotaExceeded, one errors[]
+// entry per quota broken (external-dns#1028 captured "The change would exceed quota for additions
+// per change."; the other entries take the same form with the quota's name).
+func perChangeQuotas(c *dns.Change) *apiError {
+	var broken []string
+	if len(c.Additions) > MaxAdditionsPerChange {
+		broken = append(broken, "The change would exceed quota for additions per change.")
+	}
+	if len(c.Deletions) > MaxDeletionsPerChange {
+		broken = append(broken, "The change would exceed quota for deletions per change.")
+	}
+	size, perSet := 0, false
+	for _, rs := range slices.Concat(c.Additions, c.Deletions) {
+		if rs == nil {
+			continue
+		}
+		lists := [][]string{rs.Rrdatas}
+		if rp := rs.RoutingPolicy; rp != nil && rp.Wrr != nil {
+			for _, it := range rp.Wrr.Items {
+				if it != nil {
+					lists = append(lists, it.Rrdatas)
+				}
+			}
+		}
+		if rp := rs.RoutingPolicy; rp != nil && rp.Geo != nil {
+			for _, it := range rp.Geo.Items {
+				if it != nil {
+					lists = append(lists, it.Rrdatas)
+				}
+			}
+		}
+		for _, l := range lists {
+			perSet = perSet || len(l) > MaxRecordsPerRRSet
+			for _, d := range l {
+				size += len(d)
+			}
+		}
+	}
+	if perSet {
+		broken = append(broken, "The change would exceed quota for resource records per rrset.")
+	}
+	if size > MaxRrdataBytesPerChange {
+		broken = append(broken, "The change would exceed quota for total rrdata size per change.")
+	}
+	if len(broken) == 0 {
+		return nil
+	}
+	return quotaExceeded(broken)
+}
+
+func quotaExceeded(broken []string) *apiError {
+	e := apiErr(http.StatusForbidden, "quotaExceeded", broken[0])
+	e.more = broken[1:]
+	return e
 }
 
 var supportedTypes = []string{"A", "AAAA", "CAA", "CNAME", "MX", "NS", "PTR", "SRV", "TXT"}

@@ -103,7 +103,7 @@ func TestChangeRules(t *testing.T) {
 		{"unknown region", &dns.Change{Additions: []*dns.ResourceRecordSet{geo("europe-west1", "GEO-EU")}}, 400, "invalid"},
 		{"region twice", &dns.Change{Additions: []*dns.ResourceRecordSet{geo("europe-west1", "europe-west1")}}, 400, "invalid"},
 		{"rrdatas and a policy", &dns.Change{Additions: []*dns.ResourceRecordSet{func() *dns.ResourceRecordSet { rs := wrr(1); rs.Rrdatas = []string{"x.example.net."}; return rs }()}}, 400, "invalid"},
-		{"too many additions", &dns.Change{Additions: many}, 400, "invalid"},
+		{"too many additions", &dns.Change{Additions: many}, 403, "quotaExceeded"},
 		{"empty change", &dns.Change{}, 400, "required"},
 		// The valid first part must not apply when the second fails.
 		{"partly valid", &dns.Change{Additions: []*dns.ResourceRecordSet{a("new.example.com.", 60, "192.0.2.1"), a("www.example.com.", 60, "192.0.2.1")}}, 409, "alreadyExists"},

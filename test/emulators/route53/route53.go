@@ -1,16 +1,23 @@
 // Package route53 is an HTTP emulator of the Amazon Route 53 API subset the aws-sdk-go-v2 route53
-// client uses to publish records: ListHostedZones and ListResourceRecordSets (paginated),
-// ChangeResourceRecordSets and GetChange, in Route 53's XML.
+// client uses to publish records: ListHostedZones, ListHostedZonesByName and ListResourceRecordSets
+// (paginated, in Route 53's order: names with their labels reversed, then type),
+// ChangeResourceRecordSets and GetChange, in Route 53's XML. The rules it enforces and their sources
+// are those of CLOUD-API-RULES.md (A1-A10), kept in the shared notes.
 //
-// It is as strict as Route 53: a change batch is validated whole and applied all or nothing, and it
-// fails with InvalidChangeBatch for deleting a missing set or one whose values differ, creating a set
-// that exists, a CNAME beside other types or at the apex, a weighted set without SetIdentifier, an
-// unknown geolocation, more than 1,000 ResourceRecord elements or 32,000 characters of values (UPSERT
-// counting twice), and a set changed twice in one batch (a DELETE followed by a CREATE excepted). It
-// throttles with a token bucket (HTTP 400 Throttling), reports changes PENDING before INSYNC, counts
-// calls per operation (in all and per access key), and injects faults on demand: 5xx, hung requests,
-// throttling and dropped connections; a test can hold one client's requests after its next change. It
-// listens on loopback only.
+// It is as strict as Route 53. A change that breaks the request schema (none or more than one of
+// TTL+ResourceRecords and an alias, a weight or geolocation without SetIdentifier, ContinentCode
+// with CountryCode, a value out of its range) is refused with InvalidInput before the zone is looked
+// at. Otherwise the batch is validated whole and applied all or nothing, failing with
+// InvalidChangeBatch for deleting a missing set or one whose values differ, creating a set that
+// exists, a value given twice in a set, a CNAME beside other types or at the apex, weighted sets of
+// one name and type with different TTLs, routing policies mixed in one name and type, an unknown
+// geolocation, more than 1,000 ResourceRecord elements or 32,000 characters of values (UPSERT
+// counting twice), and a set changed twice in one batch (a DELETE followed by a CREATE excepted).
+// Alias and traffic-policy sets are refused as not implemented (HTTP 501), never stored half-checked.
+// It throttles with a token bucket (HTTP 400 Throttling), reports changes PENDING before INSYNC,
+// counts calls per operation (in all and per access key), and injects faults on demand: 5xx, hung
+// requests, throttling and dropped connections; a test can hold one client's requests after its
+// next change. It listens on loopback only and shares no code with the backends it checks.
 package route53
 
 import (
@@ -33,6 +40,7 @@ import (
 // Operation names, as counted by Calls.
 const (
 	OpListHostedZones          = "ListHostedZones"
+	OpListHostedZonesByName    = "ListHostedZonesByName"
 	OpListResourceRecordSets   = "ListResourceRecordSets"
 	OpChangeResourceRecordSets = "ChangeResourceRecordSets"
 	OpGetChange                = "GetChange"
@@ -253,6 +261,7 @@ func (s *Server) Listen(addr string) (*http.Server, string, error) {
 
 var (
 	zonesPath   = regexp.MustCompile(`^/2013-04-01/hostedzone/?$`)
+	byNamePath  = regexp.MustCompile(`^/2013-04-01/hostedzonesbyname/?$`)
 	rrsetPath   = regexp.MustCompile(`^/2013-04-01/hostedzone/([^/]+)/rrset/?$`)
 	changePath  = regexp.MustCompile(`^/2013-04-01/change/([^/]+)$`)
 	errNotFound = apiError{status: http.StatusNotFound, code: "UnknownOperationException", message: "unknown operation"}
@@ -326,6 +335,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch op {
 	case OpListHostedZones:
 		body, apiErr = s.listZones(r)
+	case OpListHostedZonesByName:
+		body, apiErr = s.listZonesByName(r)
 	case OpListResourceRecordSets:
 		body, apiErr = s.listRecordSets(r, zoneID)
 	case OpChangeResourceRecordSets:
@@ -380,6 +391,8 @@ func route(r *http.Request) (op, zoneID, changeID string) {
 	switch {
 	case r.Method == http.MethodGet && zonesPath.MatchString(p):
 		return OpListHostedZones, "", ""
+	case r.Method == http.MethodGet && byNamePath.MatchString(p):
+		return OpListHostedZonesByName, "", ""
 	case rrsetPath.MatchString(p):
 		zoneID = rrsetPath.FindStringSubmatch(p)[1]
 		switch r.Method {
@@ -503,6 +516,48 @@ func (s *Server) listZones(r *http.Request) (any, *apiError) {
 	return resp, nil
 }
 
+// listZonesByName answers ListHostedZonesByName: zones sorted by name with the labels reversed (then
+// by ID, as one account may hold several zones of one name), from the first zone whose name is at
+// least dnsname, or, with hostedzoneid as well, from that zone on.
+func (s *Server) listZonesByName(r *http.Request) (any, *apiError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := r.URL.Query()
+	dnsName, zoneID := q.Get("dnsname"), q.Get("hostedzoneid")
+	if zoneID != "" && dnsName == "" {
+		// The API model: hostedzoneid is sent only with dnsname, from a previous response's
+		// NextDNSName and NextHostedZoneId. Route 53's wording for breaking that was not captured.
+		return nil, &apiError{status: http.StatusBadRequest, code: "InvalidInput",
+			message: "Invalid request: hostedzoneid requires dnsname"}
+	}
+	zones := make([]*zone, 0, len(s.zones))
+	for _, z := range s.zones {
+		zones = append(zones, z)
+	}
+	less := func(a, b *zone) int {
+		return strings.Compare(reversed(a.name)+" "+a.id, reversed(b.name)+" "+b.id)
+	}
+	slices.SortFunc(zones, less)
+	start := 0
+	if dnsName != "" {
+		from := &zone{name: canonicalName(dnsName), id: zoneID}
+		start, _ = slices.BinarySearchFunc(zones, from, less)
+	}
+	n := maxItems(r, s.opts.ZonesPageSize)
+	end := min(start+n, len(zones))
+	resp := listHostedZonesByNameResponse{Xmlns: xmlns, DNSName: dnsName, HostedZoneID: zoneID, MaxItems: n}
+	for _, z := range zones[start:end] {
+		resp.HostedZones = append(resp.HostedZones, hostedZoneXML{ID: "/hostedzone/" + z.id, Name: z.name,
+			CallerReference: z.id, ResourceRecordSetCount: len(z.sets)})
+	}
+	if end < len(zones) {
+		resp.IsTruncated, resp.NextDNSName, resp.NextHostedZoneID = true, zones[end].name, zones[end].id
+	}
+	return resp, nil
+}
+
+// listRecordSets answers ListResourceRecordSets in Route 53's order (sortSets), from the first set
+// at or after name, type and identifier.
 func (s *Server) listRecordSets(r *http.Request, zoneID string) (any, *apiError) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -511,6 +566,12 @@ func (s *Server) listRecordSets(r *http.Request, zoneID string) (any, *apiError)
 		return nil, noSuchZone(zoneID)
 	}
 	q := r.URL.Query()
+	if q.Get("type") != "" && q.Get("name") == "" {
+		// The API model: "If you specify Type but not Name, Amazon Route 53 returns the InvalidInput
+		// error." Its wording was not captured.
+		return nil, &apiError{status: http.StatusBadRequest, code: "InvalidInput",
+			message: "Invalid request: the type parameter (StartRecordType) requires the name parameter (StartRecordName)"}
+	}
 	sortSets(z.sets)
 	start := 0
 	if name := q.Get("name"); name != "" {
@@ -560,10 +621,9 @@ func (s *Server) change(r *http.Request, zoneID string) (any, *apiError) {
 	if !ok {
 		return nil, noSuchZone(zoneID)
 	}
-	next, problems := applyBatch(z, req.Changes)
-	if len(problems) > 0 {
-		return nil, &apiError{status: http.StatusBadRequest, code: "InvalidChangeBatch",
-			message: "[" + strings.Join(problems, ", ") + "]", messages: problems}
+	next, refused := applyBatch(z, req.Changes)
+	if refused != nil {
+		return nil, refused
 	}
 	z.sets = next
 	s.nextID++

@@ -62,8 +62,6 @@ func TestChangeBatchRules(t *testing.T) {
 		change(types.ChangeActionCreate, set("c.example.com", types.RRTypeCname, "t.example.net"))); err != nil {
 		t.Fatal(err)
 	}
-	weighted := set("w.example.com", types.RRTypeA, "192.0.2.1")
-	weighted.Weight = aws.Int64(10)
 	badGeo := set("g.example.com", types.RRTypeA, "192.0.2.1")
 	badGeo.SetIdentifier, badGeo.GeoLocation = aws.String("x"), &types.GeoLocation{CountryCode: aws.String("XX")}
 	var many []types.Change
@@ -78,10 +76,11 @@ func TestChangeBatchRules(t *testing.T) {
 		{"delete missing", []types.Change{change(types.ChangeActionDelete, set("x.example.com", types.RRTypeA, "192.0.2.1"))}, "not found"},
 		{"delete mismatched", []types.Change{change(types.ChangeActionDelete, set("a.example.com", types.RRTypeA, "192.0.2.9"))}, "do not match"},
 		{"create existing", []types.Change{change(types.ChangeActionCreate, a)}, "already exists"},
-		{"CNAME beside A", []types.Change{change(types.ChangeActionCreate, set("a.example.com", types.RRTypeCname, "t.example.net"))}, "conflicts"},
-		{"TXT beside CNAME", []types.Change{change(types.ChangeActionCreate, set("c.example.com", types.RRTypeTxt, `"x"`))}, "conflicts"},
+		{"CNAME beside A", []types.Change{change(types.ChangeActionCreate, set("a.example.com", types.RRTypeCname, "t.example.net"))},
+			"RRSet of type CNAME with DNS name a.example.com. is not permitted as it conflicts with other records with the same DNS name in zone example.com."},
+		{"TXT beside CNAME", []types.Change{change(types.ChangeActionCreate, set("c.example.com", types.RRTypeTxt, `"x"`))},
+			"RRSet of type TXT with DNS name c.example.com. is not permitted because a conflicting RRSet of type  CNAME with the same DNS name already exists in zone example.com."},
 		{"CNAME at apex", []types.Change{change(types.ChangeActionCreate, set("example.com", types.RRTypeCname, "t.example.net"))}, "apex"},
-		{"weighted without SetIdentifier", []types.Change{change(types.ChangeActionCreate, weighted)}, "no SetIdentifier"},
 		{"unknown country", []types.Change{change(types.ChangeActionCreate, badGeo)}, "geolocation"},
 		{"unquoted TXT", []types.Change{change(types.ChangeActionCreate, set("t.example.com", types.RRTypeTxt, "some text"))}, "quotation marks"},
 		{"UPSERT counts twice", many, "records limit of 1000"},
@@ -162,35 +161,6 @@ func TestChangeGoesPendingThenInsync(t *testing.T) {
 	}
 	if got.ChangeInfo.Status != types.ChangeStatusInsync {
 		t.Errorf("status %s after InsyncAfter, want INSYNC", got.ChangeInfo.Status)
-	}
-}
-
-func TestRecordSetsPageInRoute53Order(t *testing.T) {
-	emu, c, zoneID := client(t, Options{RequestsPerSecond: -1, RecordsPageSize: 3})
-	var changes []types.Change
-	for _, name := range []string{"b.example.com", "a.b.example.com", "*.example.com", "c.example.com"} {
-		changes = append(changes, change(types.ChangeActionCreate, set(name, types.RRTypeA, "192.0.2.1")))
-	}
-	if err := submit(t, c, zoneID, changes...); err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	pages := r53.NewListResourceRecordSetsPaginator(c, &r53.ListResourceRecordSetsInput{HostedZoneId: aws.String(zoneID)})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, rs := range page.ResourceRecordSets {
-			names = append(names, aws.ToString(rs.Name)+"/"+string(rs.Type))
-		}
-	}
-	want := `[example.com./NS example.com./SOA \052.example.com./A b.example.com./A a.b.example.com./A c.example.com./A]`
-	if fmt.Sprint(names) != want {
-		t.Errorf("listed %v, want %s", names, want)
-	}
-	if n := emu.Calls()[OpListResourceRecordSets]; n != 2 {
-		t.Errorf("%d pages for 6 sets in pages of 3, want 2", n)
 	}
 }
 

@@ -24,6 +24,18 @@ type listHostedZonesResponse struct {
 	MaxItems    int             `xml:"MaxItems"`
 }
 
+type listHostedZonesByNameResponse struct {
+	XMLName          xml.Name        `xml:"ListHostedZonesByNameResponse"`
+	Xmlns            string          `xml:"xmlns,attr"`
+	HostedZones      []hostedZoneXML `xml:"HostedZones>HostedZone"`
+	DNSName          string          `xml:"DNSName,omitempty"`
+	HostedZoneID     string          `xml:"HostedZoneId,omitempty"`
+	IsTruncated      bool            `xml:"IsTruncated"`
+	NextDNSName      string          `xml:"NextDNSName,omitempty"`
+	NextHostedZoneID string          `xml:"NextHostedZoneId,omitempty"`
+	MaxItems         int             `xml:"MaxItems"`
+}
+
 type geoLocationXML struct {
 	ContinentCode   string `xml:"ContinentCode,omitempty"`
 	CountryCode     string `xml:"CountryCode,omitempty"`
@@ -38,6 +50,16 @@ type recordSetXML struct {
 	GeoLocation   *geoLocationXML  `xml:"GeoLocation,omitempty"`
 	TTL           *int64           `xml:"TTL,omitempty"`
 	Records       []resourceRecord `xml:"ResourceRecords>ResourceRecord"`
+	// AliasTarget and TrafficPolicyInstanceId are read only to apply Route 53's "exactly one of"
+	// rule; the emulator stores neither kind of set.
+	AliasTarget             *aliasTargetXML `xml:"AliasTarget,omitempty"`
+	TrafficPolicyInstanceID string          `xml:"TrafficPolicyInstanceId,omitempty"`
+}
+
+type aliasTargetXML struct {
+	HostedZoneID         string `xml:"HostedZoneId"`
+	DNSName              string `xml:"DNSName"`
+	EvaluateTargetHealth bool   `xml:"EvaluateTargetHealth"`
 }
 
 type resourceRecord struct {
