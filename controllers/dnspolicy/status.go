@@ -48,7 +48,8 @@ const (
 	msgMissingGatewayAPI = "[Gateway API] is not installed: the policy is evaluated as soon as its CRDs are installed, without a restart"
 	msgEnforced          = "DNSPolicy has been successfully enforced"
 	msgNoRecords         = "DNSPolicy has been successfully enforced : no DNSRecords created based on policy and gateway configuration"
-	msgPartial           = "DNSPolicy has been partially enforced. Not ready DNSRecords are: %s"
+	msgPartial           = "DNSPolicy has been partially enforced"
+	msgNotReady          = ". Not ready DNSRecords are: "
 	msgNoneReady         = "DNSPolicy has encountered some issues: policy is not enforced on any DNSRecord: not a single DNSRecord is ready"
 	msgAffected          = "Object affected by DNSPolicy %s"
 )
@@ -116,11 +117,14 @@ func keptRecords(listeners []*listenerPlan) []string {
 	return names
 }
 
-// enforced is True when every record the policy wants is Ready for its current spec. Unlike
-// Kuadrant, which reports True with "partially enforced" and counts a record with no Ready
-// condition yet as ready, a record that is not Ready for its current generation makes it False.
-// A Ready record that lost a shared wish to another owner (Conflicted=True: its traffic flows, with
-// the other owner's default geo or TTL) keeps the policy enforced; the message names the conflict.
+// enforced is the Enforced condition as kuadrant-operator writes it: True "successfully enforced"
+// when every record the policy wants is Ready, True "partially enforced" (Kuadrant's sentence, with
+// the names of the records not ready) when some are, False when none is. Beyond Kuadrant, which
+// counts a record with no Ready condition yet as ready, a record not Ready for its current
+// generation counts as not ready, and the message goes on, after Kuadrant's text, with why each is
+// not and the fix. A Ready record that lost a shared wish to another owner (Conflicted=True: its
+// traffic flows, with the other owner's default geo or TTL) keeps the policy enforced; the message
+// names the conflict.
 func enforced(listeners []*listenerPlan) (metav1.ConditionStatus, string, string) {
 	var notReady, details, skipped, conflicted []string
 	wanted, ready := 0, 0
@@ -151,11 +155,14 @@ func enforced(listeners []*listenerPlan) (metav1.ConditionStatus, string, string
 	case ready == 0:
 		return metav1.ConditionFalse, ReasonUnknown, joinNotes(msgNoneReady, append(details, skipped...))
 	case len(notReady) == 0:
-		return metav1.ConditionFalse, ReasonUnknown, joinNotes("DNSPolicy has been partially enforced", append(details, skipped...))
+		return metav1.ConditionTrue, ReasonEnforced, joinNotes(msgPartial, append(details, skipped...))
 	default:
-		// Kuadrant's sentence lists the names; the reasons follow as a sentence of their own.
-		msg := fmt.Sprintf(msgPartial, strings.Join(notReady, " "))
-		return metav1.ConditionFalse, ReasonUnknown, msg + ". " + strings.Join(append(details, skipped...), "; ")
+		// Kuadrant's sentence lists the names, each followed by a space; the reasons follow.
+		msg := msgPartial + msgNotReady
+		for _, name := range notReady {
+			msg += name + " "
+		}
+		return metav1.ConditionTrue, ReasonEnforced, msg + "(" + strings.Join(append(details, skipped...), "; ") + ")"
 	}
 }
 

@@ -50,14 +50,14 @@ func TestEnforced(t *testing.T) {
 		name: "one record not ready names it, its reason and the fix",
 		listeners: []*listenerPlan{published(ready("a")), published(record("b", metav1.ConditionFalse, "ProviderSecretMissing",
 			"provider secret missing: secret ns/nope not found", 2))},
-		status: metav1.ConditionFalse, reason: "Unknown",
-		message: "DNSPolicy has been partially enforced. Not ready DNSRecords are: b. b: ProviderSecretMissing: provider secret missing: secret ns/nope not found; " +
-			"to fix: create the provider Secret in this namespace, or name an existing one in spec.providerRefs",
+		status: metav1.ConditionTrue, reason: "Enforced",
+		message: "DNSPolicy has been partially enforced. Not ready DNSRecords are: b (b: ProviderSecretMissing: provider secret missing: secret ns/nope not found; " +
+			"to fix: create the provider Secret in this namespace, or name an existing one in spec.providerRefs)",
 	}, {
 		name:      "Ready for an older generation is not ready",
 		listeners: []*listenerPlan{published(ready("a")), published(record("b", metav1.ConditionTrue, "ProviderSuccess", "", 1))},
-		status:    metav1.ConditionFalse, reason: "Unknown",
-		message: "DNSPolicy has been partially enforced. Not ready DNSRecords are: b. b: awaiting the DNSRecord controller",
+		status:    metav1.ConditionTrue, reason: "Enforced",
+		message: "DNSPolicy has been partially enforced. Not ready DNSRecords are: b (b: awaiting the DNSRecord controller)",
 	}, {
 		name:      "no record ready",
 		listeners: []*listenerPlan{published(record("a", "", "", "", 0))},
@@ -66,7 +66,7 @@ func TestEnforced(t *testing.T) {
 	}, {
 		name:      "a listener that cannot be published",
 		listeners: []*listenerPlan{published(ready("a")), {listener: "b", problem: "listener b: waiting for the previous DNSRecord gw-b to leave the zone"}},
-		status:    metav1.ConditionFalse, reason: "Unknown",
+		status:    metav1.ConditionTrue, reason: "Enforced",
 		message: "DNSPolicy has been partially enforced: listener b: waiting for the previous DNSRecord gw-b to leave the zone",
 	}}
 	for _, tc := range cases {

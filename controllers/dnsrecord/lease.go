@@ -21,6 +21,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/backends"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 )
@@ -109,8 +110,8 @@ func (r *Reconciler) reportLeases(s *scope, previous []*v1alpha1.Endpoint, out p
 		log.Info("withdrew an owner whose lease expired", "owner", o, "holder", v.Holder, "unchangedFor", v.Age.Round(time.Second), "zone", s.zone.DNSName)
 		ownersWithdrawn.WithLabelValues(s.zone.DNSName).Inc()
 		r.Recorder.Eventf(rec, nil, corev1.EventTypeNormal, v1alpha1.ReasonOwnerWithdrawn, "Publish",
-			"withdrew owner %s of cluster %s from the names it shared with this record: its lease in zone %s had not changed for %v (duration %v)",
-			o, v.Holder, s.zone.DNSName, v.Age.Round(time.Second), v.Duration)
+			"withdrew owner %s (lease %s) from the names it shared with this record: its lease in zone %s had not changed for %v (duration %v)",
+			o, lease.Key(v.Holder), s.zone.DNSName, v.Age.Round(time.Second), v.Duration)
 	}
 	republished := out.Wrote && republishes(rec.Status.OwnerID, previous, out)
 	if republished {
@@ -128,7 +129,9 @@ func (r *Reconciler) reportLeases(s *scope, previous []*v1alpha1.Endpoint, out p
 		if v.Expired {
 			state = fmt.Sprintf("expired, unchanged for %v", v.Age.Round(time.Second))
 		}
-		others = append(others, fmt.Sprintf("%s (cluster %s) %s", o, v.Holder, state))
+		// The lease's key (the hash of the cluster ID) names it, as claims do: status messages carry
+		// no UUIDs, which read as request IDs.
+		others = append(others, fmt.Sprintf("%s (lease %s) %s", o, lease.Key(v.Holder), state))
 	}
 	sort.Strings(others)
 	tail := ""

@@ -47,10 +47,10 @@ func TestReportLeases(t *testing.T) {
 	}{
 		{name: "alone", out: publish.Outcome{}, want: ""},
 		{name: "sharing", out: publish.Outcome{Renewal: renewed, Leases: map[string]lease.Verdict{"them": live}},
-			want: "True LeaseRenewed: this cluster's lease in zone example.com renewed", contains: "them (cluster cluster-2) unchanged for 12s of 1m15s"},
+			want: "True LeaseRenewed: this cluster's lease in zone example.com renewed", contains: "them (lease " + lease.Key("cluster-2") + ") unchanged for 12s of 1m15s"},
 		{name: "withdrew", out: publish.Outcome{Renewal: renewed, Wrote: true, Leases: map[string]lease.Verdict{"them": dead},
 			Withdrawn: []string{"them"}, Written: &batch.Changes{Delete: []*v1alpha1.Endpoint{theirTXT}}},
-			want: "True LeaseRenewed: this cluster's lease", contains: "them (cluster cluster-2) expired, unchanged for 1m30s", event: "Normal OwnerWithdrawn"},
+			want: "True LeaseRenewed: this cluster's lease", contains: "them (lease " + lease.Key("cluster-2") + ") expired, unchanged for 1m30s", event: "Normal OwnerWithdrawn"},
 		{name: "renewal fails", out: publish.Outcome{Renewal: publish.Renewal{Needed: true, Err: errors.New("AccessDenied")}},
 			want: "False LeaseNotRenewed: this cluster's lease in zone example.com cannot be renewed: AccessDenied"},
 		{name: "published again", previous: []*v1alpha1.Endpoint{owned},

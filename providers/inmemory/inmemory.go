@@ -73,6 +73,9 @@ type Store struct {
 type zone struct {
 	name    string
 	records []*v1alpha1.Endpoint
+	// applied lists the names each batch applied to the zone changed, for tests that tell one kind
+	// of write from another.
+	applied [][]string
 }
 
 // NewStore returns a store with no zones and no batch limit.
@@ -120,6 +123,17 @@ func (s *Store) Snapshot(zoneID string) ([]*v1alpha1.Endpoint, error) {
 		return nil, err
 	}
 	return copyEndpoints(z.records), nil
+}
+
+// Applied returns, for every batch applied to the zone, the names it changed, in order.
+func (s *Store) Applied(zoneID string) ([][]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	z, err := s.zone(zoneID)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(z.applied), nil
 }
 
 // Calls returns the operations made by every provider of this store, over all zones.
@@ -263,6 +277,11 @@ func (p *Provider) Apply(_ context.Context, zone providers.Zone, _ providers.Sta
 		return err
 	}
 	z.records = records
+	var names []string
+	for _, ep := range slices.Concat(changes.Create, changes.UpdateNew, changes.Delete) {
+		names = append(names, ep.DNSName)
+	}
+	z.applied = append(z.applied, names)
 	return nil
 }
 

@@ -167,7 +167,10 @@ func deadClusterLeaves(t *testing.T, bin string, cloud leaseCloud) {
 
 	procs[0].kill(t)
 	killed := time.Now()
-	bound := leaseDuration + lease.DefaultTolerance + 2*leaseEvery
+	// The lease and its tolerance, counted from the last renewal before the kill (up to one period
+	// earlier), one re-check (a read per period), and the survivor's pass (a replan, a gather of up to
+	// a second, a plan and a write) on two loaded cores.
+	bound := leaseDuration + lease.DefaultTolerance + 2*leaseEvery + 5*time.Second
 	var gone time.Duration
 	eventually(t, 3*bound, func() string {
 		a, _, _ := reader.state(t)

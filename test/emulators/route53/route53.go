@@ -92,19 +92,21 @@ type Faults struct {
 type Server struct {
 	opts Options
 
-	mu        sync.Mutex
-	zones     map[string]*zone // by ID
-	order     []string         // zone IDs in creation order
-	changes   map[string]time.Time
-	nextID    int
-	calls     map[string]int
-	faults    Faults
-	rng       *rand.Rand
-	burst     int // throttle the next burst requests
-	drops     int // drop the answers of the next drops requests
-	injected  map[string]int
-	byKey     map[string]map[string]int // calls per access key, per operation
-	holds     map[string]*Hold          // by access key
+	mu       sync.Mutex
+	zones    map[string]*zone // by ID
+	order    []string         // zone IDs in creation order
+	changes  map[string]time.Time
+	nextID   int
+	calls    map[string]int
+	faults   Faults
+	rng      *rand.Rand
+	burst    int // throttle the next burst requests
+	drops    int // drop the answers of the next drops requests
+	injected map[string]int
+	byKey    map[string]map[string]int // calls per access key, per operation
+	// changedBy lists, per access key, the record set names of each change that applied.
+	changedBy map[string][][]string
+	holds     map[string]*Hold // by access key
 	tokens    float64
 	lastToken time.Time
 	now       func() time.Time
@@ -142,16 +144,17 @@ func New(opts Options) *Server {
 		opts.InsyncAfter = 100 * time.Millisecond
 	}
 	s := &Server{
-		opts:     opts,
-		zones:    map[string]*zone{},
-		changes:  map[string]time.Time{},
-		calls:    map[string]int{},
-		injected: map[string]int{},
-		byKey:    map[string]map[string]int{},
-		holds:    map[string]*Hold{},
-		rng:      rand.New(rand.NewPCG(0, 0)),
-		tokens:   float64(opts.Burst),
-		now:      time.Now,
+		opts:      opts,
+		zones:     map[string]*zone{},
+		changes:   map[string]time.Time{},
+		calls:     map[string]int{},
+		injected:  map[string]int{},
+		byKey:     map[string]map[string]int{},
+		changedBy: map[string][][]string{},
+		holds:     map[string]*Hold{},
+		rng:       rand.New(rand.NewPCG(0, 0)),
+		tokens:    float64(opts.Burst),
+		now:       time.Now,
 	}
 	s.lastToken = s.now()
 	for _, name := range opts.Zones {
@@ -222,6 +225,14 @@ func (s *Server) CallsBy(accessKey string) map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return maps.Clone(s.byKey[accessKey])
+}
+
+// ChangedBy returns, for each change signed with accessKey that applied, the names of the record
+// sets it changed (as sent): a test tells the writes it expects (a lease renewal) from the others.
+func (s *Server) ChangedBy(accessKey string) [][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.changedBy[accessKey])
 }
 
 // Hold holds a client's requests after one of its changes, so a test can put another client's write
@@ -626,6 +637,12 @@ func (s *Server) change(r *http.Request, zoneID string) (any, *apiError) {
 		return nil, refused
 	}
 	z.sets = next
+	names := make([]string, len(req.Changes))
+	for i, c := range req.Changes {
+		names[i] = c.RecordSet.Name
+	}
+	key := accessKeyOf(r)
+	s.changedBy[key] = append(s.changedBy[key], names)
 	s.nextID++
 	id := fmt.Sprintf("C%011dEMU", s.nextID)
 	s.changes[id] = s.now()

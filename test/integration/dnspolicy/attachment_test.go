@@ -220,12 +220,12 @@ func TestListenerPolicyWins(t *testing.T) {
 	cl.secret(t, zone)
 	cl.gateway(t, "gw", []string{"10.1.0.1"}, listener{"api", "api." + zone}, listener{"web", "web." + zone})
 	cl.create(t, cl.newPolicy("gateway", "gw", ""))
-	cl.policyIs(t, "gateway", dnspolicy.ConditionEnforced, "True")
+	cl.policyIs(t, "gateway", dnspolicy.ConditionEnforced, "True Enforced: DNSPolicy has been successfully enforced")
 
 	lb := cl.newPolicy("listener", "gw", "api")
 	lb.Spec.LoadBalancing = &dnsv1.LoadBalancingSpec{Geo: "IE", Weight: 100}
 	cl.create(t, lb)
-	lb = cl.policyIs(t, "listener", dnspolicy.ConditionEnforced, "True")
+	lb = cl.policyIs(t, "listener", dnspolicy.ConditionEnforced, "True Enforced: DNSPolicy has been successfully enforced")
 	gwPolicy := cl.getPolicy(t, "gateway")
 
 	eventually(t, 20*time.Second, func() string {
@@ -273,7 +273,7 @@ func TestListenerPolicyWins(t *testing.T) {
 	if holes, states := watch(); len(holes) > 0 || states < 2 {
 		t.Errorf("api.%s while the record changed hands: %d zone states seen, holes:\n%s", zone, states, strings.Join(holes, "\n"))
 	}
-	cl.policyIs(t, "gateway", dnspolicy.ConditionEnforced, "True")
+	cl.policyIs(t, "gateway", dnspolicy.ConditionEnforced, "True Enforced: DNSPolicy has been successfully enforced")
 }
 
 // Two policies on one Gateway: the oldest is accepted, the other Conflicted naming it; when the
@@ -286,7 +286,7 @@ func TestConflictOldestWins(t *testing.T) {
 	cl.secret(t, zone)
 	cl.gateway(t, "gw", []string{"10.2.0.1"}, listener{"api", "api." + zone})
 	cl.create(t, cl.newPolicy("first", "gw", ""))
-	first := cl.policyIs(t, "first", dnspolicy.ConditionEnforced, "True")
+	first := cl.policyIs(t, "first", dnspolicy.ConditionEnforced, "True Enforced: DNSPolicy has been successfully enforced")
 	// creationTimestamp has a resolution of one second.
 	time.Sleep(1100 * time.Millisecond)
 	second := cl.newPolicy("second", "gw", "")
@@ -309,7 +309,7 @@ func TestConflictOldestWins(t *testing.T) {
 	})
 
 	cl.delete(t, first)
-	cl.policyIs(t, "second", dnspolicy.ConditionEnforced, "True")
+	cl.policyIs(t, "second", dnspolicy.ConditionEnforced, "True Enforced: DNSPolicy has been successfully enforced")
 	eventually(t, 20*time.Second, func() string {
 		r := cl.record(t, "gw-api")
 		if r == nil || r.UID != rec.UID {

@@ -134,7 +134,7 @@ func TestBadInput(t *testing.T) {
 		StringData: map[string]string{v1alpha1.InMemInitZonesKey: zone},
 	}
 	cl.create(t, s)
-	cl.policyIs(t, "no-secret", dnspolicy.ConditionEnforced, "True Enforced")
+	cl.policyIs(t, "no-secret", dnspolicy.ConditionEnforced, "True Enforced: DNSPolicy has been successfully enforced")
 	eventually(t, 10*time.Second, func() string {
 		return same(records(t, store, zone), []string{"secret.bad.example.com A 60 10.4.0.4"})
 	})
@@ -171,7 +171,7 @@ func TestMissingGatewayAPI(t *testing.T) {
 	cl.policyIs(t, "p", dnspolicy.ConditionAccepted, "False TargetNotFound: DNSPolicy target gw was not found")
 
 	cl.gateway(t, "gw", []string{"10.5.0.1"}, listener{"api", "api." + zone})
-	cl.policyIs(t, "p", dnspolicy.ConditionEnforced, "True Enforced")
+	cl.policyIs(t, "p", dnspolicy.ConditionEnforced, "True Enforced: DNSPolicy has been successfully enforced")
 	eventually(t, 10*time.Second, func() string {
 		return same(records(t, store, zone), []string{"api.late.example.com A 60 10.5.0.1"})
 	})
@@ -189,7 +189,7 @@ func TestInvalidEditKeepsRecords(t *testing.T) {
 	p := cl.newPolicy("p", "gw", "")
 	p.Spec.LoadBalancing = &dnsv1.LoadBalancingSpec{Geo: "IE", Weight: 10}
 	cl.create(t, p)
-	cl.policyIs(t, "p", dnspolicy.ConditionEnforced, "True Enforced")
+	cl.policyIs(t, "p", dnspolicy.ConditionEnforced, "True Enforced: DNSPolicy has been successfully enforced")
 	eventually(t, 20*time.Second, func() string {
 		if got := records(t, store, zone); len(got) != 4 {
 			return fmt.Sprintf("zone holds %v, want the 4 record sets of one cluster's tree", got)

@@ -91,12 +91,12 @@ func TestTwoClustersShareTheTree(t *testing.T) {
 
 	eventually(t, 30*time.Second, func() string { return same(records(t, store, zone), union) })
 	for _, s := range sides {
-		s.cl.policyIs(t, "lb", dnspolicy.ConditionEnforced, "True Enforced")
+		s.cl.policyIs(t, "lb", dnspolicy.ConditionEnforced, "True Enforced: DNSPolicy has been successfully enforced")
 	}
 
 	sides[0].cl.delete(t, sides[0].cl.getPolicy(t, "lb"))
 	eventually(t, 20*time.Second, func() string { return same(records(t, store, zone), sides[1].tree) })
-	if p := sides[1].cl.policyIs(t, "lb", dnspolicy.ConditionEnforced, "True Enforced"); p.Status.TotalRecords != 1 {
+	if p := sides[1].cl.policyIs(t, "lb", dnspolicy.ConditionEnforced, "True Enforced: DNSPolicy has been successfully enforced"); p.Status.TotalRecords != 1 {
 		t.Errorf("remaining policy: totalRecords %d", p.Status.TotalRecords)
 	}
 	// The zone is clean before the record goes: its finalizer is removed after the withdrawal.

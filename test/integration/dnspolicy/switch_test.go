@@ -123,7 +123,7 @@ func TestSwitchStrategyKeepsResolving(t *testing.T) {
 			}
 			return ""
 		})
-		p := cl.policyIs(t, "p", dnspolicy.ConditionEnforced, "True Enforced")
+		p := cl.policyIs(t, "p", dnspolicy.ConditionEnforced, "True Enforced: DNSPolicy has been successfully enforced")
 		// One batch: the old type's deletion and the new type's creation at the hostname together.
 		if n := store.ZoneCalls(inmemory.ZoneID(zone)).Apply - batches; n != 1 {
 			t.Errorf("%s took %d batches, want 1", step.name, n)

@@ -173,7 +173,7 @@ func TestConflictsEnd(t *testing.T) {
 			expectEvent(t, cls[1], v1alpha1.ReasonConflicted)
 
 			// Quiet: over at least ten further passes of each record, nobody writes.
-			writes := store.ZoneCalls(inmemory.ZoneID(z)).Apply
+			writes := recordBatches(t, store, z)
 			p0, p1 := passes(cls[0], "web"), passes(cls[1], "web")
 			eventually(t, 30*time.Second, func() string {
 				if d0, d1 := passes(cls[0], "web")-p0, passes(cls[1], "web")-p1; d0 < 10 || d1 < 10 {
@@ -181,7 +181,7 @@ func TestConflictsEnd(t *testing.T) {
 				}
 				return ""
 			})
-			if after := store.ZoneCalls(inmemory.ZoneID(z)).Apply; after != writes {
+			if after := recordBatches(t, store, z); after != writes {
 				t.Errorf("owners kept writing after converging: %d batches before, %d after:\n%s", writes, after, strings.Join(zone(t, store, z), "\n"))
 			}
 
