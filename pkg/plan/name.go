@@ -89,11 +89,15 @@ func (p *planner) planName(name string) error {
 	party := slices.ContainsFunc(slots, func(s *slot) bool {
 		return s.txt != nil && s.taken == nil || s.record != nil && s.record.Claim(p.owner) != nil
 	})
-	for _, s := range slots {
-		var v *value
+	values := make([]*value, len(slots))
+	for i, s := range slots {
 		if s.candidate() && s.cname() == cname {
-			v = p.value(s)
+			values[i] = p.value(s)
 		}
+	}
+	shareSetTTL(slots, values)
+	for i, s := range slots {
+		v := values[i]
 		if party {
 			p.recordChange(s, v)
 		} else {
@@ -251,6 +255,34 @@ type value struct {
 	winner string
 	// multi: the targets are the union of the claimants', so no claimant's targets conflict.
 	multi bool
+	// ttlWinner, when set, is the owner whose TTL the record's set group takes (shareSetTTL).
+	ttlWinner string
+}
+
+// shareSetTTL gives our members of a group of sets (one name and type, several set identifiers:
+// weighted or geo routing) the TTL of the lowest claimant of any member. Route 53 refuses weighted
+// members of one name and type with different TTLs, and Cloud DNS holds one TTL per name and type,
+// so owners wanting different TTLs for their members of one group is a TTL conflict like any other.
+// Only our own members change: every owner reads the same claims and moves its own.
+func shareSetTTL(slots []*slot, values []*value) {
+	winner := map[string]claimant{} // record type -> the group's lowest claimant with a wish
+	for i, s := range slots {
+		if values[i] == nil || s.key.SetIdentifier == "" {
+			continue
+		}
+		if w, ok := winner[s.key.RecordType]; !ok || s.eligible[0].owner < w.owner {
+			winner[s.key.RecordType] = s.eligible[0]
+		}
+	}
+	for i, s := range slots {
+		v := values[i]
+		if v == nil || s.key.SetIdentifier == "" || s.ours == nil {
+			continue
+		}
+		if w := winner[s.key.RecordType]; v.record.RecordTTL != w.wish.RecordTTL {
+			v.record.RecordTTL, v.ttlWinner = w.wish.RecordTTL, w.owner
+		}
+	}
 }
 
 func (p *planner) value(s *slot) *value {
@@ -454,7 +486,11 @@ func (p *planner) report(s *slot, v *value, kindWinner, publishedTypes string) {
 			conflict(FieldTargets, formatTargets(ours.Targets), formatTargets(v.record.Targets), v.winner)
 		}
 		if v.record.RecordTTL != ours.RecordTTL {
-			conflict(FieldTTL, formatTTL(ours.RecordTTL), formatTTL(v.record.RecordTTL), v.winner)
+			winner := v.winner
+			if v.ttlWinner != "" {
+				winner = v.ttlWinner
+			}
+			conflict(FieldTTL, formatTTL(ours.RecordTTL), formatTTL(v.record.RecordTTL), winner)
 		}
 		if !sameProviderSpecific(v.record.ProviderSpecific, ours.ProviderSpecific) {
 			conflict(FieldProviderSpecific, formatProviderSpecific(ours.ProviderSpecific), formatProviderSpecific(v.record.ProviderSpecific), v.winner)

@@ -637,3 +637,36 @@ func TestNoPartyNoChange(t *testing.T) {
 		t.Fatalf("conflicts %+v", res.Conflicts)
 	}
 }
+
+// Members of one weighted group (one name and type, a set identifier each) share one TTL, as Route
+// 53 requires and Cloud DNS holds it: the lowest claimant's. Each owner moves only its own member; the
+// other's TTL is a conflict; once the winner leaves, the next owner's TTL is the group's.
+func TestWeightedMembersShareOneTTL(t *testing.T) {
+	z := newZone()
+	a, b := &owner{id: "a"}, &owner{id: "b"}
+	member := func(id string, ttl v1alpha1.TTL, target string) []*v1alpha1.Endpoint {
+		return eps(rec("ie.klb.app.example.com", "CNAME", ttl, target).WithSetIdentifier(id).WithProviderSpecific("weight", "120"))
+	}
+	step(t, z, a, member("leaf-a", 30, "leaf-a.klb.app.example.com"))
+	res := step(t, z, b, member("leaf-b", 60, "leaf-b.klb.app.example.com"))
+	if len(res.Conflicts) != 1 || res.Conflicts[0].Field != FieldTTL || res.Conflicts[0].WinnerOwner != "a" || res.Conflicts[0].Published != "30" {
+		t.Fatalf("b's member of a's group: conflicts %+v, want one recordTTL conflict won by a at 30", res.Conflicts)
+	}
+	ttls := func() map[string]v1alpha1.TTL {
+		out := map[string]v1alpha1.TTL{}
+		for _, e := range z.endpoints() {
+			if e.RecordType == "CNAME" {
+				out[e.SetIdentifier] = e.RecordTTL
+			}
+		}
+		return out
+	}
+	if got := ttls(); got["leaf-a"] != 30 || got["leaf-b"] != 30 {
+		t.Fatalf("the group's TTLs: %v, want 30 for both", got)
+	}
+	step(t, z, a, nil) // the winner leaves
+	res = step(t, z, b, member("leaf-b", 60, "leaf-b.klb.app.example.com"))
+	if got := ttls(); len(res.Conflicts) != 0 || got["leaf-b"] != 60 || len(got) != 1 {
+		t.Fatalf("after the winner left: %v, conflicts %+v", got, res.Conflicts)
+	}
+}
