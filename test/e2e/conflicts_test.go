@@ -35,6 +35,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/route53"
 	route53emu "github.com/dnspolicy/dnspolicy-controller/test/emulators/route53"
@@ -58,9 +59,10 @@ const (
 	// toldWithin bounds how long after the winner's write the loser may learn it lost: the pass that
 	// follows the write, not the re-check that comes MinRecheck (30 s, less 10% jitter) later.
 	toldWithin = 10 * time.Second
-	// quietWindow is how long nobody may write once a conflict settled; it holds each record's first
-	// re-check (MinRecheck after its last write).
-	quietWindow = 60 * time.Second
+	// quietWindow is how long nobody may write once a conflict settled; it holds a re-check of each
+	// record: MinRecheck (30 s) after the last write of the side that named its lease last, and for
+	// the other side the re-check after its first quiet one (60 s, plus 10% jitter, after it).
+	quietWindow = 75 * time.Second
 )
 
 // Acceptance 8 of issue 10: two controllers, each a separate process with its own control plane,
@@ -494,6 +496,37 @@ func (c *conflictCase) waitPublished(t *testing.T, timeout time.Duration) time.T
 func (c *conflictCase) settled(t *testing.T) {
 	t.Helper()
 	c.waitPublished(t, 20*time.Second)
+	// Sharing names with another cluster, each owner's claims there name its cluster's lease: the
+	// side that wrote first adds it at its next re-check (MinRecheck, 30 s less 10% jitter, after its
+	// write), one write of its claims, the last before the quiet window (zone-sharing.md#owner-leases).
+	eventually(t, 45*time.Second, func() string {
+		zone, err := c.readZone()
+		if err != nil {
+			return err.Error()
+		}
+		// By name, as the engine decides it: an A of one owner beside the other's CNAME claim shares.
+		owners, claims := map[string]map[string]bool{}, map[string][]*registry.Claim{}
+		for _, r := range registry.Read(zone).Records() {
+			for _, cl := range r.Claims {
+				if owners[r.Key.DNSName] == nil {
+					owners[r.Key.DNSName] = map[string]bool{}
+				}
+				owners[r.Key.DNSName][cl.Owner] = true
+				claims[r.Key.DNSName] = append(claims[r.Key.DNSName], cl)
+			}
+		}
+		for name, at := range owners {
+			if !at[c.owners[0]] || !at[c.owners[1]] {
+				continue
+			}
+			for _, cl := range claims[name] {
+				if cl.Lease() == "" {
+					return fmt.Sprintf("%s: %s's claim of %s %s names no lease yet", c.slug(), cl.Owner, cl.Record.RecordType, name)
+				}
+			}
+		}
+		return ""
+	})
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		msg := c.statusProblems(t)
