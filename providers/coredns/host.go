@@ -12,7 +12,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/geo"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/zone"
+	zonechoice "github.com/dnspolicy/dnspolicy-controller/pkg/zone"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/endpoint"
 )
@@ -28,7 +28,7 @@ func (p *Provider) HostProvider() providers.Provider { return p.host }
 // dropped, as Kuadrant hashes it), in the most specific zone of the Secret's ZONES that holds it.
 func (p *Provider) HostZone(rootHost string) (providers.HostZone, error) {
 	root := strings.TrimPrefix(v1alpha1.NormalizeName(rootHost), v1alpha1.WildcardPrefix)
-	z, err := zone.Choose(rootHost, p.zoneList(), true, "")
+	z, err := zonechoice.Choose(rootHost, p.zoneList(), true, "")
 	if err != nil {
 		return providers.HostZone{}, providers.NewError(providers.Permanent, err)
 	}
