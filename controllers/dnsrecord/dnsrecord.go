@@ -19,6 +19,7 @@ package dnsrecord
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -187,7 +188,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	s := &scope{key: req.NamespacedName, record: rec, before: rec.DeepCopy()}
 	defer func() {
-		if perr := r.patchStatus(ctx, s); perr != nil && err == nil {
+		// A pass that ends in a terminal error is not retried: a status it could not write must
+		// be retried instead.
+		if perr := r.patchStatus(ctx, s); perr != nil && (err == nil || errors.Is(err, reconcile.TerminalError(nil))) {
 			res, err = ctrl.Result{}, perr
 		}
 	}()
@@ -243,6 +246,10 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, err, true
 	}
 	rec.Status = *status
+	// The status patch is a diff from s.before: with the metadata it had before this patch, the
+	// diff would carry the old resourceVersion, and any write since (a DNS server's condition, a
+	// contributor's endpoints) would make the status patch fail.
+	s.before.ObjectMeta = *rec.ObjectMeta.DeepCopy()
 	return ctrl.Result{}, nil, false
 }
 
