@@ -453,6 +453,9 @@ func TestCoreDNSProviderErrors(t *testing.T) {
 				if err := env.Client.Get(ctx, key, auth); err != nil {
 					return err.Error()
 				}
+				if meta.FindStatusCondition(auth.Status.Conditions, "Served") == nil {
+					return "the DNS server has not yet said what it serves of the authoritative record"
+				}
 				return readyIs(auth, metav1.ConditionFalse, v1alpha1.ReasonProviderError, failed)
 			})
 			pinContributor(t, rec, host, "test-owner")
