@@ -53,9 +53,9 @@ func (w *ObjectWrites) note(obj client.Object, before string, deleted bool) {
 
 // Await returns once reader shows every noted write, and forgets them; newObject makes an empty
 // object of the written kind to read into. A write counts as shown once the object is found (a
-// creation), no longer holds the version it was written over (an update), or is gone or replaced
-// by another object of its name (a deletion). It polls, since a cache has no notice to wait on,
-// until ctx ends.
+// creation), no longer holds the version it was written over (an update), or is gone, replaced by
+// another object of its name or marked for deletion (a deletion). It polls, since a cache has no
+// notice to wait on, until ctx ends.
 func (w *ObjectWrites) Await(ctx context.Context, reader client.Reader, newObject func() client.Object) error {
 	if w == nil {
 		return nil
@@ -74,7 +74,8 @@ func (w *ObjectWrites) Await(ctx context.Context, reader client.Reader, newObjec
 			case err != nil:
 				return false, err
 			case wr.deleted:
-				return obj.GetUID() != wr.uid, nil
+				// An object held by a finalizer is on its way out: readers skip it.
+				return obj.GetUID() != wr.uid || obj.GetDeletionTimestamp() != nil, nil
 			default:
 				return obj.GetResourceVersion() != wr.before || obj.GetUID() != wr.uid, nil
 			}

@@ -14,10 +14,15 @@ const (
 	// are the leases of the other clusters' owners at its names? Set only where the record shares a
 	// name with another cluster's owner (package lease); absent otherwise, as Kuadrant's status.
 	ConditionTypeLeases = "Leases"
+	// ConditionTypeProviderAccepted: can the backend that serves the record's zone serve every
+	// endpoint the record publishes? Set only on records written into an authoritative record
+	// (coredns): Kuadrant reports what the DNS server cannot route on the authoritative record's
+	// Ready condition and leaves the record Ready, so this says it where the record's owner looks.
+	ConditionTypeProviderAccepted = "ProviderAccepted"
 )
 
 // ConditionOrder is the order of a DNSRecord's conditions.
-var ConditionOrder = []string{ConditionTypeReady, ConditionTypeConflicted, ConditionTypeHealthy, ConditionTypeLeases}
+var ConditionOrder = []string{ConditionTypeReady, ConditionTypeConflicted, ConditionTypeHealthy, ConditionTypeLeases, ConditionTypeProviderAccepted}
 
 // Reasons of the DNSRecord conditions: every reason the record controller writes is here, and each
 // has an entry in docs/troubleshooting.md. Kuadrant's tooling reads the first group, with the
@@ -54,8 +59,9 @@ const (
 	// ReasonUnsupportedProvider: the Secret's type has no backend in this controller (unknown, or not
 	// enabled by --providers), or the backend refused the Secret.
 	ReasonUnsupportedProvider = "UnsupportedProvider"
-	// ReasonAuthoritative: an authoritative record, a zone the embedded DNS server serves.
-	ReasonAuthoritative = "Authoritative"
+	// ReasonAccepted: ProviderAccepted=True, the backend serving the zone can serve every endpoint
+	// of the record. (ProviderAccepted=False has reason ValidationError.)
+	ReasonAccepted = "Accepted"
 	// ReasonOrphaned is the reason of the Warning event of a deleted record released without its
 	// contributions withdrawn from the zone.
 	ReasonOrphaned = "Orphaned"
@@ -84,7 +90,8 @@ const (
 	MessageNotHealthy         = "Not healthy addresses: %s"
 	MessageProbesCreating     = "Probes are creating"
 
-	MessageAuthoritative = "Authoritative record: served by the embedded DNS server, not published to a provider"
-	MessageNoConflict    = "Every value this owner wants is published"
-	MessageConflicted    = "Another owner's value is published: %s"
+	MessageAccepted    = "The DNS provider serving the zone accepts every endpoint of the record"
+	MessageNotAccepted = "The DNS provider serving the zone cannot serve every endpoint of the record (authoritative record %s reports it): %s"
+	MessageNoConflict  = "Every value this owner wants is published"
+	MessageConflicted  = "Another owner's value is published: %s"
 )

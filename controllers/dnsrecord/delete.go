@@ -66,8 +66,21 @@ func (r *Reconciler) connectForDeletion(ctx context.Context, s *scope) (ctrl.Res
 		return ctrl.Result{}, err, true
 	}
 
+	s.provider = s.backend.Provider
 	if s.backend.Records != nil {
 		return ctrl.Result{}, nil, false // it serves the whole record: no zone
+	}
+	if s.backend.Hosts != nil {
+		// The zone follows from the root host, whatever the status says: a record published by an
+		// earlier version of this controller has the coredns zone there.
+		hz, err := s.backend.Hosts.HostZone(rec.Spec.RootHost)
+		if err != nil {
+			// The Secret no longer lists a zone holding the host: its authoritative record is no
+			// longer served from here.
+			return r.releaseOrWait(ctx, s, v1alpha1.ReasonDNSProviderError, fmt.Errorf(v1alpha1.MessageNoZone, zoneProblem(s, err)))
+		}
+		s.provider, s.zone = s.backend.HostProvider, hz.Zone
+		return ctrl.Result{}, nil, false
 	}
 	if rec.Status.ZoneID != "" {
 		s.zone = providers.Zone{ID: rec.Status.ZoneID, DNSName: rec.Status.ZoneDomainName}
@@ -111,7 +124,7 @@ func (r *Reconciler) withdraw(ctx context.Context, s *scope) (ctrl.Result, error
 		res, err := r.removeFinalizer(ctx, s)
 		return res, err, true
 	}
-	out, err := r.Publisher.Publish(ctx, s.backend.Provider, s.backend.Account, s.zone, publish.Request{
+	out, err := r.Publisher.Publish(ctx, s.provider, s.backend.Account, s.zone, publish.Request{
 		OwnerID: ownerID(rec), Previous: rec.Status.Endpoints, Named: statementNames(rec),
 	})
 	if err != nil {

@@ -7,7 +7,10 @@
 //   - a record that exists: validate, connect (Secret, backend, zone), ensure the finalizer, ensure
 //     the probes of its addresses (health.go), publish what passes them;
 //   - a record being deleted: connect, withdraw, release (see delete.go for the bounded release);
-//   - an authoritative record (a zone the embedded DNS server serves): a status only.
+//   - an authoritative record (a zone DNS servers serve, written by the records of a
+//     providers.HostZones backend: coredns): validate, connect, ensure the finalizer, and check
+//     that the backend can serve it (authoritative.go). It is reconciled as Kuadrant reconciles it,
+//     but publishes nothing: it is the zone.
 //
 // Publishing goes through the zone's publish queue (pkg/publish: plan, ownership check, batched
 // apply, validation read). Failures are returned to controller-runtime, whose per-record
@@ -16,6 +19,7 @@ package dnsrecord
 
 import (
 	"context"
+	"errors"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -23,7 +27,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -157,6 +160,12 @@ type scope struct {
 	// Secret that is gone); zone is where.
 	backend *backends.Backend
 	zone    providers.Zone
+	// provider is what the pass writes with: the backend's Provider, or its HostProvider for a
+	// record written into the authoritative record of its root host.
+	provider providers.Provider
+	// labels are the labels the record carries besides the provider label (an authoritative
+	// record's zone label), set with the finalizer.
+	labels map[string]string
 	// probing holds the states of the record's probes when its addresses are probed.
 	probing *probing
 }
@@ -179,15 +188,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	}
 	s := &scope{key: req.NamespacedName, record: rec, before: rec.DeepCopy()}
 	defer func() {
-		if perr := r.patchStatus(ctx, s); perr != nil && err == nil {
+		// A pass that ends in a terminal error is not retried: a status it could not write must
+		// be retried instead.
+		if perr := r.patchStatus(ctx, s); perr != nil && (err == nil || errors.Is(err, reconcile.TerminalError(nil))) {
 			res, err = ctrl.Result{}, perr
 		}
 	}()
 
 	var phases []phase
 	switch {
-	case rec.Labels[v1alpha1.AuthoritativeRecordLabel] == "true":
-		phases = []phase{r.reconcileAuthoritative}
+	case isAuthoritative(rec) && rec.DeletionTimestamp != nil:
+		phases = []phase{r.releaseAuthoritative}
+	case isAuthoritative(rec):
+		phases = []phase{r.validateAuthoritative, r.connect, r.ensureFinalizer, r.checkAuthoritative}
 	case rec.DeletionTimestamp != nil:
 		phases = []phase{r.connectForDeletion, r.withdraw}
 	default:
@@ -201,26 +214,21 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	return ctrl.Result{}, nil
 }
 
-// reconcileAuthoritative gives an authoritative record its status. It is a zone (DESIGN 4b) that DNS
-// servers read from the API server, written by the coredns backend; publishing it would write a zone
-// into a zone. A finalizer it carries (Kuadrant's dns-operator adds the same one) guards nothing here.
-func (r *Reconciler) reconcileAuthoritative(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
-	if s.record.DeletionTimestamp != nil {
-		res, err := r.removeFinalizer(ctx, s)
-		return res, err, true
-	}
-	r.setReady(s, metav1.ConditionTrue, v1alpha1.ReasonAuthoritative, v1alpha1.MessageAuthoritative)
-	return ctrl.Result{}, nil, true
-}
-
 // ensureFinalizer puts the finalizer on before anything is written to the zone, in one patch with
-// the provider label (Kuadrant's tooling selects records by it). It comes after connect: a record
-// that never reached a backend has written nothing, and a finalizer on it would only hold its
-// deletion for OrphanGrace.
+// the provider label (Kuadrant's tooling selects records by it) and the pass's other labels. It
+// comes after connect: a record that never reached a backend has written nothing, and a finalizer
+// on it would only hold its deletion for OrphanGrace.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
 	rec := s.record
-	name := s.backend.Provider.Name()
-	if controllerutil.ContainsFinalizer(rec, v1alpha1.RecordFinalizer) && rec.Labels[v1alpha1.ProviderNameLabel] == name {
+	want := map[string]string{v1alpha1.ProviderNameLabel: s.provider.Name()}
+	for k, v := range s.labels {
+		want[k] = v
+	}
+	missing := !controllerutil.ContainsFinalizer(rec, v1alpha1.RecordFinalizer)
+	for k, v := range want {
+		missing = missing || rec.Labels[k] != v
+	}
+	if !missing {
 		return ctrl.Result{}, nil, false
 	}
 	patch := client.MergeFrom(rec.DeepCopy())
@@ -228,7 +236,9 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 	if rec.Labels == nil {
 		rec.Labels = map[string]string{}
 	}
-	rec.Labels[v1alpha1.ProviderNameLabel] = name
+	for k, v := range want {
+		rec.Labels[k] = v
+	}
 	// The patch response overwrites the whole object, status included; keep what this pass has
 	// worked out so far.
 	status := rec.Status.DeepCopy()
@@ -236,6 +246,10 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 		return ctrl.Result{}, err, true
 	}
 	rec.Status = *status
+	// The status patch is a diff from s.before: with the metadata it had before this patch, the
+	// diff would carry the old resourceVersion, and any write since (a DNS server's condition, a
+	// contributor's endpoints) would make the status patch fail.
+	s.before.ObjectMeta = *rec.ObjectMeta.DeepCopy()
 	return ctrl.Result{}, nil, false
 }
 

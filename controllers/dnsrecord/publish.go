@@ -49,14 +49,35 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error,
 		}
 	}
 	rec.Status.ProviderRef = v1alpha1.ProviderRef{Name: s.backend.Secret.Name}
+	s.provider = s.backend.Provider
+	if isAuthoritative(rec) && s.backend.Hosts == nil {
+		err := providers.Errorf(providers.Permanent, "provider secret %s is of a type that does not serve authoritative records (%s does)",
+			s.backend.Secret, v1alpha1.SecretTypeCoreDNS)
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonUnsupportedProvider, err.Error())
+		return ctrl.Result{}, reconcile.TerminalError(err), true
+	}
 	if s.backend.Records != nil {
 		return ctrl.Result{}, nil, false // it serves the whole record: no zone
+	}
+	if s.backend.Hosts != nil && !isAuthoritative(rec) {
+		// Written into the authoritative record of its root host: that is its zone (DESIGN 4b).
+		hz, err := s.backend.Hosts.HostZone(rec.Spec.RootHost)
+		if err != nil {
+			r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonDNSProviderError, fmt.Sprintf(v1alpha1.MessageNoZone, zoneProblem(s, err)))
+			return ctrl.Result{}, reconcile.TerminalError(err), true
+		}
+		s.provider, s.zone = s.backend.HostProvider, hz.Zone
+		rec.Status.ZoneID, rec.Status.ZoneDomainName = hz.Zone.ID, hz.DomainName
+		return ctrl.Result{}, nil, false
 	}
 	if s.zone, err = r.chooseZone(ctx, s); err != nil {
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonDNSProviderError, fmt.Sprintf(v1alpha1.MessageNoZone, zoneProblem(s, err)))
 		return ctrl.Result{}, err, true
 	}
 	rec.Status.ZoneID, rec.Status.ZoneDomainName = s.zone.ID, s.zone.DNSName
+	if isAuthoritative(rec) {
+		s.labels = s.backend.Hosts.AuthoritativeLabels(s.zone)
+	}
 	return ctrl.Result{}, nil, false
 }
 
@@ -66,7 +87,7 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, error,
 		return r.ensureWhole(ctx, s)
 	}
 	rec := s.record
-	prov := s.backend.Provider
+	prov := s.provider
 	desired, err := prov.AdjustEndpoints(copyEndpoints(rec.Spec.Endpoints))
 	if err != nil {
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonValidationError, err.Error())
@@ -75,6 +96,7 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, error,
 		}
 		return ctrl.Result{}, err, true
 	}
+	r.setProviderAccepted(s, desired)
 	req := publish.Request{OwnerID: rec.Status.OwnerID, Previous: rec.Status.Endpoints, Desired: desired, Named: statementNames(rec),
 		KeepExpired: r.keepExpired(s.backend)}
 	r.replans.remember(rec.Status.OwnerID, s.key)

@@ -37,6 +37,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -137,9 +138,12 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named("dnsserver").
 		// A record's zone label may change; the map function sees the old object too, so the zone
 		// it left is served again without it. Status writes (ours and the record controller's)
-		// change nothing served, so only spec and label changes count.
+		// change nothing served, so only spec and label changes count, and a status write that
+		// dropped the Served condition: the record controller patches the status of authoritative
+		// records whole, and one that read the record before this controller wrote the condition
+		// writes it without.
 		Watches(&v1alpha1.DNSRecord{}, handler.EnqueueRequestsFromMapFunc(zoneOf), builder.WithPredicates(authoritative,
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}))).
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, servedDropped))).
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 4})
 	if !r.OnlyListedZones && !r.NoSecretWatch {
 		// A provider Secret created, changed or deleted can change who is entitled to any zone. The
@@ -148,6 +152,20 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.allZones), builder.OnlyMetadata)
 	}
 	return b.Complete(r)
+}
+
+// servedDropped passes updates that took the Served condition away.
+var servedDropped = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		had := func(obj client.Object) bool {
+			rec, ok := obj.(*v1alpha1.DNSRecord)
+			return ok && meta.FindStatusCondition(rec.Status.Conditions, ConditionServed) != nil
+		}
+		return had(e.ObjectOld) && !had(e.ObjectNew)
+	},
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
 }
 
 func zoneOf(_ context.Context, obj client.Object) []reconcile.Request {
@@ -216,6 +234,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// content they have.
 		if t := lastChange(rec); t.After(changed) {
 			changed = t
+		}
+		if rec.DeletionTimestamp != nil {
+			// Held by a finalizer on its way out: no longer part of the zone.
+			continue
 		}
 		if !entitled[rec.Namespace] {
 			verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonNotEntitled,

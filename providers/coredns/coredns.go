@@ -6,15 +6,19 @@
 // TXTs every contributor published under that root host (DESIGN 4b). That is the shape Kuadrant's
 // dns-operator writes, so either can publish into a zone the other's server reads.
 //
-// The provider contract knows zones and names, not the contributing records, so the root host of a
-// change is worked out from its name: the existing authoritative record that covers it, else the
-// shortest name of the batch that covers it (a loadbalanced tree H, klb.H, eu.klb.H, ... lands in
-// one record rooted at H, as Kuadrant puts it).
+// Records publish as Kuadrant's do (providers.HostZones, host.go): through the endpoint backend, each
+// into the authoritative record of its own root host, which is that record's zone (status.zoneID is
+// its name); the authoritative record is then a record of this backend, labelled coredns and checked
+// for what the server can route. Provider itself reads and writes a coredns zone whole, for tools
+// that work on zones (kubectl dns): the provider contract knows zones and names, not the contributing
+// records, so the root host of a change is worked out from its name: the existing authoritative
+// record that covers it, else the shortest name of the batch that covers it (a loadbalanced tree H,
+// klb.H, eu.klb.H, ... lands in one record rooted at H, as Kuadrant puts it).
 //
 // Each authoritative record is written with the resourceVersion it was read at, so a concurrent
 // writer makes the batch fail as StaleView and the engine re-plans. A batch is atomic per
-// authoritative record; a batch spanning several (rare: a plan covers one DNSRecord's root host) may
-// stop part way, which the engine's re-read and re-plan repairs.
+// authoritative record; a whole-zone batch spanning several may stop part way, which a re-read and
+// re-plan repairs.
 package coredns
 
 import (
@@ -61,6 +65,9 @@ type Provider struct {
 	client    client.Client
 	namespace string
 	zones     []string
+	// secret names the provider Secret: the providerRef of the authoritative records created.
+	secret string
+	host   *hostProvider
 }
 
 var _ providers.Provider = (*Provider)(nil)
@@ -76,7 +83,8 @@ func New(_ context.Context, secret *corev1.Secret, env providers.Env) (providers
 		return nil, fmt.Errorf("provider secret %s/%s: the coredns backend needs a client and a namespace",
 			secret.Namespace, secret.Name)
 	}
-	return &Provider{client: env.Client, namespace: env.Namespace, zones: opts.Zones}, nil
+	return &Provider{client: env.Client, namespace: env.Namespace, zones: opts.Zones, secret: secret.Name,
+		host: &hostProvider{client: env.Client, namespace: env.Namespace, secret: secret.Name, zones: opts.Zones}}, nil
 }
 
 // Name implements providers.Provider.
@@ -90,11 +98,7 @@ func (p *Provider) Capabilities() providers.Capabilities {
 
 // Zones implements providers.Provider: the Secret's ZONES, each its own ID.
 func (p *Provider) Zones(context.Context) ([]providers.Zone, error) {
-	zones := make([]providers.Zone, len(p.zones))
-	for i, z := range p.zones {
-		zones[i] = providers.Zone{ID: z, DNSName: z}
-	}
-	return zones, nil
+	return p.zoneList(), nil
 }
 
 // Records implements providers.Provider: the union of the zone's authoritative records.
@@ -133,6 +137,8 @@ func (p *Provider) Apply(ctx context.Context, zone providers.Zone, state provide
 	batches, created := route(zone.DNSName, records, changes)
 	for _, r := range created {
 		r.Namespace = p.namespace
+		r.Labels[v1alpha1.ProviderNameLabel] = ProviderName
+		r.Spec.ProviderRef = &v1alpha1.ProviderRef{Name: p.secret}
 	}
 	names := make([]string, 0, len(batches))
 	for name := range batches {

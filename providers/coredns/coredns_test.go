@@ -346,8 +346,10 @@ func TestAuthoritativeRecordLifecycle(t *testing.T) {
 		"kuadrant.io/authoritative-record":      "true",
 		"kuadrant.io/authoritative-record-hash": hash.Base36("app.example.com", 8),
 		"kuadrant.io/coredns-zone-name":         "example.com",
+		"kuadrant.io/dns-provider-name":         "coredns",
 	}
-	if fmt.Sprint(app.Labels) != fmt.Sprint(wantLabels) || app.Spec.RootHost != "app.example.com" || len(app.Spec.Endpoints) != len(tree) {
+	if fmt.Sprint(app.Labels) != fmt.Sprint(wantLabels) || app.Spec.RootHost != "app.example.com" || len(app.Spec.Endpoints) != len(tree) ||
+		app.Spec.ProviderRef == nil || app.Spec.ProviderRef.Name != "coredns-provider" {
 		t.Errorf("authoritative record: labels %v root %s %d endpoints; want labels %v, root app.example.com, %d endpoints",
 			app.Labels, app.Spec.RootHost, len(app.Spec.Endpoints), wantLabels, len(tree))
 	}

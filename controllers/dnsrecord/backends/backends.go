@@ -44,6 +44,10 @@ type Backend struct {
 	// Records is the backend itself when it serves whole records (providers.RecordBackend: k8gb):
 	// such a record has no zone, plan or ownership records.
 	Records providers.RecordBackend
+	// Hosts is the backend itself when it gives each root host a zone record of its own
+	// (providers.HostZones: coredns); HostProvider is then its HostProvider, wrapped as Provider is.
+	Hosts        providers.HostZones
+	HostProvider providers.Provider
 
 	uid     types.UID
 	version string
@@ -150,8 +154,14 @@ func (c *Cache) Backend(ctx context.Context, record types.NamespacedName, secret
 		if rb, ok := p.(providers.RecordBackend); ok {
 			b.Records = rb
 		}
+		if hz, ok := p.(providers.HostZones); ok {
+			b.Hosts, b.HostProvider = hz, hz.HostProvider()
+		}
 		if c.Wrap != nil {
 			p = c.Wrap(p)
+			if b.HostProvider != nil {
+				b.HostProvider = c.Wrap(b.HostProvider)
+			}
 		}
 		b.Provider = p
 		e = &entry{backend: b}

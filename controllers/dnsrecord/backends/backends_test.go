@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 )
@@ -199,5 +200,49 @@ func TestCurrentServesOnlyTheBuiltVersion(t *testing.T) {
 	c.SecretChanged("u1", "")
 	if _, ok := c.Current(web, "u1", "1"); ok {
 		t.Error("a deleted Secret's backend must not be served as current")
+	}
+}
+
+// hostZoned is a backend that gives each root host a zone record (providers.HostZones).
+type hostZoned struct {
+	providers.Provider
+	host providers.Provider
+}
+
+func (h hostZoned) HostProvider() providers.Provider                   { return h.host }
+func (hostZoned) HostZone(string) (providers.HostZone, error)          { return providers.HostZone{}, nil }
+func (hostZoned) CheckEndpoints([]*v1alpha1.Endpoint) error            { return nil }
+func (hostZoned) AuthoritativeLabels(providers.Zone) map[string]string { return nil }
+
+type wrapped struct{ providers.Provider }
+
+// A HostZones backend is kept as such, and its host provider wrapped as the backend is (metrics).
+func TestHostZonesBackend(t *testing.T) {
+	store := inmemory.NewStore()
+	inner, err := inmemory.NewConstructor(store)(context.Background(), secret("u1", "1"), providers.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host, err := inmemory.NewConstructor(store)(context.Background(), secret("u1", "1"), providers.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := providers.NewFactory()
+	f.Register(testType, func(context.Context, *corev1.Secret, providers.Env) (providers.Provider, error) {
+		return hostZoned{Provider: inner, host: host}, nil
+	})
+	c := &Cache{Factory: f, Wrap: func(p providers.Provider) providers.Provider { return wrapped{p} }}
+	b, err := c.Backend(context.Background(), web, secret("u1", "1"), providers.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Hosts == nil {
+		t.Fatal("a HostZones backend is not kept as one")
+	}
+	if w, ok := b.HostProvider.(wrapped); !ok || w.Provider != host {
+		t.Errorf("HostProvider = %#v, want the backend's host provider, wrapped", b.HostProvider)
+	}
+	if _, ok := b.Provider.(wrapped); !ok {
+		t.Errorf("Provider = %#v, want it wrapped", b.Provider)
 	}
 }

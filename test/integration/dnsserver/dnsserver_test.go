@@ -196,8 +196,10 @@ func TestReplicasAgreeOnSerial(t *testing.T) {
 }
 
 // The whole path with the record controller: a DNSRecord whose provider Secret is of type
-// kuadrant.io/coredns is published into an authoritative record, which the record controller leaves
-// alone but for its status, and which the server answers; deleting the DNSRecord takes its names out.
+// kuadrant.io/coredns is published, as Kuadrant's dns-operator publishes it, into the authoritative
+// record of its root host, which the record controller reconciles as Kuadrant does (DESIGN 4b) and
+// the server answers; deleting the DNSRecord takes its names out, and the emptied authoritative record
+// goes.
 func TestCoreDNSRecordIsServed(t *testing.T) {
 	ctx := context.Background()
 	ns := newNamespace(t)
@@ -245,18 +247,34 @@ func TestCoreDNSRecordIsServed(t *testing.T) {
 		if err := env.Client.Get(ctx, key, auth); err != nil {
 			return err.Error()
 		}
-		c := meta.FindStatusCondition(auth.Status.Conditions, v1alpha1.ConditionTypeReady)
-		if c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonAuthoritative {
-			return fmt.Sprintf("authoritative record Ready = %+v", c)
-		}
-		return ""
+		return readyIs(auth, metav1.ConditionTrue, v1alpha1.ReasonProviderSuccess, "Provider ensured the dns record")
 	})
-	if len(auth.Finalizers) != 0 || auth.Labels[v1alpha1.CoreDNSZoneNameLabel] != "e.example.com" {
-		t.Errorf("authoritative record: finalizers %v labels %v", auth.Finalizers, auth.Labels)
-	}
+	pinAuthoritative(t, auth, "e.example.com", "coredns", []string{owner})
 	if !slices.ContainsFunc(auth.Spec.Endpoints, func(ep *v1alpha1.Endpoint) bool { return ep.DNSName == txt("app.e.example.com", "cname").DNSName }) {
 		t.Errorf("authoritative record lacks the ownership TXT of its root host: %v", auth.Spec.Endpoints)
 	}
+	// The record itself is published as Kuadrant publishes it: through the endpoint provider into
+	// the authoritative record of its root host, which is its zone.
+	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
+		t.Fatal(err)
+	}
+	if msg := readyIs(rec, metav1.ConditionTrue, v1alpha1.ReasonProviderSuccess, "Provider ensured the dns record"); msg != "" {
+		t.Error(msg)
+	}
+	pinContributor(t, rec, "app.e.example.com", owner)
+	if c := meta.FindStatusCondition(rec.Status.Conditions, v1alpha1.ConditionTypeProviderAccepted); c == nil || c.Status != metav1.ConditionTrue || c.Reason != v1alpha1.ReasonAccepted {
+		t.Errorf("record ProviderAccepted = %+v, want True/Accepted", c)
+	}
+	// The DNS server's Served condition stands beside the record controller's.
+	waitFor(t, 10*time.Second, func() string {
+		if err := env.Client.Get(ctx, key, auth); err != nil {
+			return err.Error()
+		}
+		if c := meta.FindStatusCondition(auth.Status.Conditions, "Served"); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Sprintf("authoritative record Served = %+v", c)
+		}
+		return ""
+	})
 
 	if err := env.Client.Delete(ctx, rec); err != nil {
 		t.Fatal(err)
@@ -275,6 +293,62 @@ func TestCoreDNSRecordIsServed(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// readyIs says how rec's Ready condition differs from status, reason and message ("" when it does
+// not).
+func readyIs(rec *v1alpha1.DNSRecord, status metav1.ConditionStatus, reason, message string) string {
+	c := meta.FindStatusCondition(rec.Status.Conditions, v1alpha1.ConditionTypeReady)
+	if c == nil || c.Status != status || c.Reason != reason || c.Message != message || c.ObservedGeneration != rec.Generation {
+		return fmt.Sprintf("%s/%s Ready = %+v, want %s/%s %q at generation %d", rec.Namespace, rec.Name, c, status, reason, message, rec.Generation)
+	}
+	return ""
+}
+
+// pinAuthoritative checks Kuadrant's model of an authoritative record as its own pass leaves it: the
+// authoritative labels, the provider label, the zone label, its own owner ID (a hash of its UID),
+// the finalizer, the coredns zone as its zone, the Secret as its provider, and the owners claiming
+// its root host.
+func pinAuthoritative(t *testing.T, auth *v1alpha1.DNSRecord, zone, secret string, owners []string) {
+	t.Helper()
+	want := map[string]string{
+		"kuadrant.io/authoritative-record":      "true",
+		"kuadrant.io/authoritative-record-hash": hash.Base36(auth.Spec.RootHost, 8),
+		"kuadrant.io/coredns-zone-name":         zone,
+		"kuadrant.io/dns-provider-name":         "coredns",
+	}
+	if fmt.Sprint(auth.Labels) != fmt.Sprint(want) {
+		t.Errorf("authoritative record labels %v, want %v", auth.Labels, want)
+	}
+	if auth.Spec.OwnerID != "" || auth.Status.OwnerID != hash.Base36(string(auth.UID), 8) {
+		t.Errorf("authoritative record owner ID spec %q status %q, want status = hash8 of its UID %s", auth.Spec.OwnerID, auth.Status.OwnerID, hash.Base36(string(auth.UID), 8))
+	}
+	if !slices.Equal(auth.Finalizers, []string{v1alpha1.RecordFinalizer}) {
+		t.Errorf("authoritative record finalizers %v, want [%s]", auth.Finalizers, v1alpha1.RecordFinalizer)
+	}
+	if auth.Status.ZoneID != zone || auth.Status.ZoneDomainName != zone || auth.Status.ProviderRef.Name != secret ||
+		auth.Spec.ProviderRef == nil || auth.Spec.ProviderRef.Name != secret {
+		t.Errorf("authoritative record zone %q/%q providerRef spec %v status %q; want zone %s and provider %s",
+			auth.Status.ZoneID, auth.Status.ZoneDomainName, auth.Spec.ProviderRef, auth.Status.ProviderRef.Name, zone, secret)
+	}
+	if !slices.Equal(auth.Status.DomainOwners, owners) {
+		t.Errorf("authoritative record domainOwners %v, want %v", auth.Status.DomainOwners, owners)
+	}
+}
+
+// pinContributor checks Kuadrant's model of a record published into an authoritative record: the
+// endpoint provider label, the authoritative record as its zone and its root host as the zone's name.
+func pinContributor(t *testing.T, rec *v1alpha1.DNSRecord, rootHost, owner string) {
+	t.Helper()
+	if got := rec.Labels[v1alpha1.ProviderNameLabel]; got != "endpoint" {
+		t.Errorf("record labelled %s=%q, want endpoint", v1alpha1.ProviderNameLabel, got)
+	}
+	if rec.Status.ZoneID != "authoritative-record-"+hash.Base36(rootHost, 8) || rec.Status.ZoneDomainName != rootHost {
+		t.Errorf("record zone %q/%q, want authoritative-record-%s/%s", rec.Status.ZoneID, rec.Status.ZoneDomainName, hash.Base36(rootHost, 8), rootHost)
+	}
+	if rec.Status.OwnerID != owner || !slices.Contains(rec.Status.DomainOwners, owner) {
+		t.Errorf("record owner %q domainOwners %v, want %s in both", rec.Status.OwnerID, rec.Status.DomainOwners, owner)
+	}
 }
 
 // createSecret creates the kuadrant.io/coredns provider Secret "coredns" for the zones.
@@ -332,5 +406,122 @@ func TestDNSServerFlags(t *testing.T) {
 		if _, err := app.Parse([]string{bad}, func(string) (string, bool) { return "", false }); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
+	}
+}
+
+// Where a coredns zone reports what its server cannot route (an invalid geo code or weight), as
+// Kuadrant reports it and its suite checks: the record is accepted (Ready) and the authoritative
+// record of its root host is not, with Kuadrant's message, and stays so without being rewritten.
+// The record says it too, in its ProviderAccepted condition and a Warning event. A valid value
+// clears both.
+func TestCoreDNSProviderErrors(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	createSecret(t, ns, "g.example.com")
+	startManager(t, coreDNSFactory(t))
+
+	for _, tc := range []struct {
+		name, property, bad, good, want string
+	}{
+		{"geo", v1alpha1.ProviderSpecificGeoCode, "notageocode", "US",
+			"unexpected geo code. Prefix with GEO- for continents or use ISO_3166 Alpha 2 supported code for countries"},
+		{"weight", v1alpha1.ProviderSpecificWeight, "-1", "100", "invalid weight expected a value >= 0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			host := tc.name + ".g.example.com"
+			rec := &v1alpha1.DNSRecord{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: tc.name},
+				Spec: v1alpha1.DNSRecordSpec{
+					RootHost: host, OwnerID: "test-owner", ProviderRef: &v1alpha1.ProviderRef{Name: "coredns"},
+					Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(host, "CNAME", 300, "foo.example.com").
+						WithSetIdentifier("foo.example.com").WithProviderSpecific(tc.property, tc.bad)},
+				},
+			}
+			if err := env.Client.Create(ctx, rec); err != nil {
+				t.Fatal(err)
+			}
+			auth := &v1alpha1.DNSRecord{}
+			key := client.ObjectKey{Namespace: ns, Name: coredns.RecordName(host)}
+			failed := "The DNS provider failed to ensure the record: " + tc.want
+			waitFor(t, 30*time.Second, func() string {
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
+					return err.Error()
+				}
+				if msg := readyIs(rec, metav1.ConditionTrue, v1alpha1.ReasonProviderSuccess, "Provider ensured the dns record"); msg != "" {
+					return msg
+				}
+				if err := env.Client.Get(ctx, key, auth); err != nil {
+					return err.Error()
+				}
+				if meta.FindStatusCondition(auth.Status.Conditions, "Served") == nil {
+					return "the DNS server has not yet said what it serves of the authoritative record"
+				}
+				return readyIs(auth, metav1.ConditionFalse, v1alpha1.ReasonProviderError, failed)
+			})
+			pinContributor(t, rec, host, "test-owner")
+			pinAuthoritative(t, auth, "g.example.com", "coredns", []string{"test-owner"})
+			c := meta.FindStatusCondition(rec.Status.Conditions, v1alpha1.ConditionTypeProviderAccepted)
+			wantMsg := fmt.Sprintf(v1alpha1.MessageNotAccepted, ns+"/"+key.Name, tc.want)
+			if c == nil || c.Status != metav1.ConditionFalse || c.Reason != v1alpha1.ReasonValidationError || c.Message != wantMsg {
+				t.Errorf("record ProviderAccepted = %+v, want False/ValidationError %q", c, wantMsg)
+			}
+			waitFor(t, 10*time.Second, func() string {
+				var events corev1.EventList
+				if err := env.Client.List(ctx, &events, client.InNamespace(ns)); err != nil {
+					return err.Error()
+				}
+				for _, e := range events.Items {
+					if e.InvolvedObject.Name == rec.Name && e.Type == corev1.EventTypeWarning && e.Reason == v1alpha1.ReasonValidationError && strings.Contains(e.Message, tc.want) {
+						return ""
+					}
+				}
+				return "no Warning event ValidationError on the record"
+			})
+
+			// Kuadrant's suite: "is not being updated repeatedly".
+			version := auth.ResourceVersion
+			time.Sleep(3 * time.Second)
+			if err := env.Client.Get(ctx, key, auth); err != nil || auth.ResourceVersion != version {
+				t.Errorf("the failing authoritative record was rewritten: version %s, then %s (%v)", version, auth.ResourceVersion, err)
+			}
+
+			if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
+					return err
+				}
+				rec.Spec.Endpoints[0].ProviderSpecific[0].Value = tc.good
+				return env.Client.Update(ctx, rec)
+			}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 30*time.Second, func() string {
+				if err := env.Client.Get(ctx, key, auth); err != nil {
+					return err.Error()
+				}
+				if msg := readyIs(auth, metav1.ConditionTrue, v1alpha1.ReasonProviderSuccess, "Provider ensured the dns record"); msg != "" {
+					return msg
+				}
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
+					return err.Error()
+				}
+				if c := meta.FindStatusCondition(rec.Status.Conditions, v1alpha1.ConditionTypeProviderAccepted); c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != rec.Generation {
+					return fmt.Sprintf("record ProviderAccepted = %+v", c)
+				}
+				return ""
+			})
+
+			if err := env.Client.Delete(ctx, rec); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, 10*time.Second, func() string {
+				if err := env.Client.Get(ctx, key, &v1alpha1.DNSRecord{}); !apierrors.IsNotFound(err) {
+					return fmt.Sprintf("authoritative record after its last contributor's deletion: %v", err)
+				}
+				if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rec), &v1alpha1.DNSRecord{}); !apierrors.IsNotFound(err) {
+					return fmt.Sprintf("record after deletion: %v", err)
+				}
+				return ""
+			})
+		})
 	}
 }
