@@ -141,6 +141,11 @@ func orZone(host, zoneFlag string) string {
 // zone named by zoneFlag when one is given (its ID or domain, as status.zoneID and zoneDomainName
 // hold them).
 func publishes(rec *v1alpha1.DNSRecord, host, zoneFlag string) bool {
+	if rec.Labels[v1alpha1.AuthoritativeRecordLabel] == "true" {
+		// A coredns zone's (or root host's) authoritative record holds what its contributors
+		// publish; the contributors are the records that publish the host.
+		return false
+	}
 	if zoneFlag != "" && rec.Status.ZoneID != zoneFlag && v1alpha1.NormalizeName(rec.Status.ZoneDomainName) != v1alpha1.NormalizeName(zoneFlag) {
 		return false
 	}
