@@ -225,7 +225,7 @@ func explainRecord(w io.Writer, r *registry.Record, plans map[string]ownerPlan, 
 		if c.Wish != nil {
 			line += " wants " + valueString(c.Wish)
 		} else if c.Legacy {
-			line += " (" + legacyLine(c) + ")"
+			line += " " + legacyLine(c)
 		} else {
 			line += " (Kuadrant-format claim: wish not recorded; taken to be the record as published)"
 		}

@@ -83,7 +83,7 @@ func claimLine(r *registry.Record, cl *registry.Claim) string {
 	case cl.Wish != nil:
 		s += " wants " + valueString(cl.Wish)
 	case cl.Legacy:
-		s += " (" + legacyLine(cl) + ")"
+		s += " " + legacyLine(cl)
 	case r.Endpoint != nil:
 		s += " (Kuadrant-format claim, wish not recorded; the record holds " + valueString(r.Endpoint) + ")"
 	default:

@@ -111,7 +111,7 @@ func legacyPrune(z *registry.Zone) (step, []string, error) {
 			}
 		}
 		if len(missing) > 0 {
-			kept = append(kept, fmt.Sprintf("keeping legacy TXT %s: %s wrote no version-1 claim on %s (not migrated yet)",
+			kept = append(kept, fmt.Sprintf("keeping legacy %s: %s wrote no version-1 claim on %s (not migrated yet)",
 				formatEndpoint(txt), strings.Join(missing, ", "), keyString(claims[0].Record)))
 			continue
 		}
@@ -138,6 +138,6 @@ func legacyPrune(z *registry.Zone) (step, []string, error) {
 
 // legacyLine describes a legacy claim for owners and explain.
 func legacyLine(c *registry.Claim) string {
-	return fmt.Sprintf("legacy claim (Kuadrant's format before version 1, TXT %s; wish not recorded; prune-legacy deletes it once %s writes a version-1 claim)",
+	return fmt.Sprintf("(legacy claim: Kuadrant's format before version 1, TXT %s; wish not recorded; prune-legacy deletes it once %s writes a version-1 claim)",
 		v1alpha1.NormalizeName(c.TXT.DNSName), c.Owner)
 }
