@@ -289,6 +289,13 @@ func TestProbeLifecycle(t *testing.T) {
 	if n := g.count("/healthz"); n != after {
 		t.Errorf("the deleted probe was checked %d more times", n-after)
 	}
+	// Kuadrant's dns_health_probe_counter counts running probes: the deleted one's series is gone.
+	if n := metric("dns_health_probe_counter", map[string]string{"dns_health_check_name": p.Name, "dns_health_check_namespace": ns}); n != 0 {
+		t.Errorf("dns_health_probe_counter of the deleted probe is %v", n)
+	}
+	if n := metric("dns_health_probe_counter", map[string]string{"dns_health_check_name": clock.Name, "dns_health_check_namespace": ns, "dns_health_check_host": "app.example.com"}); n != 1 {
+		t.Errorf("dns_health_probe_counter of the running probe is %v, want 1", n)
+	}
 }
 
 // A steady probe costs no status writes: 30 checks at 100ms, one write.
