@@ -332,10 +332,12 @@ type Claim struct {
 // legacyOwnerSeparator joined the owners of one record in Kuadrant's pre-version-1 TXT values.
 const legacyOwnerSeparator = "&&"
 
-// ParseLegacyTXT reads a TXT of Kuadrant's format before version 1 (Kuadrant's
-// internal/external-dns/registry, before commit 18549be "txt records per hostname and owner":
-// external-dns's TXT registry with prefix "kuadrant-", the record type in the name and wildcard
-// replacement "wildcard"): one claim per owner named, sorted by owner, each with no wish. It reports
+// ParseLegacyTXT reads a TXT of Kuadrant's format before version 1, which its dns-operator wrote
+// from commit 37e342d (March 2024) until 18549be "txt records per hostname and owner" (July 2025):
+// external-dns's TXT registry with prefix "kuadrant-", the record type in the name, wildcard
+// replacement "wildcard", and the record's merged owners in the value (generateTXTRecord in
+// internal/external-dns/registry/txt.go; read back at 57b9db50 by name_mapper_externaldns.go). It
+// returns one claim per owner named, sorted by owner, each with no wish. It reports
 // false for anything else: a version-1 TXT, a value with a version key, disagreeing strings, no
 // owner or an owner ID the format cannot carry.
 func ParseLegacyTXT(txt *v1alpha1.Endpoint) ([]*Claim, bool) {
