@@ -1,6 +1,11 @@
 package clouddns
 
 import (
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
 	"testing"
 
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -43,5 +48,28 @@ func TestRequestsCountAsKuadrantsHTTPClientMetrics(t *testing.T) {
 	}
 	if got := httpRequests(t, "google", "200", "get") - before; got < 1 {
 		t.Errorf("%v requests counted for listing the zones, want at least 1", got)
+	}
+}
+
+// With a service-account key (no emulator), the SDK's authenticating transport is built over ours:
+// the options are accepted together, and nothing is sent before the first call.
+func TestAuthenticatedClientBuildsOverTheInstrumentedTransport(t *testing.T) {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sa, err := json.Marshal(map[string]string{
+		"type": "service_account", "client_email": "dns@p.iam.gserviceaccount.com", "private_key_id": "k1",
+		"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), "token_uri": "http://127.0.0.1:1/token",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewWithOptions(t.Context(), Options{Project: "p", CredentialsJSON: sa}); err != nil {
+		t.Fatalf("NewWithOptions with a service-account key: %v", err)
 	}
 }
