@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,8 +18,6 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
-	"github.com/dnspolicy/dnspolicy-controller/providers"
-	"github.com/dnspolicy/dnspolicy-controller/test/emulators/cloud"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -28,32 +25,8 @@ import (
 // "&&"), on Route 53: the controller takes the legacy owners' records as theirs and joins them;
 // prune-legacy deletes a legacy TXT only once each owner it names wrote a version-1 claim.
 func TestPruneLegacyRoute53(t *testing.T) {
-	ctx := t.Context()
-	c, err := cloud.Start(cloud.AWS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	c.AddZone(zoneName)
-	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "prune-legacy-"}}
-	if err := envs[0].Client.Create(ctx, nsObj); err != nil {
-		t.Fatal(err)
-	}
-	ns := nsObj.Name
-	secret := c.Secret(ns, "provider")
-	if err := envs[0].Client.Create(ctx, secret); err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{cloud: c, ns: ns, kubeconfig: writeKubeconfig(t, ns)}
-	f.provider, err = factory().New(ctx, secret, providers.Env{Client: envs[0].Client, Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	zones, err := f.provider.Zones(ctx)
-	if err != nil || len(zones) != 1 {
-		t.Fatalf("zones %v, %v", zones, err)
-	}
-	f.zone = zones[0]
+	f := newFixture(t, "prune-legacy-")
+	ns := f.ns
 
 	// What the old release left: app.example.com held by this cluster's owner and a Kuadrant
 	// cluster's, and old.example.com by the Kuadrant cluster alone.

@@ -3,34 +3,15 @@ package route53
 import (
 	"testing"
 
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	emulator "github.com/dnspolicy/dnspolicy-controller/test/emulators/route53"
+	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
 // httpRequests reads Kuadrant's http_client_requests_total from the controller's registry.
-func httpRequests(t *testing.T, client, code, method string) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "http_client_requests_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			l := map[string]string{}
-			for _, p := range m.GetLabel() {
-				l[p.GetName()] = p.GetValue()
-			}
-			if l["client"] == client && l["code"] == code && l["method"] == method {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+func httpRequests(client, code, method string) float64 {
+	v, _ := testenv.Metric("http_client_requests_total", map[string]string{"client": client, "code": code, "method": method})
+	return v
 }
 
 // Each request of the SDK counts in Kuadrant's http_client_requests_total under client "aws".
@@ -40,11 +21,11 @@ func TestRequestsCountAsKuadrantsHTTPClientMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	before := httpRequests(t, "aws", "200", "get")
+	before := httpRequests("aws", "200", "get")
 	if _, err := p.Zones(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := httpRequests(t, "aws", "200", "get") - before; got != 2 {
+	if got := httpRequests("aws", "200", "get") - before; got != 2 {
 		t.Errorf("%v requests counted for two pages of ListHostedZones, want 2", got)
 	}
 }

@@ -8,39 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
-
-// series returns the value of the series of a metric family in the controller's registry with
-// exactly these label values, and whether it exists.
-func series(t *testing.T, name string, labels map[string]string) (float64, bool) {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range f.GetMetric() {
-			if len(m.GetLabel()) != len(labels) {
-				continue
-			}
-			for _, l := range m.GetLabel() {
-				if labels[l.GetName()] != l.GetValue() {
-					continue next
-				}
-			}
-			return m.GetGauge().GetValue(), true
-		}
-	}
-	return 0, false
-}
 
 // Kuadrant's dns_provider_record_ready and dns_provider_write_counter follow a record the controller
 // publishes, with Kuadrant's labels, and go with it.
@@ -53,12 +24,12 @@ func TestKuadrantMetrics(t *testing.T) {
 	ready := map[string]string{"dns_record_name": "web", "dns_record_namespace": cl.ns, "dns_record_root_host": "metrics.example.com", "dns_record_is_delegating": "false"}
 	writes := map[string]string{"dns_record_name": "web", "dns_record_namespace": cl.ns}
 	eventually(t, 20*time.Second, func() string {
-		if v, ok := series(t, "dns_provider_record_ready", ready); !ok || v != 1 {
+		if v, ok := testenv.Metric("dns_provider_record_ready", ready); !ok || v != 1 {
 			return fmt.Sprintf("dns_provider_record_ready %v (present %v), want 1", v, ok)
 		}
 		// The write counter is the API server's status.writeCounter.
 		want := float64(cl.get(t, "web").Status.WriteCounter)
-		if v, ok := series(t, "dns_provider_write_counter", writes); !ok || v != want {
+		if v, ok := testenv.Metric("dns_provider_write_counter", writes); !ok || v != want {
 			return fmt.Sprintf("dns_provider_write_counter %v (present %v), want status.writeCounter %s", v, ok, strconv.FormatFloat(want, 'f', -1, 64))
 		}
 		return ""
@@ -68,7 +39,7 @@ func TestKuadrantMetrics(t *testing.T) {
 	cl.ownedBy(t, "nozone", "metrics-owner2", "provider", "metrics.example.org", v1alpha1.NewEndpoint("metrics.example.org", "A", 60, "10.0.0.2"))
 	eventually(t, 20*time.Second, func() string {
 		labels := map[string]string{"dns_record_name": "nozone", "dns_record_namespace": cl.ns, "dns_record_root_host": "metrics.example.org", "dns_record_is_delegating": "false"}
-		if v, ok := series(t, "dns_provider_record_ready", labels); !ok || v != 0 {
+		if v, ok := testenv.Metric("dns_provider_record_ready", labels); !ok || v != 0 {
 			return fmt.Sprintf("dns_provider_record_ready of a record in no zone: %v (present %v), want 0", v, ok)
 		}
 		return ""
@@ -78,8 +49,8 @@ func TestKuadrantMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, 20*time.Second, func() string {
-		_, r := series(t, "dns_provider_record_ready", ready)
-		_, w := series(t, "dns_provider_write_counter", writes)
+		_, r := testenv.Metric("dns_provider_record_ready", ready)
+		_, w := testenv.Metric("dns_provider_write_counter", writes)
 		if r || w {
 			return fmt.Sprintf("series of the deleted record remain: ready %v, write counter %v", r, w)
 		}
