@@ -2,8 +2,10 @@ package providers
 
 import (
 	"context"
+	"net/http"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -14,7 +16,38 @@ var calls = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Help: "Calls to DNS providers by provider, operation (zones, records, apply) and result (success, transient, permanent, stale_view).",
 }, []string{"provider", "operation", "result"})
 
-func init() { metrics.Registry.MustRegister(calls) }
+// Kuadrant's HTTP client metrics (its internal/metrics/http.go), with its names, help and labels:
+// every HTTP request a backend's SDK (client "aws", "google", "azure") or the health prober
+// (client "probe") sends, retries included.
+var (
+	httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "http_client_requests_total",
+		Help: "A counter for requests from the wrapped client.",
+	}, []string{"client", "code", "method"})
+	httpLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "http_client_request_latency_seconds",
+		Help:    "A histogram of request latencies.",
+		Buckets: prometheus.DefBuckets,
+	}, []string{"client", "code", "method"})
+	httpInFlight = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "http_client_in_flight_requests",
+		Help: "A gauge of in-flight requests for the wrapped client.",
+	}, []string{"client"})
+)
+
+func init() { metrics.Registry.MustRegister(calls, httpRequests, httpLatency, httpInFlight) }
+
+// InstrumentTransport wraps rt (nil: http.DefaultTransport) so that each request counts in the
+// http_client_* metrics under client.
+func InstrumentTransport(client string, rt http.RoundTripper) http.RoundTripper {
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	labels := prometheus.Labels{"client": client}
+	return promhttp.InstrumentRoundTripperInFlight(httpInFlight.With(labels),
+		promhttp.InstrumentRoundTripperCounter(httpRequests.MustCurryWith(labels),
+			promhttp.InstrumentRoundTripperDuration(httpLatency.MustCurryWith(labels), rt)))
+}
 
 // Instrument wraps a provider so each call is counted in dnspolicy_provider_calls_total.
 func Instrument(p Provider) Provider { return instrumented{p} }

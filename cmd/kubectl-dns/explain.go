@@ -224,6 +224,8 @@ func explainRecord(w io.Writer, r *registry.Record, plans map[string]ownerPlan, 
 		line := "    " + c.Owner
 		if c.Wish != nil {
 			line += " wants " + valueString(c.Wish)
+		} else if c.Legacy {
+			line += " " + legacyLine(c)
 		} else {
 			line += " (Kuadrant-format claim: wish not recorded; taken to be the record as published)"
 		}

@@ -60,7 +60,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, now func(
 		Short: "Show and repair the DNS zones dnspolicy-controller shares between clusters",
 		Long: `kubectl-dns shows who publishes what in a zone shared by several clusters (owners), this
 cluster's DNSRecords (records), why the zone holds what it holds (explain), and withdraws a dead
-owner by hand (remove-owner). It reaches zones through the provider Secrets the controller uses.`,
+owner by hand (remove-owner), and deletes Kuadrant's legacy ownership TXTs once their owners wrote
+version-1 claims (prune-legacy). It reaches zones through the provider Secrets the controller uses.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -72,7 +73,7 @@ owner by hand (remove-owner). It reaches zones through the provider Secrets the 
 	clientcmd.BindOverrideFlags(c.overrides, flags, clientcmd.RecommendedConfigOverrideFlags(""))
 	c.config = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(c.loading, c.overrides)
 
-	root.AddCommand(c.ownersCommand(), c.recordsCommand(), c.explainCommand(), c.removeOwnerCommand())
+	root.AddCommand(c.ownersCommand(), c.recordsCommand(), c.explainCommand(), c.removeOwnerCommand(), c.pruneLegacyCommand())
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(stderr, "Error:", err)
 		return 1

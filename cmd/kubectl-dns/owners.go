@@ -63,11 +63,11 @@ func printOwners(w io.Writer, t *target, z *registry.Zone, host string, now time
 		fmt.Fprintln(w, "  claims:")
 		for _, n := range names {
 			for _, r := range z.AtName(n) {
-				cl := r.Claim(o)
-				if cl == nil {
-					continue
+				for _, cl := range r.Claims {
+					if cl.Owner == o {
+						fmt.Fprintf(w, "    %s\n", claimLine(r, cl))
+					}
 				}
-				fmt.Fprintf(w, "    %s\n", claimLine(r, cl))
 			}
 			if h := healthAt(z, o, n); h != nil {
 				fmt.Fprintf(w, "    health statement %s %s\n", h.DNSName, strings.Join(h.Targets, " "))
@@ -82,6 +82,8 @@ func claimLine(r *registry.Record, cl *registry.Claim) string {
 	switch {
 	case cl.Wish != nil:
 		s += " wants " + valueString(cl.Wish)
+	case cl.Legacy:
+		s += " " + legacyLine(cl)
 	case r.Endpoint != nil:
 		s += " (Kuadrant-format claim, wish not recorded; the record holds " + valueString(r.Endpoint) + ")"
 	default:

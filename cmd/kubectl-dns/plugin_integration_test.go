@@ -253,32 +253,8 @@ func TestPluginErrors(t *testing.T) {
 func setup(t *testing.T) *fixture {
 	t.Helper()
 	ctx := t.Context()
-	c, err := cloud.Start(cloud.AWS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	c.AddZone(zoneName)
-
-	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kubectl-dns-"}}
-	if err := envs[0].Client.Create(ctx, nsObj); err != nil {
-		t.Fatal(err)
-	}
-	ns := nsObj.Name
-	secret := c.Secret(ns, "provider")
-	if err := envs[0].Client.Create(ctx, secret); err != nil {
-		t.Fatal(err)
-	}
-	f := &fixture{cloud: c, ns: ns, kubeconfig: writeKubeconfig(t, ns)}
-	f.provider, err = factory().New(ctx, secret, providers.Env{Client: envs[0].Client, Namespace: ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	zones, err := f.provider.Zones(ctx)
-	if err != nil || len(zones) != 1 {
-		t.Fatalf("zones %v, %v", zones, err)
-	}
-	f.zone = zones[0]
+	f := newFixture(t, "kubectl-dns-")
+	ns := f.ns
 
 	opts := dnsrecord.DefaultOptions()
 	opts.MinRecheck, opts.MaxRecheck = 300*time.Millisecond, 600*time.Millisecond
@@ -340,6 +316,40 @@ func setup(t *testing.T) *fixture {
 		}
 	}
 	stop()
+	return f
+}
+
+// newFixture starts a Route 53 emulator with zone example.com and a namespace (named from prefix)
+// holding its provider Secret "provider".
+func newFixture(t *testing.T, prefix string) *fixture {
+	t.Helper()
+	ctx := t.Context()
+	c, err := cloud.Start(cloud.AWS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	c.AddZone(zoneName)
+
+	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	if err := envs[0].Client.Create(ctx, nsObj); err != nil {
+		t.Fatal(err)
+	}
+	ns := nsObj.Name
+	secret := c.Secret(ns, "provider")
+	if err := envs[0].Client.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{cloud: c, ns: ns, kubeconfig: writeKubeconfig(t, ns)}
+	f.provider, err = factory().New(ctx, secret, providers.Env{Client: envs[0].Client, Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	zones, err := f.provider.Zones(ctx)
+	if err != nil || len(zones) != 1 {
+		t.Fatalf("zones %v, %v", zones, err)
+	}
+	f.zone = zones[0]
 	return f
 }
 

@@ -13,6 +13,7 @@ import (
 	"context"
 	"crypto/x509"
 	"net"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -33,6 +34,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/prober"
+	"github.com/dnspolicy/dnspolicy-controller/providers"
 )
 
 // The probe controller reads and finalizes probes (the record controller creates and deletes
@@ -98,6 +100,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.prober = prober.New(prober.Options{
 		Workers: r.Options.Workers, Timeout: r.Options.Timeout, RootCAs: r.Options.RootCAs,
 		Resolver: r.Options.Resolver, OnResult: r.onResult,
+		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return providers.InstrumentTransport(probeClient, rt) },
 	})
 	if err := mgr.Add(manager.RunnableFunc(r.prober.Run)); err != nil {
 		return err

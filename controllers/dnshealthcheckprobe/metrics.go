@@ -5,6 +5,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
+// probeClient is the client label of the checks' requests in Kuadrant's http_client_* metrics
+// (providers.InstrumentTransport), as Kuadrant's probe workers label theirs.
+const probeClient = "probe"
+
 var (
 	// probeCounter is Kuadrant's dns_health_probe_counter, with its labels: 1 for every probe the
 	// scheduler runs (Kuadrant counts running probe workers).

@@ -268,11 +268,13 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		// Nothing but the re-check bookkeeping changed: a quiet pass writes nothing. validFor
 		// doubles on every quiet pass, and writing it would cost each record about five status
 		// writes in its first half hour; it is written with the status's next real change.
+		r.reasons.observe(s.key, rec, &s.before.Status, false)
 		return nil
 	}
 	if err := r.Client.Status().Patch(ctx, rec, client.MergeFrom(s.before)); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	r.reasons.observe(s.key, rec, &s.before.Status, true)
 	return nil
 }
 

@@ -1,11 +1,19 @@
 package dnsrecord
 
 import (
+	"encoding/json"
+	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
 )
 
 var (
@@ -38,14 +46,91 @@ var (
 	}, []string{"reason"})
 )
 
+// Kuadrant's dns-operator metrics (its internal/metrics/metrics.go), with its names, help, labels
+// and values, so that dashboards and alerts written for it work unchanged. Kuadrant reports every
+// DNSRecord in its cache at each scrape; here the record controller sets them at the end of each
+// pass, from the status as the API server then holds it, and drops them with the record.
+var (
+	kuadrantWriteCounter = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dns_provider_write_counter",
+		Help: "Counts DNS provider write operations for a current generation of the DNS record",
+	}, []string{"dns_record_name", "dns_record_namespace"})
+	kuadrantRecordReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dns_provider_record_ready",
+		Help: "Reports the ready state of the dns record. 0 - not ready, 1 - ready. It also provides some metadata of the record in question",
+	}, []string{"dns_record_name", "dns_record_namespace", "dns_record_root_host", "dns_record_is_delegating"})
+	kuadrantAuthoritativeSpec = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dns_provider_authoritative_record_spec_info",
+		Help: "Provides intformation aboutauthoritative DNS records, indentiffied by label values.", // sic, Kuadrant's text
+	}, []string{"root_host", "sha", "dns_record_name", "dns_record_namespace"})
+)
+
 func init() {
-	metrics.Registry.MustRegister(reconcileDuration, recordPasses, recordWrites, conflicts, ownersWithdrawn, recordsByReason)
+	metrics.Registry.MustRegister(reconcileDuration, recordPasses, recordWrites, conflicts, ownersWithdrawn, recordsByReason,
+		kuadrantWriteCounter, kuadrantRecordReady, kuadrantAuthoritativeSpec)
 }
 
-// reasons tracks the Ready reason of every record this process reconciles, for recordsByReason.
+// kuadrantSeries are the label values of one record's Kuadrant series whose labels can change.
+type kuadrantSeries struct {
+	ready, spec []string
+}
+
+// observe sets the Kuadrant series of a record at the end of a pass. written says whether the pass
+// wrote the status: the write counter is the API server's copy, which a quiet pass leaves as it was.
+func (r *reasons) observe(key types.NamespacedName, rec *v1alpha1.DNSRecord, before *v1alpha1.DNSRecordStatus, written bool) {
+	counter := before.WriteCounter
+	if written {
+		counter = rec.Status.WriteCounter
+	}
+	kuadrantWriteCounter.WithLabelValues(key.Name, key.Namespace).Set(float64(counter))
+	next := kuadrantSeries{ready: []string{key.Name, key.Namespace, rec.RootHost(), strconv.FormatBool(rec.Spec.Delegate)}}
+	ready := 0.0
+	if c := conditions.Get(rec.Status.Conditions, v1alpha1.ConditionTypeReady); c != nil && c.Status == metav1.ConditionTrue {
+		ready = 1
+	}
+	kuadrantRecordReady.WithLabelValues(next.ready...).Set(ready)
+	if _, ok := rec.Labels[v1alpha1.AuthoritativeRecordLabel]; ok {
+		if sha, err := specHash(rec.Spec); err == nil {
+			next.spec = []string{rec.RootHost(), sha, key.Name, key.Namespace}
+			kuadrantAuthoritativeSpec.WithLabelValues(next.spec...).Set(1)
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.series == nil {
+		r.series = map[types.NamespacedName]kuadrantSeries{}
+	}
+	dropSeries(r.series[key], next)
+	r.series[key] = next
+}
+
+// dropSeries deletes the series of old that next no longer has.
+func dropSeries(old, next kuadrantSeries) {
+	if old.ready != nil && !slices.Equal(old.ready, next.ready) {
+		kuadrantRecordReady.DeleteLabelValues(old.ready...)
+	}
+	if old.spec != nil && !slices.Equal(old.spec, next.spec) {
+		kuadrantAuthoritativeSpec.DeleteLabelValues(old.spec...)
+	}
+}
+
+// specHash is Kuadrant's sha label of an authoritative record: hash6 of the bytes of the spec's
+// JSON, sorted (its hash.GetCanonicalString), so records with equal specs share it across clusters.
+func specHash(spec v1alpha1.DNSRecordSpec) (string, error) {
+	b, err := json.Marshal(spec)
+	if err != nil {
+		return "", err
+	}
+	slices.Sort(b)
+	return hash.Base36(string(b), 6), nil
+}
+
+// reasons tracks the Ready reason of every record this process reconciles, for recordsByReason,
+// and the label values of its Kuadrant series.
 type reasons struct {
-	mu sync.Mutex
-	by map[types.NamespacedName]string
+	mu     sync.Mutex
+	by     map[types.NamespacedName]string
+	series map[types.NamespacedName]kuadrantSeries
 }
 
 func (r *reasons) set(key types.NamespacedName, reason string) {
@@ -64,6 +149,9 @@ func (r *reasons) set(key types.NamespacedName, reason string) {
 		delete(r.by, key)
 		recordWrites.DeleteLabelValues(key.Namespace, key.Name)
 		recordPasses.DeleteLabelValues(key.Namespace, key.Name)
+		kuadrantWriteCounter.DeleteLabelValues(key.Name, key.Namespace)
+		dropSeries(r.series[key], kuadrantSeries{})
+		delete(r.series, key)
 		return
 	}
 	r.by[key] = reason

@@ -199,10 +199,13 @@ func (p *planner) claimExpired(c *registry.Claim) bool {
 func (p *planner) gatherClaimants(s *slot) {
 	if s.record != nil {
 		for _, c := range s.record.Claims {
-			if c.Owner == p.owner {
+			// Our own legacy claim (a Kuadrant release before version 1 ran under our owner ID)
+			// holds the record like anyone's until we claim it ourselves.
+			if c.Owner == p.owner && (!c.Legacy || s.ours != nil) {
 				continue
 			}
-			cl := claimant{owner: c.Owner, wish: c.Wish, unknown: c.Wish == nil, expired: p.claimExpired(c)}
+			// A legacy TXT names no lease and is shared by its owners: no plan withdraws it.
+			cl := claimant{owner: c.Owner, wish: c.Wish, unknown: c.Wish == nil, expired: !c.Legacy && p.claimExpired(c)}
 			if cl.unknown && s.current != nil {
 				// Kuadrant's owners do not write their wish; the record as published is the best
 				// reading of it, and keeps the record as it is when such an owner wins.

@@ -56,8 +56,12 @@ func newChecker(o Options) *checker {
 		}
 	}
 	client := func(insecure bool) *http.Client {
+		var rt http.RoundTripper = transport(insecure)
+		if o.WrapTransport != nil {
+			rt = o.WrapTransport(rt)
+		}
 		return &http.Client{
-			Transport: transport(insecure),
+			Transport: rt,
 			// Follow redirects only within the probe's hostname (they dial the same address);
 			// anything else is judged by the redirect's own status code.
 			CheckRedirect: func(req *http.Request, via []*http.Request) error {

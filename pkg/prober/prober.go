@@ -121,6 +121,9 @@ type Options struct {
 	RootCAs *x509.CertPool
 	// Resolver resolves hostname addresses; nil: net.DefaultResolver.
 	Resolver *net.Resolver
+	// WrapTransport, when set, wraps the HTTP transport of the checks (the probe controller counts
+	// their requests in metrics with it).
+	WrapTransport func(http.RoundTripper) http.RoundTripper
 	// OnResult receives every result, from a worker goroutine, one at a time per probe and in
 	// order. It should return quickly (hand off, do not write to an API server here): workers wait
 	// for it. A result already being delivered when Remove is called may still arrive.

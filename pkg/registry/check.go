@@ -21,7 +21,9 @@ var ErrRefused = errors.New("ownership check refused the change")
 // Ownership TXTs: the batch creates and updates only its owners' own (a TXT whose value names the
 // owner, at the name TXTName gives), never one on a key whose record exists unowned (that would
 // adopt a human's record), and deletes only its owners' own or those of an owner in expired whose
-// lease ran out, the latter only while a live owner keeps a claim on the record.
+// lease ran out, the latter only while a live owner keeps a claim on the record. A legacy TXT
+// (ParseLegacyTXT) is never created or updated, and is deleted only where it is redundant: each
+// owner it names keeps its version-1 claim on the same record after the batch.
 //
 // Records: nothing touches a record nobody owns. Within that:
 //   - Create: the key must not exist, must be claimed after the batch, one of the owners must claim
@@ -253,6 +255,9 @@ func (g *gate) checkDelete(e *v1alpha1.Endpoint) error {
 		return err
 	}
 	if e.RecordType == v1alpha1.RecordTypeTXT {
+		if legacy := g.zone.legacy[e.Key()]; legacy != nil {
+			return g.checkLegacyDelete(e, legacy)
+		}
 		claim := g.zone.claims[e.Key()]
 		if claim == nil {
 			return refuse("deletes TXT %s, which is not an ownership record", e.DNSName)
@@ -277,6 +282,18 @@ func (g *gate) checkDelete(e *v1alpha1.Endpoint) error {
 		return refuse("deletes %s, which %v still claim", describe(e), after)
 	}
 	return refuse("deletes %s, which %s does not claim", describe(e), g.ownerList())
+}
+
+// checkLegacyDelete lets a legacy TXT go only where each of its owners keeps its version-1 claim
+// on the record: deleting it then changes no one's ownership.
+func (g *gate) checkLegacyDelete(e *v1alpha1.Endpoint, legacy []*Claim) error {
+	r := g.zone.records[legacy[0].Record]
+	for _, c := range legacy {
+		if v1 := r.Claim(c.Owner); v1 == nil || g.deleted[v1.TXT.Key()] {
+			return refuse("deletes legacy TXT %s, whose owner %s keeps no version-1 claim on %s %s", e.DNSName, c.Owner, c.Record.RecordType, c.Record.DNSName)
+		}
+	}
+	return nil
 }
 
 // owned returns the record of a key some owner claims, refusing a key that is not in the zone or that

@@ -17,6 +17,7 @@ func FuzzParseTXT(f *testing.F) {
 		`"heritage=external-dns,external-dns/claim-targets=1.1.1.1,external-dns/claim-ttl=60,external-dns/owner=owner1,external-dns/version=1"`,
 		`"heritage=external-dns,external-dns/claim-targets=3.3.3.3,external-dns/claim-ttl=60,external-dns/owner=owner1,external-dns/version=1"`, "")
 	f.Add("kuadrant-b1e3677c-cname-tar.example.org", `"heritage=external-dns,external-dns/owner=owner2,external-dns/version=1"`, "", "")
+	f.Add("kuadrant-cname-bar.example.org", `"heritage=external-dns,external-dns/owner=owner1&&owner2"`, "", "set")
 	f.Add("foo", `"random"`, `"heritage=x"`, "")
 	f.Add("kuadrant-2tqs20a7-ns-", `""`, `"heritage=external-dns,,=,==,external-dns/=,external-dns/owner=owner1"`, "")
 	f.Fuzz(func(t *testing.T, name, value1, value2, set string) {
@@ -34,7 +35,16 @@ func FuzzParseTXT(f *testing.F) {
 				t.Errorf("ParseValue(FormatValue(%v)) = %v, %v", labels, again, err)
 			}
 		}
+		legacy, isLegacy := ParseLegacyTXT(txt)
+		for _, c := range legacy {
+			if ValidOwnerID(c.Owner) != nil || c.Record.SetIdentifier != set || !c.Legacy || c.Wish != nil {
+				t.Fatalf("legacy claim %+v read from %v", c, txt)
+			}
+		}
 		claim, ok := ParseTXT(txt)
+		if ok && isLegacy {
+			t.Fatalf("%v read both as a version-1 claim and as a legacy one", txt)
+		}
 		if !ok {
 			return
 		}

@@ -20,6 +20,16 @@
 //
 // A record with no ownership TXT belongs to a human or another tool: Zone reports it unowned, the
 // plan never changes it, and Zone.Check refuses a batch that would.
+//
+// Kuadrant's releases before "version 1" wrote one TXT per record, not per owner, that we read but
+// never write (legacy claims, see ParseLegacyTXT):
+//
+//	name   kuadrant-<lowercase type>-<record name>   (a leading "*" becomes "wildcard")
+//	value  "heritage=external-dns,external-dns/owner=<ownerID>[&&<ownerID>...]"   (no version key)
+//
+// Each owner it names holds a claim whose wish is unknown, unless that owner has written its own
+// version-1 TXT for the record: then the legacy TXT is redundant (Kuadrant's migration writes the
+// version-1 TXT and gives it precedence), and only Zone.Check's rule for deleting it applies.
 package registry
 
 import (
@@ -199,7 +209,7 @@ func ValidOwnerID(id string) error {
 	if id == "" {
 		return errors.New("owner ID is empty")
 	}
-	// "&&" joined several owners in Kuadrant's pre-version-1 format; such values are not read.
+	// "&&" joined several owners in Kuadrant's pre-version-1 format (ParseLegacyTXT).
 	if strings.ContainsAny(id, `,=";`) || strings.Contains(id, "&&") || strings.IndexFunc(id, isSpace) >= 0 {
 		return fmt.Errorf("owner ID %q has a character the TXT format cannot carry", id)
 	}
@@ -313,6 +323,79 @@ type Claim struct {
 	Wish *v1alpha1.Endpoint
 	// TXT is the ownership TXT as read from the zone.
 	TXT *v1alpha1.Endpoint
+	// Legacy marks a claim read from a TXT of Kuadrant's format before version 1. Its TXT is
+	// shared by every owner it names, and is never written: no plan updates or withdraws it; only
+	// prune-legacy deletes it, where it is redundant.
+	Legacy bool
+}
+
+// legacyOwnerSeparator joined the owners of one record in Kuadrant's pre-version-1 TXT values.
+const legacyOwnerSeparator = "&&"
+
+// ParseLegacyTXT reads a TXT of Kuadrant's format before version 1, which its dns-operator wrote
+// from commit 37e342d (March 2024) until 18549be "txt records per hostname and owner" (July 2025):
+// external-dns's TXT registry with prefix "kuadrant-", the record type in the name, wildcard
+// replacement "wildcard", and the record's merged owners in the value (generateTXTRecord in
+// internal/external-dns/registry/txt.go; read back at 57b9db50 by name_mapper_externaldns.go). It
+// returns one claim per owner named, sorted by owner, each with no wish. It reports
+// false for anything else: a version-1 TXT, a value with a version key, disagreeing strings, no
+// owner or an owner ID the format cannot carry.
+func ParseLegacyTXT(txt *v1alpha1.Endpoint) ([]*Claim, bool) {
+	if txt.RecordType != v1alpha1.RecordTypeTXT || len(txt.Targets) == 0 {
+		return nil, false
+	}
+	rest, found := strings.CutPrefix(v1alpha1.NormalizeName(txt.DNSName), Prefix)
+	if !found {
+		return nil, false
+	}
+	typ, dnsName, ok := strings.Cut(rest, "-")
+	if !ok || dnsName == "" {
+		return nil, false
+	}
+	recordType := ""
+	for _, t := range OwnedTypes {
+		if typ == strings.ToLower(t) {
+			recordType = t
+		}
+	}
+	if recordType == "" {
+		return nil, false
+	}
+	if dnsName == WildcardLabel || strings.HasPrefix(dnsName, WildcardLabel+".") {
+		dnsName = "*" + strings.TrimPrefix(dnsName, WildcardLabel)
+	}
+	var labels map[string]string
+	for _, value := range txt.Targets {
+		l, err := ParseValue(value)
+		if err != nil || labels != nil && !maps.Equal(labels, l) {
+			return nil, false
+		}
+		labels = l
+	}
+	if _, versioned := labels[VersionKey]; versioned || labels[OwnerKey] == "" {
+		return nil, false
+	}
+	owners := strings.Split(labels[OwnerKey], legacyOwnerSeparator)
+	for _, o := range owners {
+		if ValidOwnerID(o) != nil {
+			return nil, false
+		}
+	}
+	sort.Strings(owners)
+	owners = slices.Compact(owners)
+	claims := make([]*Claim, len(owners))
+	for i, o := range owners {
+		l := maps.Clone(labels)
+		l[OwnerKey] = o
+		claims[i] = &Claim{
+			Owner:  o,
+			Record: v1alpha1.EndpointKey{DNSName: dnsName, RecordType: recordType, SetIdentifier: txt.SetIdentifier},
+			Labels: l,
+			TXT:    txt,
+			Legacy: true,
+		}
+	}
+	return claims, true
 }
 
 // Lease is the lease that vouches for the claim's owner, "" for none.

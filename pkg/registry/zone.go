@@ -18,16 +18,20 @@ type Record struct {
 	Key v1alpha1.EndpointKey
 	// Endpoint is the record as read, or nil when the key is only claimed.
 	Endpoint *v1alpha1.Endpoint
-	// Claims are the ownership TXTs on the key, sorted by owner.
+	// Claims are the ownership claims on the key, sorted by owner: every version-1 claim, and the
+	// legacy claims (Claim.Legacy) of owners that wrote no version-1 claim for it.
 	Claims []*Claim
+	// written are the version-1 claims and legacy the legacy ones, each sorted by owner.
+	written, legacy []*Claim
 }
 
 // Owned reports whether any owner claims the record. An unowned record is never ours to change.
 func (r *Record) Owned() bool { return len(r.Claims) > 0 }
 
-// Claim returns the claim of one owner, or nil.
+// Claim returns the version-1 claim of one owner, the one that owner writes, or nil. An owner's
+// legacy claim, which nobody writes, is only in Claims.
 func (r *Record) Claim(owner string) *Claim {
-	for _, c := range r.Claims {
+	for _, c := range r.written {
 		if c.Owner == owner {
 			return c
 		}
@@ -56,8 +60,10 @@ type Zone struct {
 	endpoints map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
 	// atName holds every endpoint read by its own name.
 	atName map[string][]*v1alpha1.Endpoint
-	// claims holds the ownership TXTs by the TXT's own key.
+	// claims holds the version-1 ownership TXTs by the TXT's own key, legacy the claims of each
+	// legacy TXT.
 	claims map[v1alpha1.EndpointKey]*Claim
+	legacy map[v1alpha1.EndpointKey][]*Claim
 	// ownerNames counts each owner's claims at each record name.
 	ownerNames map[string]map[string]int
 }
@@ -90,6 +96,7 @@ func ReadAgain(prev *Zone, endpoints []*v1alpha1.Endpoint) *Zone {
 		endpoints:  make(map[v1alpha1.EndpointKey]*v1alpha1.Endpoint, n),
 		atName:     make(map[string][]*v1alpha1.Endpoint, n),
 		claims:     make(map[v1alpha1.EndpointKey]*Claim, n/2),
+		legacy:     map[v1alpha1.EndpointKey][]*Claim{},
 		ownerNames: map[string]map[string]int{},
 	}
 	for _, e := range endpoints {
@@ -114,22 +121,59 @@ func ReadAgain(prev *Zone, endpoints []*v1alpha1.Endpoint) *Zone {
 			z.claims[key] = c
 			continue
 		}
+		if cs, ok := ParseLegacyTXT(e); ok {
+			z.legacy[key] = cs
+			continue
+		}
 		z.record(key).Endpoint = e
 	}
 	for _, c := range z.claims {
 		r := z.record(c.Record)
-		r.Claims = append(r.Claims, c)
-		z.countClaim(c, 1)
+		r.written = append(r.written, c)
+	}
+	for _, cs := range z.legacy {
+		for _, c := range cs {
+			r := z.record(c.Record)
+			r.legacy = append(r.legacy, c)
+		}
 	}
 	for _, r := range z.records {
-		if len(r.Claims) > 1 {
-			slices.SortFunc(r.Claims, func(a, b *Claim) int { return strings.Compare(a.Owner, b.Owner) })
+		if len(r.written) > 1 {
+			slices.SortFunc(r.written, byOwner)
+		}
+		if len(r.legacy) > 1 {
+			slices.SortFunc(r.legacy, byOwner)
+		}
+		if len(r.written)+len(r.legacy) > 0 {
+			z.refresh(r)
 		}
 	}
 	for _, rs := range z.byName {
 		sortRecords(rs)
 	}
 	return z
+}
+
+func byOwner(a, b *Claim) int { return strings.Compare(a.Owner, b.Owner) }
+
+// refresh sets r.Claims from its version-1 and legacy claims, and counts them by owner.
+func (z *Zone) refresh(r *Record) {
+	for _, c := range r.Claims {
+		z.countClaim(c, -1)
+	}
+	claims := slices.Clone(r.written)
+	for _, c := range r.legacy {
+		if r.Claim(c.Owner) == nil {
+			claims = append(claims, c)
+		}
+	}
+	if len(r.legacy) > 0 {
+		slices.SortStableFunc(claims, byOwner)
+	}
+	r.Claims = claims
+	for _, c := range r.Claims {
+		z.countClaim(c, 1)
+	}
 }
 
 func (z *Zone) countClaim(c *Claim, delta int) {
@@ -300,10 +344,19 @@ func (z *Zone) add(e *v1alpha1.Endpoint) {
 	if c, ok := parseTXT(e, cachedOwnerHash); ok {
 		z.claims[key] = c
 		r := z.record(c.Record)
-		i, _ := slices.BinarySearchFunc(r.Claims, c.Owner, func(a *Claim, owner string) int { return strings.Compare(a.Owner, owner) })
-		r.Claims = slices.Insert(r.Claims, i, c)
-		z.countClaim(c, 1)
+		r.written = insertClaim(r.written, c)
+		z.refresh(r)
 		sortRecords(z.byName[c.Record.DNSName])
+		return
+	}
+	if cs, ok := ParseLegacyTXT(e); ok {
+		z.legacy[key] = cs
+		for _, c := range cs {
+			r := z.record(c.Record)
+			r.legacy = insertClaim(r.legacy, c)
+			z.refresh(r)
+			sortRecords(z.byName[c.Record.DNSName])
+		}
 		return
 	}
 	z.record(key).Endpoint = e
@@ -322,16 +375,64 @@ func (z *Zone) remove(key v1alpha1.EndpointKey) {
 	}
 	if c := z.claims[key]; c != nil {
 		delete(z.claims, key)
-		z.countClaim(c, -1)
 		r := z.records[c.Record]
-		r.Claims = slices.DeleteFunc(r.Claims, func(x *Claim) bool { return x == c })
+		r.written = slices.DeleteFunc(r.written, func(x *Claim) bool { return x == c })
+		z.refresh(r)
 		z.dropIfEmpty(r)
+		return
+	}
+	if cs := z.legacy[key]; cs != nil {
+		delete(z.legacy, key)
+		for _, c := range cs {
+			r := z.records[c.Record]
+			r.legacy = slices.DeleteFunc(r.legacy, func(x *Claim) bool { return x == c })
+			z.refresh(r)
+			z.dropIfEmpty(r)
+		}
 		return
 	}
 	if r := z.records[key]; r != nil {
 		r.Endpoint = nil
 		z.dropIfEmpty(r)
 	}
+}
+
+// insertClaim inserts c into claims sorted by owner.
+func insertClaim(claims []*Claim, c *Claim) []*Claim {
+	i, _ := slices.BinarySearchFunc(claims, c.Owner, func(a *Claim, owner string) int { return strings.Compare(a.Owner, owner) })
+	return slices.Insert(claims, i, c)
+}
+
+// LegacyTXT returns the claims of a legacy TXT (ParseLegacyTXT) by the TXT's key, or nil.
+func (z *Zone) LegacyTXT(key v1alpha1.EndpointKey) []*Claim {
+	key.DNSName = v1alpha1.NormalizeName(key.DNSName)
+	return z.legacy[key]
+}
+
+// LegacyTXTs returns the legacy TXTs of the zone, sorted by key.
+func (z *Zone) LegacyTXTs() []*v1alpha1.Endpoint {
+	out := make([]*v1alpha1.Endpoint, 0, len(z.legacy))
+	for key := range z.legacy {
+		out = append(out, z.endpoints[key])
+	}
+	slices.SortFunc(out, func(a, b *v1alpha1.Endpoint) int { return compareKeys(a.Key(), b.Key()) })
+	return out
+}
+
+// Redundant reports whether every owner of a legacy TXT has written its version-1 claim for the
+// record the TXT describes: then the TXT says nothing the zone does not already say.
+func (z *Zone) Redundant(key v1alpha1.EndpointKey) bool {
+	cs := z.LegacyTXT(key)
+	if len(cs) == 0 {
+		return false
+	}
+	r := z.records[cs[0].Record]
+	for _, c := range cs {
+		if r.Claim(c.Owner) == nil {
+			return false
+		}
+	}
+	return true
 }
 
 func (z *Zone) dropIfEmpty(r *Record) {

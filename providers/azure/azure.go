@@ -43,6 +43,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/dns/armdns"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/trafficmanager/armtrafficmanager"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -156,6 +157,7 @@ func newProvider(opts Options, cfg config, locks *zoneLocks, secretRef string) (
 	if clientOptions.Retry.MaxRetries == 0 && clientOptions.Retry.RetryDelay == 0 {
 		clientOptions.Retry = retryOptions()
 	}
+	clientOptions.Transport = instrumented(clientOptions.Transport)
 	if opts.EndpointURL != "" {
 		clientOptions.Cloud = cloud.Configuration{
 			ActiveDirectoryAuthorityHost: cloud.AzurePublic.ActiveDirectoryAuthorityHost,
@@ -524,3 +526,17 @@ func classify(op, what string, err error) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// instrumented counts the SDK's requests through t (nil: the SDK's default, a plain HTTP client) in
+// Kuadrant's http_client_* metrics.
+func instrumented(t policy.Transporter) policy.Transporter {
+	if t == nil {
+		return &http.Client{Transport: providers.InstrumentTransport(ProviderName, nil)}
+	}
+	return transporter{providers.InstrumentTransport(ProviderName, promhttp.RoundTripperFunc(t.Do))}
+}
+
+// transporter is a RoundTripper as the SDK's Transporter.
+type transporter struct{ http.RoundTripper }
+
+func (t transporter) Do(req *http.Request) (*http.Response, error) { return t.RoundTrip(req) }

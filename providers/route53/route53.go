@@ -38,6 +38,7 @@ import (
 	r53 "github.com/aws/aws-sdk-go-v2/service/route53"
 	"github.com/aws/aws-sdk-go-v2/service/route53/types"
 	"github.com/aws/smithy-go"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -94,7 +95,7 @@ func NewWithOptions(opts Options) *Provider {
 	clientOpts := r53.Options{
 		Region:      opts.Region,
 		Credentials: aws.NewCredentialsCache(credentials.NewStaticCredentialsProvider(opts.AccessKeyID, opts.SecretAccessKey, "")),
-		HTTPClient:  attemptRecorder{awshttp.NewBuildableClient().WithTimeout(opts.AttemptTimeout)},
+		HTTPClient:  attemptRecorder{providers.InstrumentTransport(ProviderName, promhttp.RoundTripperFunc(awshttp.NewBuildableClient().WithTimeout(opts.AttemptTimeout).Do))},
 		Retryer: retry.NewStandard(func(o *retry.StandardOptions) {
 			o.MaxAttempts = opts.MaxAttempts
 			o.MaxBackoff = opts.MaxBackoff
@@ -540,11 +541,11 @@ func (a *attempts) wasAmbiguous() bool {
 
 // attemptRecorder is the SDK's HTTP client, noting ambiguous attempts for the call that asked.
 type attemptRecorder struct {
-	inner *awshttp.BuildableClient
+	inner http.RoundTripper
 }
 
 func (c attemptRecorder) Do(req *http.Request) (*http.Response, error) {
-	resp, err := c.inner.Do(req)
+	resp, err := c.inner.RoundTrip(req)
 	if a, ok := req.Context().Value(attemptsKey{}).(*attempts); ok && (err != nil || resp.StatusCode >= 500) {
 		a.mu.Lock()
 		a.ambiguous = true

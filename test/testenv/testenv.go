@@ -182,6 +182,13 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() string) {
 // Counter reads a counter of the controller-runtime metrics registry for one object (its
 // "namespace" and "name" labels); 0 when it has not counted yet.
 func Counter(metric, namespace, name string) float64 {
+	v, _ := Metric(metric, map[string]string{"namespace": namespace, "name": name})
+	return v
+}
+
+// Metric reads the first series of a counter or gauge of the controller-runtime metrics registry
+// whose labels include these, and whether there is one.
+func Metric(metric string, labels map[string]string) (float64, bool) {
 	families, err := metrics.Registry.Gather()
 	if err != nil {
 		panic(err)
@@ -190,17 +197,24 @@ func Counter(metric, namespace, name string) float64 {
 		if f.GetName() != metric {
 			continue
 		}
+	next:
 		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
+			have := map[string]string{}
 			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
+				have[l.GetName()] = l.GetValue()
 			}
-			if labels["namespace"] == namespace && labels["name"] == name {
-				return m.GetCounter().GetValue()
+			for k, v := range labels {
+				if have[k] != v {
+					continue next
+				}
 			}
+			if m.GetCounter() != nil {
+				return m.GetCounter().GetValue(), true
+			}
+			return m.GetGauge().GetValue(), true
 		}
 	}
-	return 0
+	return 0, false
 }
 
 // LaggingClient is a client of env whose reads come from an informer cache of one namespace that

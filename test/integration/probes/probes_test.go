@@ -233,6 +233,10 @@ func TestProbeLifecycle(t *testing.T) {
 	if metric("dns_health_probe_counter", map[string]string{"dns_health_check_name": p.Name, "dns_health_check_namespace": ns, "dns_health_check_host": "app.example.com"}) != 1 {
 		t.Error("dns_health_probe_counter is not 1 for the probe")
 	}
+	// The checks' requests count in Kuadrant's http_client_requests_total under client "probe".
+	if n := metric("http_client_requests_total", map[string]string{"client": "probe", "code": "200", "method": "get"}); n < 1 {
+		t.Errorf("http_client_requests_total of the probe client is %v", n)
+	}
 
 	g.code.Store(http.StatusServiceUnavailable)
 	got = waitStatus(t, c, ns, p.Name, healthy(false, "Status code: 503"))
@@ -288,6 +292,13 @@ func TestProbeLifecycle(t *testing.T) {
 	})
 	if n := g.count("/healthz"); n != after {
 		t.Errorf("the deleted probe was checked %d more times", n-after)
+	}
+	// Kuadrant's dns_health_probe_counter counts running probes: the deleted one's series is gone.
+	if n := metric("dns_health_probe_counter", map[string]string{"dns_health_check_name": p.Name, "dns_health_check_namespace": ns}); n != 0 {
+		t.Errorf("dns_health_probe_counter of the deleted probe is %v", n)
+	}
+	if n := metric("dns_health_probe_counter", map[string]string{"dns_health_check_name": clock.Name, "dns_health_check_namespace": ns, "dns_health_check_host": "app.example.com"}); n != 1 {
+		t.Errorf("dns_health_probe_counter of the running probe is %v, want 1", n)
 	}
 }
 

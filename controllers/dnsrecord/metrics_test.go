@@ -1,0 +1,94 @@
+package dnsrecord
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+)
+
+func readyRecord(ns, name, rootHost string, ready metav1.ConditionStatus, writes int64) *v1alpha1.DNSRecord {
+	return &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       v1alpha1.DNSRecordSpec{RootHost: rootHost, Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint("a."+strings.TrimPrefix(rootHost, "*."), "A", 60, "10.0.0.1")}},
+		Status: v1alpha1.DNSRecordStatus{WriteCounter: writes, Conditions: []metav1.Condition{
+			{Type: v1alpha1.ConditionTypeReady, Status: ready, Reason: "ProviderSuccess"},
+		}},
+	}
+}
+
+// Kuadrant's dns_provider_* series, as its dashboards read them: the write counter as the API
+// server holds it, readiness with the root host (without "*.") and delegation, the spec hash of
+// authoritative records; all dropped with the record.
+func TestKuadrantRecordMetrics(t *testing.T) {
+	var r reasons
+	key := types.NamespacedName{Namespace: "metrics-ns", Name: "web"}
+	rec := readyRecord(key.Namespace, key.Name, "*.app.example.com", metav1.ConditionTrue, 2)
+	r.set(key, "ProviderSuccess")
+	r.observe(key, rec, &v1alpha1.DNSRecordStatus{}, true)
+	if got := testutil.ToFloat64(kuadrantWriteCounter.WithLabelValues("web", "metrics-ns")); got != 2 {
+		t.Errorf("dns_provider_write_counter = %v, want 2", got)
+	}
+	if got := testutil.ToFloat64(kuadrantRecordReady.WithLabelValues("web", "metrics-ns", "app.example.com", "false")); got != 1 {
+		t.Errorf("dns_provider_record_ready = %v, want 1", got)
+	}
+
+	// A quiet pass reset the counter but did not write the status: the API still says 2.
+	quiet := rec.DeepCopy()
+	quiet.Status.WriteCounter = 0
+	r.observe(key, quiet, &rec.Status, false)
+	if got := testutil.ToFloat64(kuadrantWriteCounter.WithLabelValues("web", "metrics-ns")); got != 2 {
+		t.Errorf("after a quiet pass dns_provider_write_counter = %v, want the API's 2", got)
+	}
+	notReady := readyRecord(key.Namespace, key.Name, "*.app.example.com", metav1.ConditionFalse, 0)
+	notReady.Spec.Delegate = true
+	r.observe(key, notReady, &rec.Status, true)
+	if got := testutil.ToFloat64(kuadrantRecordReady.WithLabelValues("web", "metrics-ns", "app.example.com", "true")); got != 0 {
+		t.Errorf("dns_provider_record_ready of a record not ready = %v, want 0", got)
+	}
+	if n := testutil.CollectAndCount(kuadrantRecordReady, "dns_provider_record_ready"); n != 1 {
+		t.Errorf("%d dns_provider_record_ready series, want the old labels dropped", n)
+	}
+
+	// Authoritative records: one spec_info series, whose sha follows the spec and is equal for equal
+	// specs.
+	authKey := types.NamespacedName{Namespace: "metrics-ns", Name: "authoritative-record-x"}
+	auth := readyRecord(authKey.Namespace, authKey.Name, "example.com", metav1.ConditionTrue, 0)
+	auth.Labels = map[string]string{v1alpha1.AuthoritativeRecordLabel: "true"}
+	twin := auth.DeepCopy()
+	twin.Namespace = "metrics-other"
+	r.observe(authKey, auth, &auth.Status, false)
+	r.observe(types.NamespacedName{Namespace: "metrics-other", Name: authKey.Name}, twin, &twin.Status, false)
+	sha, err := specHash(auth.Spec)
+	if err != nil || len(sha) != 6 {
+		t.Fatalf("sha %q, %v", sha, err)
+	}
+	if got := testutil.ToFloat64(kuadrantAuthoritativeSpec.WithLabelValues("example.com", sha, authKey.Name, "metrics-ns")); got != 1 {
+		t.Errorf("dns_provider_authoritative_record_spec_info = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(kuadrantAuthoritativeSpec.WithLabelValues("example.com", sha, authKey.Name, "metrics-other")); got != 1 {
+		t.Errorf("an equal spec elsewhere has another sha")
+	}
+	changed := auth.DeepCopy()
+	changed.Spec.Endpoints[0].Targets = []string{"10.0.0.2"}
+	r.observe(authKey, changed, &auth.Status, false)
+	newSHA, _ := specHash(changed.Spec)
+	if newSHA == sha || testutil.ToFloat64(kuadrantAuthoritativeSpec.WithLabelValues("example.com", newSHA, authKey.Name, "metrics-ns")) != 1 {
+		t.Errorf("the sha did not follow the spec: %s, then %s", sha, newSHA)
+	}
+	if n := testutil.CollectAndCount(kuadrantAuthoritativeSpec, "dns_provider_authoritative_record_spec_info"); n != 2 {
+		t.Errorf("%d spec_info series, want 2 (the old sha dropped)", n)
+	}
+
+	// Gone records leave no series.
+	for _, k := range []types.NamespacedName{key, authKey, {Namespace: "metrics-other", Name: authKey.Name}} {
+		r.set(k, "")
+	}
+	if n := testutil.CollectAndCount(kuadrantWriteCounter) + testutil.CollectAndCount(kuadrantRecordReady) + testutil.CollectAndCount(kuadrantAuthoritativeSpec); n != 0 {
+		t.Errorf("%d series left after the records went", n)
+	}
+}
