@@ -4,12 +4,12 @@ import (
 	"testing"
 
 	emulator "github.com/dnspolicy/dnspolicy-controller/test/emulators/azure"
-	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
+	"github.com/dnspolicy/dnspolicy-controller/test/metricstest"
 )
 
 // httpRequests reads Kuadrant's http_client_requests_total from the controller's registry.
 func httpRequests(client, code, method string) float64 {
-	v, _ := testenv.Metric("http_client_requests_total", map[string]string{"client": client, "code": code, "method": method})
+	v, _ := metricstest.Value("http_client_requests_total", map[string]string{"client": client, "code": code, "method": method})
 	return v
 }
 

@@ -18,7 +18,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -28,6 +27,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis"
 	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
+	"github.com/dnspolicy/dnspolicy-controller/test/metricstest"
 )
 
 // Options select what a control plane starts with.
@@ -186,35 +186,9 @@ func Counter(metric, namespace, name string) float64 {
 	return v
 }
 
-// Metric reads the first series of a counter or gauge of the controller-runtime metrics registry
-// whose labels include these, and whether there is one.
+// Metric is metricstest.Value, for the tests that use this package anyway.
 func Metric(metric string, labels map[string]string) (float64, bool) {
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		panic(err)
-	}
-	for _, f := range families {
-		if f.GetName() != metric {
-			continue
-		}
-	next:
-		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue next
-				}
-			}
-			if m.GetCounter() != nil {
-				return m.GetCounter().GetValue(), true
-			}
-			return m.GetGauge().GetValue(), true
-		}
-	}
-	return 0, false
+	return metricstest.Value(metric, labels)
 }
 
 // LaggingClient is a client of env whose reads come from an informer cache of one namespace that
