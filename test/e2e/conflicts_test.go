@@ -497,9 +497,11 @@ func (c *conflictCase) settled(t *testing.T) {
 	t.Helper()
 	c.waitPublished(t, 20*time.Second)
 	// Sharing names with another cluster, each owner's claims there name its cluster's lease: the
-	// side that wrote first adds it at its next re-check (MinRecheck, 30 s less 10% jitter, after its
-	// write), one write of its claims, the last before the quiet window (zone-sharing.md#owner-leases).
-	eventually(t, 45*time.Second, func() string {
+	// side that wrote first adds it at its next re-check, one write of its claims, the last before
+	// the quiet window (zone-sharing.md#owner-leases). That re-check is MinRecheck (30 s) after its
+	// write, or, when it had a quiet pass before the other side wrote, 60 s after that pass (the
+	// re-check doubles), each plus 10% jitter.
+	eventually(t, 100*time.Second, func() string {
 		zone, err := c.readZone()
 		if err != nil {
 			return err.Error()
