@@ -16,30 +16,7 @@ import (
 )
 
 func (c *cli) explainCommand() *cobra.Command {
-	var f zoneFlags
-	cmd := &cobra.Command{
-		Use:   "explain HOST",
-		Short: "Explain what the zone holds at HOST: claimants, wishes, winners, conflicts, expired leases, human records",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			kc, err := c.client()
-			if err != nil {
-				return err
-			}
-			t, err := c.resolve(cmd.Context(), kc, args[0], f)
-			if err != nil {
-				return err
-			}
-			z, _, err := t.read(cmd.Context())
-			if err != nil {
-				return err
-			}
-			printExplain(c.out, t, z, args[0], c.now())
-			return nil
-		},
-	}
-	f.bind(cmd, "zone ID or domain (default: the zone the DNSRecord publishing HOST is in, or the one the Secret's backend holds HOST in)", "publishes HOST")
-	return cmd
+	return c.hostCommand("explain HOST", "Explain what the zone holds at HOST: claimants, wishes, winners, conflicts, expired leases, human records", printExplain)
 }
 
 // ownerPlan is what the controller's planner says about one owner that wants what its claims say.

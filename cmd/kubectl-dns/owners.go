@@ -13,30 +13,7 @@ import (
 )
 
 func (c *cli) ownersCommand() *cobra.Command {
-	var f zoneFlags
-	cmd := &cobra.Command{
-		Use:   "owners HOST",
-		Short: "List the owners publishing HOST (and its loadbalanced tree), their leases and what each claims",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			kc, err := c.client()
-			if err != nil {
-				return err
-			}
-			t, err := c.resolve(cmd.Context(), kc, args[0], f)
-			if err != nil {
-				return err
-			}
-			z, _, err := t.read(cmd.Context())
-			if err != nil {
-				return err
-			}
-			printOwners(c.out, t, z, args[0], c.now())
-			return nil
-		},
-	}
-	f.bind(cmd, "zone ID or domain (default: the zone the DNSRecord publishing HOST is in, or the one the Secret's backend holds HOST in)", "publishes HOST")
-	return cmd
+	return c.hostCommand("owners HOST", "List the owners publishing HOST (and its loadbalanced tree), their leases and what each claims", printOwners)
 }
 
 func printOwners(w io.Writer, t *target, z *registry.Zone, host string, now time.Time) {
@@ -93,4 +70,33 @@ func claimLine(r *registry.Record, cl *registry.Claim) string {
 		s += " [not published]"
 	}
 	return s
+}
+
+// hostCommand is a command that reads the zone publishing its one argument, HOST, and prints what
+// print makes of it (owners, explain).
+func (c *cli) hostCommand(use, short string, print func(io.Writer, *target, *registry.Zone, string, time.Time)) *cobra.Command {
+	var f zoneFlags
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			kc, err := c.client()
+			if err != nil {
+				return err
+			}
+			t, err := c.resolve(cmd.Context(), kc, args[0], f)
+			if err != nil {
+				return err
+			}
+			z, _, err := t.read(cmd.Context())
+			if err != nil {
+				return err
+			}
+			print(c.out, t, z, args[0], c.now())
+			return nil
+		},
+	}
+	f.bind(cmd, "zone ID or domain (default: the zone the DNSRecord publishing HOST is in, or the one the Secret's backend holds HOST in)", "publishes HOST")
+	return cmd
 }

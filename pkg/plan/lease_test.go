@@ -151,6 +151,28 @@ func TestClaimsNameTheLease(t *testing.T) {
 	}
 }
 
+// never is a LeaseExpired under which no lease has expired.
+func never(string) bool { return false }
+
+// leasedStep plans for one owner with its lease and the leases counted expired, checks the batch
+// through the gate with the owners the plan withdraws as expired, and applies it.
+func leasedStep(t *testing.T, z strictZone, o *owner, desired []*v1alpha1.Endpoint, lease string, expired func(string) bool) *Result {
+	t.Helper()
+	res, err := Plan(Input{OwnerID: o.id, ZoneName: "example.com", Current: z.endpoints(), Previous: o.published,
+		Desired: desired, Lease: lease, LeaseExpired: expired})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := registry.Read(z.endpoints()).Check([]string{o.id}, res.Withdrawn, res.Changes); err != nil {
+		t.Fatalf("%s: the gate refused: %v\n%s", o.id, err, describeChanges(res.Changes))
+	}
+	if err := z.apply(res.Changes); err != nil {
+		t.Fatal(err)
+	}
+	o.published = res.Published
+	return res
+}
+
 // Leases as the engine feeds them (Input.LeaseExpired, by the lease a claim names): a dead owner
 // whose TTL had won hands over to the live owners' wish; an owner whose claims name no lease (as
 // Kuadrant writes them) is never withdrawn, nor is a live owner; the gate passes the batch with the
@@ -160,21 +182,8 @@ func TestExpiredLeaseHandsOver(t *testing.T) {
 	dead, live := &owner{id: "a-dead"}, &owner{id: "b-live"}
 	plan := func(o *owner, desired []*v1alpha1.Endpoint, lease string, expired func(string) bool) *Result {
 		t.Helper()
-		res, err := Plan(Input{OwnerID: o.id, ZoneName: "example.com", Current: z.endpoints(), Previous: o.published,
-			Desired: desired, Lease: lease, LeaseExpired: expired})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := registry.Read(z.endpoints()).Check([]string{o.id}, res.Withdrawn, res.Changes); err != nil {
-			t.Fatalf("%s: the gate refused: %v\n%s", o.id, err, describeChanges(res.Changes))
-		}
-		if err := z.apply(res.Changes); err != nil {
-			t.Fatal(err)
-		}
-		o.published = res.Published
-		return res
+		return leasedStep(t, z, o, desired, lease, expired)
 	}
-	never := func(string) bool { return false }
 	deadWish := eps(rec("s.example.com", "A", 30, "10.0.0.1"))
 	liveWish := eps(rec("s.example.com", "A", 60, "10.0.0.2"))
 	plan(dead, deadWish, "leaseA", never)
@@ -224,21 +233,8 @@ func TestExpiredLeaseHandsOverTheDefaultGeo(t *testing.T) {
 	}
 	plan := func(o *owner, desired []*v1alpha1.Endpoint, lease string, expired func(string) bool) *Result {
 		t.Helper()
-		res, err := Plan(Input{OwnerID: o.id, ZoneName: "example.com", Current: z.endpoints(), Previous: o.published,
-			Desired: desired, Lease: lease, LeaseExpired: expired})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := registry.Read(z.endpoints()).Check([]string{o.id}, res.Withdrawn, res.Changes); err != nil {
-			t.Fatalf("%s: the gate refused: %v\n%s", o.id, err, describeChanges(res.Changes))
-		}
-		if err := z.apply(res.Changes); err != nil {
-			t.Fatal(err)
-		}
-		o.published = res.Published
-		return res
+		return leasedStep(t, z, o, desired, lease, expired)
 	}
-	never := func(string) bool { return false }
 	plan(dead, defaultTo("ie"), "leaseA", never)
 	plan(live, defaultTo("us"), "leaseB", never)
 	plan(dead, defaultTo("ie"), "leaseA", never)

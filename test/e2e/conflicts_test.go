@@ -762,20 +762,7 @@ func buildController(t *testing.T) string {
 func startConflictCluster(t *testing.T, bin, name string, env *testenv.Env) *conflictCluster {
 	t.Helper()
 	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	cfg := env.Config
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
-	kc.CurrentContext = name
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	ns := &corev1.Namespace{}
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := writeKubeconfig(t, dir, name, env)
 	metrics := freeport.Addr(t)
 	logPath := filepath.Join(dir, "controller.log")
 	logFile, err := os.Create(logPath)
@@ -803,7 +790,7 @@ func startConflictCluster(t *testing.T, bin, name string, env *testenv.Env) *con
 			tail(t, name, logPath)
 		}
 	})
-	cl := &conflictCluster{name: name, c: env.Client, clusterID: string(ns.UID), metrics: metrics}
+	cl := &conflictCluster{name: name, c: env.Client, clusterID: clusterID(t, env), metrics: metrics}
 	eventually(t, time.Minute, func() string {
 		select {
 		case err := <-exited:
@@ -817,6 +804,32 @@ func startConflictCluster(t *testing.T, bin, name string, env *testenv.Env) *con
 		return ""
 	})
 	return cl
+}
+
+// writeKubeconfig writes a kubeconfig for env's cluster, as its controller process reads it.
+func writeKubeconfig(t *testing.T, dir, name string, env *testenv.Env) string {
+	t.Helper()
+	path := filepath.Join(dir, "kubeconfig")
+	cfg := env.Config
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	kc.CurrentContext = name
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// clusterID is the UID of env's kube-system Namespace, as the controller names its cluster.
+func clusterID(t *testing.T, env *testenv.Env) string {
+	t.Helper()
+	ns := &corev1.Namespace{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
+		t.Fatal(err)
+	}
+	return string(ns.UID)
 }
 
 // tail logs the last lines of a controller's log.

@@ -17,9 +17,6 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -352,22 +349,9 @@ type controllerProcess struct {
 func startControllerProcess(t *testing.T, bin, name string, env *testenv.Env, provider string, args ...string) *controllerProcess {
 	t.Helper()
 	dir := t.TempDir()
-	kubeconfig := filepath.Join(dir, "kubeconfig")
-	cfg := env.Config
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[name] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
-	kc.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
-	kc.CurrentContext = name
-	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	ns := &corev1.Namespace{}
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
-		t.Fatal(err)
-	}
+	kubeconfig := writeKubeconfig(t, dir, name, env)
 	metrics := freeport.Addr(t)
-	cl := &conflictCluster{name: name, c: env.Client, clusterID: string(ns.UID), metrics: metrics}
+	cl := &conflictCluster{name: name, c: env.Client, clusterID: clusterID(t, env), metrics: metrics}
 	p := &controllerProcess{cluster: cl}
 	runs := 0
 	p.start = func(t *testing.T) (*exec.Cmd, chan error) {

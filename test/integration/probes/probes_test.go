@@ -23,11 +23,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnshealthcheckprobe"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
+	"github.com/dnspolicy/dnspolicy-controller/test/metricstest"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -175,34 +175,10 @@ func healthy(want bool, reason string) func(*v1alpha1.DNSHealthCheckProbe) strin
 	}
 }
 
-// metric reads a counter of the controller-runtime registry by its labels (0 when absent).
+// metric reads a counter or gauge of the controller-runtime registry by its labels (0 when absent).
 func metric(name string, labels map[string]string) float64 {
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		panic(err)
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	next:
-		for _, m := range f.GetMetric() {
-			have := map[string]string{}
-			for _, l := range m.GetLabel() {
-				have[l.GetName()] = l.GetValue()
-			}
-			for k, v := range labels {
-				if have[k] != v {
-					continue next
-				}
-			}
-			if m.GetCounter() != nil {
-				return m.GetCounter().GetValue()
-			}
-			return m.GetGauge().GetValue()
-		}
-	}
-	return 0
+	v, _ := metricstest.Value(name, labels)
+	return v
 }
 
 func writes(ns, name string) float64 {
