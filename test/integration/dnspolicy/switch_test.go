@@ -26,8 +26,16 @@ func watchResolution(t testing.TB, store *inmemory.Store, zone, host string) fun
 		states int
 	}
 	done := make(chan result, 1)
+	// The first state is read before watchResolution returns: on loaded cores the goroutine could
+	// otherwise first run after the change it is meant to watch, and see only the end.
+	started := make(chan struct{})
 	go func() {
 		var r result
+		defer func() {
+			if r.states == 0 {
+				close(started)
+			}
+		}()
 		seen, resolvedOnce, last := map[string]bool{}, false, ""
 		for {
 			select {
@@ -46,6 +54,9 @@ func watchResolution(t testing.TB, store *inmemory.Store, zone, host string) fun
 			if r.states == 0 || state != last {
 				last = state
 				r.states++
+				if r.states == 1 {
+					close(started)
+				}
 				why := resolves(eps, zone, host)
 				if why == "" {
 					resolvedOnce = true
@@ -57,6 +68,7 @@ func watchResolution(t testing.TB, store *inmemory.Store, zone, host string) fun
 			time.Sleep(100 * time.Microsecond)
 		}
 	}()
+	<-started
 	var once sync.Once
 	var r result
 	finish := func() ([]string, int) {
