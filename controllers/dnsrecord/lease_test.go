@@ -30,7 +30,7 @@ func TestReportLeases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	theirTXT, err := registry.NewLeasedTXT("them", "k1", owned)
+	theirTXT, err := registry.NewWishTXT("them", "k1", owned)
 	if err != nil {
 		t.Fatal(err)
 	}

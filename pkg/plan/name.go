@@ -31,7 +31,10 @@ type slot struct {
 	// human: published and claimed by nobody. Never ours to change.
 	human bool
 	ours  *v1alpha1.Endpoint
-	// txt is our claim for ours; taken is a TXT that is not our claim, found where txt goes.
+	// ourClaim is our claim on the key as the zone holds it, nil when none.
+	ourClaim *registry.Claim
+	// txt is our claim for ours, decided once the key's value is known (ourTXT); taken is a TXT that
+	// is not our claim, found where txt goes.
 	txt, taken *v1alpha1.Endpoint
 	// claimants after this plan, sorted by owner: ours replaced by Desired, expired ones withdrawn.
 	claimants []claimant
@@ -44,6 +47,9 @@ type slot struct {
 
 func (s *slot) cname() bool { return s.key.RecordType == v1alpha1.RecordTypeCNAME }
 
+// claims: we hold a claim on the key after this plan.
+func (s *slot) claims() bool { return s.ours != nil && !s.human && s.taken == nil }
+
 // candidate: the key can be published, if its kind wins at the name.
 func (s *slot) candidate() bool {
 	return !s.human && s.blocker == nil && len(s.eligible) > 0
@@ -52,10 +58,7 @@ func (s *slot) candidate() bool {
 // planName plans every record key at one name, because what one key may hold depends on the others:
 // a CNAME shares its name with nothing.
 func (p *planner) planName(name string) error {
-	slots, err := p.slots(name)
-	if err != nil {
-		return err
-	}
+	slots := p.slots(name)
 	unclaimed := p.zone.Unclaimed(name)
 	sortByKey(unclaimed)
 	for _, s := range slots {
@@ -87,7 +90,7 @@ func (p *planner) planName(name string) error {
 	// Only a party to the name, an owner that claims something there before or after this plan,
 	// changes its records; the apply-time check holds us to that as well.
 	party := slices.ContainsFunc(slots, func(s *slot) bool {
-		return s.txt != nil && s.taken == nil || s.record != nil && s.record.Claim(p.owner) != nil
+		return s.claims() || s.record != nil && s.record.Claim(p.owner) != nil
 	})
 	values := make([]*value, len(slots))
 	for i, s := range slots {
@@ -96,8 +99,15 @@ func (p *planner) planName(name string) error {
 		}
 	}
 	shareSetTTL(slots, values)
+	lease := p.leaseAt(name)
+	wish := lease != "" || p.sharedAbroad(slots)
 	for i, s := range slots {
 		v := values[i]
+		if s.ours != nil && !s.human {
+			if err := p.ourTXT(s, v, lease, wish); err != nil {
+				return err
+			}
+		}
 		if party {
 			p.recordChange(s, v)
 		} else {
@@ -115,7 +125,7 @@ func (p *planner) planName(name string) error {
 }
 
 // slots gathers the record keys at a name, from the zone and from Desired, sorted by key.
-func (p *planner) slots(name string) ([]*slot, error) {
+func (p *planner) slots(name string) []*slot {
 	byKey := map[v1alpha1.EndpointKey]*slot{}
 	var slots []*slot
 	get := func(k v1alpha1.EndpointKey) *slot {
@@ -132,29 +142,17 @@ func (p *planner) slots(name string) ([]*slot, error) {
 		s.record, s.current = r, r.Endpoint
 		s.human = r.Endpoint != nil && !r.Owned()
 	}
-	lease := p.leaseAt(name)
 	for _, k := range p.desiredAt[name] {
 		s := get(k)
 		s.ours = p.desired[k]
 		if s.human {
 			continue
 		}
-		var ourClaim *registry.Claim
 		if s.record != nil {
-			ourClaim = s.record.Claim(p.owner)
+			s.ourClaim = s.record.Claim(p.owner)
 		}
-		if ourClaim != nil && ourClaim.Wish != nil && sameRecord(ourClaim.Wish, s.ours) && ourClaim.TXT.RecordTTL == s.ours.RecordTTL &&
-			ourClaim.Lease() == lease {
-			// Our claim already says this: keep it as it is, without writing it anew.
-			s.txt = ourClaim.TXT
-			continue
-		}
-		txt, err := registry.NewLeasedTXT(p.owner, lease, s.ours)
-		if err != nil {
-			return nil, invalid("%v", err)
-		}
-		s.txt = txt
-		if e := p.zone.Endpoint(txt.Key()); e != nil && ourClaim == nil {
+		txtKey := v1alpha1.EndpointKey{DNSName: registry.TXTName(p.owner, k.RecordType, k.DNSName), RecordType: v1alpha1.RecordTypeTXT, SetIdentifier: k.SetIdentifier}
+		if e := p.zone.Endpoint(txtKey); e != nil && s.ourClaim == nil {
 			s.taken = e
 		}
 	}
@@ -164,7 +162,7 @@ func (p *planner) slots(name string) ([]*slot, error) {
 			p.gatherClaimants(s)
 		}
 	}
-	return slots, nil
+	return slots
 }
 
 // leaseAt is the lease our claims at name carry (Input.Lease): ours where a claim there already
@@ -186,6 +184,50 @@ func (p *planner) leaseAt(name string) string {
 	return ""
 }
 
+// sharedAbroad reports whether, after this plan, an owner that Input.Local does not count as ours
+// claims a record at the name: such an owner may withdraw ours on its own (lease expiry), and plans
+// without our cluster's knowledge of what we want, so our claims there say it.
+func (p *planner) sharedAbroad(slots []*slot) bool {
+	for _, s := range slots {
+		for _, c := range s.claimants {
+			if c.owner != p.owner && (p.local == nil || !p.local(c.owner)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// ourTXT decides our claim for a desired key, once its value v (nil: not published) is known. It is
+// Kuadrant's TXT, which presumes that we want what is published, wherever that holds. It states our
+// wish (and lease) where it does not hold, so that whoever plans next, the winner leaving for
+// instance, publishes it, and where wish says so (the name is shared with another cluster). A claim
+// that already says the same is kept as it is.
+func (p *planner) ourTXT(s *slot, v *value, lease string, wish bool) error {
+	var txt *v1alpha1.Endpoint
+	var err error
+	if wish || lost(s.ours, v) {
+		txt, err = registry.NewWishTXT(p.owner, lease, s.ours)
+	} else {
+		txt, err = registry.NewTXT(p.owner, s.ours)
+	}
+	if err != nil {
+		return invalid("%v", err)
+	}
+	if s.ourClaim != nil && sameRecord(s.ourClaim.TXT, txt) {
+		txt = s.ourClaim.TXT
+	}
+	s.txt = txt
+	return nil
+}
+
+// lost reports whether a desired key is not published as wished: not at all, or with another
+// owner's single value, TTL or routing properties.
+func lost(ours *v1alpha1.Endpoint, v *value) bool {
+	return v == nil || !v.multi && !v.record.Targets.SameTargets(ours.Targets) ||
+		v.record.RecordTTL != ours.RecordTTL || !sameProviderSpecific(v.record.ProviderSpecific, ours.ProviderSpecific)
+}
+
 // claimExpired reports whether another owner's claim is of an owner that is gone: listed in
 // Input.Expired, or vouched for by a lease Input.LeaseExpired counts expired.
 func (p *planner) claimExpired(c *registry.Claim) bool {
@@ -205,7 +247,8 @@ func (p *planner) gatherClaimants(s *slot) {
 				continue
 			}
 			// A legacy TXT names no lease and is shared by its owners: no plan withdraws it.
-			cl := claimant{owner: c.Owner, wish: c.Wish, unknown: c.Wish == nil, expired: !c.Legacy && p.claimExpired(c)}
+			wish := p.wishOf(c, s.key)
+			cl := claimant{owner: c.Owner, wish: wish, unknown: wish == nil, expired: !c.Legacy && p.claimExpired(c)}
 			if cl.unknown && s.current != nil {
 				// Kuadrant's owners do not write their wish; the record as published is the best
 				// reading of it, and keeps the record as it is when such an owner wins.
@@ -232,6 +275,15 @@ func (p *planner) gatherClaimants(s *slot) {
 			s.eligible = append(s.eligible, c)
 		}
 	}
+}
+
+// wishOf is what a claim's owner wants for key: what its claim says, or else what Input.Known
+// tells; nil when neither does.
+func (p *planner) wishOf(c *registry.Claim, key v1alpha1.EndpointKey) *v1alpha1.Endpoint {
+	if c.Wish != nil || c.Legacy || p.known == nil || c.Owner == p.owner {
+		return c.Wish
+	}
+	return p.known(c.Owner, key)
 }
 
 // blocker returns the record nobody owns that keeps the key from being published: the human's
@@ -334,8 +386,8 @@ func (p *planner) union(s *slot) v1alpha1.Targets {
 	if s.current != nil && slices.ContainsFunc(s.claimants, func(c claimant) bool { return c.unknown }) {
 		explained := map[string]bool{}
 		for _, c := range s.record.Claims {
-			if c.Wish != nil {
-				for _, t := range c.Wish.Targets {
+			if w := p.wishOf(c, s.key); w != nil {
+				for _, t := range w.Targets {
 					explained[v1alpha1.NormalizeName(t)] = true
 				}
 			}

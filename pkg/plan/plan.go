@@ -26,9 +26,10 @@
 //     with WinnerOwner "". Nor is a wish whose ownership TXT name holds a TXT that is not our claim
 //     (Field "ownership"): a record we cannot claim we do not write.
 //   - An owner changes records only at names where it claims something, before or after the plan.
-//   - Claims written by Kuadrant's dns-operator do not say what their owner wants. Their owner's
-//     wish is taken to be the record as published, and targets that no readable claim explains are
-//     kept.
+//   - Claims written as Kuadrant's dns-operator writes them do not say what their owner wants.
+//     Their owner's wish is taken to be the record as published (or what Known says), and targets
+//     that no readable claim explains are kept. Ours are written so wherever that reading is right
+//     and the name is not shared with another cluster; elsewhere they state the wish.
 //   - Owners that are gone (listed in Expired, or whose claim names a lease LeaseExpired counts
 //     expired) are treated as gone wherever a live owner still claims the record: their claims are
 //     deleted and their targets withdrawn (Result.Withdrawn). Where only gone owners hold a record
@@ -80,8 +81,12 @@ type Input struct {
 	// the one Kuadrant writes. A claim that names it keeps naming it.
 	Lease string
 	// Local tells the owners of this owner's cluster (they renew the same lease), so sharing a name
-	// with them does not call for the lease; nil counts every other owner as another cluster's.
+	// with them does not call for the lease, nor for claims that state their wish; nil counts every
+	// other owner as another cluster's.
 	Local func(owner string) bool
+	// Known, when set, tells what another owner of this cluster wants for a record key (nil: not
+	// known), for its claims that do not say: the caller has seen its requests.
+	Known func(owner string, key v1alpha1.EndpointKey) *v1alpha1.Endpoint
 }
 
 // Result is a plan.
@@ -168,6 +173,7 @@ type planner struct {
 	owner    string
 	lease    string
 	local    func(string) bool
+	known    func(string, v1alpha1.EndpointKey) *v1alpha1.Endpoint
 	zone     *registry.Zone
 	desired  map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
 	previous map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
@@ -201,6 +207,7 @@ func newPlanner(in Input) (*planner, error) {
 		owner:        in.OwnerID,
 		lease:        in.Lease,
 		local:        in.Local,
+		known:        in.Known,
 		zone:         in.Zone,
 		desired:      map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
 		previous:     map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{},
@@ -226,6 +233,10 @@ func newPlanner(in Input) (*planner, error) {
 	for _, e := range in.Desired {
 		if err := validateDesired(e, zoneName); err != nil {
 			return nil, err
+		}
+		// Our claim may have to state the wish (ourTXT): it must fit a TXT, whichever is written.
+		if _, err := registry.NewWishTXT(in.OwnerID, in.Lease, e); err != nil {
+			return nil, invalid("%v", err)
 		}
 		k := e.Key()
 		if _, dup := p.desired[k]; dup {

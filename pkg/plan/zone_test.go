@@ -142,10 +142,14 @@ func line(e *v1alpha1.Endpoint) string {
 	return s
 }
 
-// owner is one cluster in a test: its ID and what it published last.
+// owner is one owner in a test: its ID and what it published last. local and known, when set, are
+// its plans' Input.Local and Input.Known (owners of one cluster); unset, every other owner is
+// another cluster's.
 type owner struct {
 	id        string
 	published []*v1alpha1.Endpoint
+	local     func(string) bool
+	known     func(string, v1alpha1.EndpointKey) *v1alpha1.Endpoint
 }
 
 // step plans for one owner against the zone, checks the batch as the controller would, applies it
@@ -161,7 +165,8 @@ func step(t testing.TB, z strictZone, o *owner, desired []*v1alpha1.Endpoint, ex
 
 func tryStep(z strictZone, o *owner, desired []*v1alpha1.Endpoint, expired ...string) (*Result, error) {
 	current, previous := z.endpoints(), o.published
-	in := Input{OwnerID: o.id, ZoneName: "example.com", Current: current, Previous: previous, Desired: desired, Expired: expired}
+	in := Input{OwnerID: o.id, ZoneName: "example.com", Current: current, Previous: previous, Desired: desired, Expired: expired,
+		Local: o.local, Known: o.known}
 	res, err := Plan(in)
 	if err != nil {
 		return nil, fmt.Errorf("%s: Plan: %w", o.id, err)

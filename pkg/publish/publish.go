@@ -191,7 +191,7 @@ func (p *Publisher) queue(account string, zone providers.Zone) *queue {
 	k := queueKey{account, zone.ID}
 	q, ok := p.queues[k]
 	if !ok {
-		q = &queue{zone: zone, opts: p.opts, now: p.now, local: map[string]bool{}, closed: p.closed}
+		q = &queue{zone: zone, opts: p.opts, now: p.now, local: map[string]bool{}, wishes: map[string]map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{}, closed: p.closed}
 		q.judge.Tolerance = p.opts.Leases.Tolerance
 		q.zoneKey = account + "/" + zone.ID
 		p.queues[k] = q
@@ -235,6 +235,10 @@ type queue struct {
 	unclaimed map[v1alpha1.EndpointKey]bool
 	// local are the owners whose requests came through this queue: this cluster's.
 	local map[string]bool
+	// wishes are, by local owner, what its latest plan that the zone holds wants, by key: the plans
+	// of the others read them where the owner's claims, written as Kuadrant writes them, do not say
+	// (plan.Input.Known). Only the cycle touches it.
+	wishes map[string]map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
 	// prov is the newest provider object (renewals use it).
 	prov providers.Provider
 	// zoneKey tells this queue's zone apart in the judge's memory.
@@ -582,7 +586,44 @@ func (q *queue) currentView(ctx context.Context, prov providers.Provider, fresh 
 	q.view, q.parsed = v, v.zone
 	q.mu.Unlock()
 	q.surveyLeases(v, read.Endpoints)
+	q.replanUnstated(v.zone)
 	return v, nil
+}
+
+// replanUnstated asks this cluster's owners to plan again whose claims do not state their wish at a
+// name where an owner of another cluster claims too (it joined since they planned): their plans
+// state it there (plan.Input.Local), so that the other cluster's owners can publish it when they
+// win no longer, or withdraw exactly our targets once our lease expires.
+func (q *queue) replanUnstated(z *registry.Zone) {
+	if q.opts.Replan == nil {
+		return
+	}
+	var replan []string
+	for _, o := range q.localOwners() {
+		if slices.ContainsFunc(z.Names(o), func(name string) bool { return q.unstatedAbroad(z, o, name) }) {
+			replan = append(replan, o)
+		}
+	}
+	if len(replan) > 0 {
+		q.opts.Replan(replan)
+	}
+}
+
+// unstatedAbroad: at name, owner has a claim that does not state its wish, and an owner of another
+// cluster claims a record.
+func (q *queue) unstatedAbroad(z *registry.Zone, owner, name string) bool {
+	unstated, abroad := false, false
+	for _, r := range z.AtName(name) {
+		for _, c := range r.Claims {
+			switch {
+			case c.Owner == owner:
+				unstated = unstated || c.Wish == nil && !c.Legacy
+			case !q.isLocal(c.Owner):
+				abroad = true
+			}
+		}
+	}
+	return unstated && abroad
 }
 
 // surveyLeases judges the leases of a zone just read, and tells this cluster's owners sharing names
@@ -628,6 +669,27 @@ func (q *queue) call(ctx context.Context) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(ctx, d)
 }
 
+// remember notes what a request whose plan the zone now holds wants (queue.wishes).
+func (q *queue) remember(p *planned) {
+	if p.req.renewal {
+		return
+	}
+	if len(p.desired) == 0 {
+		delete(q.wishes, p.req.OwnerID)
+		return
+	}
+	w := make(map[v1alpha1.EndpointKey]*v1alpha1.Endpoint, len(p.desired))
+	for _, e := range p.desired {
+		w[e.Key()] = e
+	}
+	q.wishes[p.req.OwnerID] = w
+}
+
+// known is plan.Input.Known: what another owner of this cluster wants for a key, as remembered.
+func (q *queue) known(owner string, key v1alpha1.EndpointKey) *v1alpha1.Endpoint {
+	return q.wishes[owner][key]
+}
+
 // planned is a waiter with its plan.
 type planned struct {
 	*waiter
@@ -642,9 +704,10 @@ type planned struct {
 // planAgainst plans the request's wish against z: the plan of its desired endpoints, with the changes
 // that make its owner-named records what it wants appended.
 func (p *planned) planAgainst(q *queue, z *registry.Zone, previous []*v1alpha1.Endpoint) (*plan.Result, error) {
-	in := plan.Input{OwnerID: p.req.OwnerID, ZoneName: q.zone.DNSName, Zone: z, Previous: previous, Desired: p.desired}
+	in := plan.Input{OwnerID: p.req.OwnerID, ZoneName: q.zone.DNSName, Zone: z, Previous: previous, Desired: p.desired, Known: q.known}
+	in.Local = q.isLocal
 	if l := q.opts.Leases; l.Holder != "" && !p.req.renewal {
-		in.Lease, in.Local = lease.Key(l.Holder), q.isLocal
+		in.Lease = lease.Key(l.Holder)
 		if !p.req.KeepExpired {
 			verdicts := q.survey.Verdicts
 			in.LeaseExpired = func(key string) bool { return verdicts[key].Expired }
@@ -886,6 +949,7 @@ func (q *queue) applyAll(ctx context.Context, prov providers.Provider, v *view, 
 		}
 		for _, p := range b.waiters {
 			p.wrote = true
+			q.remember(p)
 		}
 		done = append(done, b.waiters...)
 	}
@@ -912,6 +976,7 @@ func (q *queue) answerUnwritten(z *registry.Zone, all, done []*planned, failed *
 		case p.err != nil:
 			p.done <- result{err: p.err}
 		case p.plan.Changes.Empty() && err == nil:
+			q.remember(p)
 			p.done <- result{outcome: q.outcome(p.plan, z, false, true)}
 		default:
 			// Nothing to write, or a batch after the one that failed: planned on a view that the

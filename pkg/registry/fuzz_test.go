@@ -60,7 +60,7 @@ func FuzzParseTXT(f *testing.F) {
 		if claim.Wish == nil {
 			return
 		}
-		again, err := NewTXT(claim.Owner, claim.Wish)
+		again, err := NewWishTXT(claim.Owner, claim.Lease(), claim.Wish)
 		if err != nil {
 			// A wish read from a hand-made TXT may hold a target too long to write back.
 			return

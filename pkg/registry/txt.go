@@ -12,11 +12,12 @@
 // record's set identifier and routing properties (weight, geo-code), so it sits in the same weighted
 // or geo set as the record it describes.
 //
-// Beyond Kuadrant, our TXTs say what their owner wants for the record: external-dns/claim-targets
-// (the owner's targets, sorted, separated by ";") and external-dns/claim-ttl. Kuadrant ignores keys
-// it does not know. With them any owner can recompute a shared record, and pick the same winner of a
-// conflict, from the zone alone. TXTs written by Kuadrant lack them: their owner's wish is unknown
-// (Claim.Wish is nil) and the plan keeps what it cannot attribute.
+// Where it matters, our TXTs also say what their owner wants for the record (NewWishTXT):
+// external-dns/claim-targets (the owner's targets, sorted, separated by ";") and
+// external-dns/claim-ttl. Kuadrant ignores keys it does not know. With them another owner can
+// publish this owner's wish, or withdraw its targets alone, from the zone alone. Everywhere else
+// (NewTXT) the TXT is byte for byte the one Kuadrant writes; its owner's wish is unknown (Claim.Wish
+// is nil) and presumed to be the record as published (see package plan for when which is written).
 //
 // A record with no ownership TXT belongs to a human or another tool: Zone reports it unowned, the
 // plan never changes it, and Zone.Check refuses a batch that would.
@@ -229,14 +230,32 @@ func ValidTarget(target string) error {
 
 func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }
 
-// NewTXT returns the ownership TXT of ownerID for record, carrying the record's targets and TTL as
-// the owner's claim. It has the record's set identifier, routing properties and TTL.
+// NewTXT returns the ownership TXT of ownerID for record exactly as Kuadrant's dns-operator writes
+// it: the value names the owner and the format version only, so the owner's wish is presumed to be
+// the record as published. It has the record's set identifier, routing properties and TTL.
 func NewTXT(ownerID string, record *v1alpha1.Endpoint) (*v1alpha1.Endpoint, error) {
-	return NewLeasedTXT(ownerID, "", record)
+	return newTXT(ownerID, record, map[string]string{OwnerKey: ownerID, VersionKey: FormatVersion}, nil)
 }
 
-// NewLeasedTXT is NewTXT for an owner vouched for by a lease ("" for none).
-func NewLeasedTXT(ownerID, lease string, record *v1alpha1.Endpoint) (*v1alpha1.Endpoint, error) {
+// NewWishTXT is NewTXT stating the owner's wish (the record's targets and TTL: claim-targets,
+// claim-ttl) and, unless lease is "", the lease that vouches for the owner (claim-lease). The plan
+// writes it where the wish is not what the zone publishes, or where another cluster's owner must be
+// able to withdraw this owner's targets alone.
+func NewWishTXT(ownerID, lease string, record *v1alpha1.Endpoint) (*v1alpha1.Endpoint, error) {
+	labels := map[string]string{
+		OwnerKey:   ownerID,
+		VersionKey: FormatVersion,
+		TTLKey:     strconv.FormatInt(int64(record.RecordTTL), 10),
+	}
+	if lease != "" {
+		labels[LeaseKey] = lease
+	}
+	return newTXT(ownerID, record, labels, record.Targets)
+}
+
+// newTXT builds the TXT with the labels, and the targets as claim-targets spread over as many TXT
+// strings as they need (none: a value without claim-targets).
+func newTXT(ownerID string, record *v1alpha1.Endpoint, labels map[string]string, wish v1alpha1.Targets) (*v1alpha1.Endpoint, error) {
 	if err := ValidOwnerID(ownerID); err != nil {
 		return nil, err
 	}
@@ -246,26 +265,19 @@ func NewLeasedTXT(ownerID, lease string, record *v1alpha1.Endpoint) (*v1alpha1.E
 	if len(record.Targets) == 0 {
 		return nil, fmt.Errorf("record %s: no targets", record.DNSName)
 	}
-	targets := make([]string, 0, len(record.Targets))
 	for _, t := range record.Targets {
 		if err := ValidTarget(t); err != nil {
 			return nil, fmt.Errorf("record %s: %w", record.DNSName, err)
 		}
-		targets = append(targets, t)
 	}
-	sort.Strings(targets)
-	targets = slices.Compact(targets)
-	labels := map[string]string{
-		OwnerKey:   ownerID,
-		VersionKey: FormatVersion,
-		TTLKey:     strconv.FormatInt(int64(record.RecordTTL), 10),
-	}
-	if lease != "" {
-		labels[LeaseKey] = lease
-	}
-	values, err := chunkValues(labels, targets)
-	if err != nil {
-		return nil, fmt.Errorf("record %s: %w", record.DNSName, err)
+	values := []string{FormatValue(labels)}
+	if len(wish) > 0 {
+		targets := slices.Clone([]string(wish))
+		sort.Strings(targets)
+		var err error
+		if values, err = chunkValues(labels, slices.Compact(targets)); err != nil {
+			return nil, fmt.Errorf("record %s: %w", record.DNSName, err)
+		}
 	}
 	return &v1alpha1.Endpoint{
 		DNSName:          TXTName(ownerID, record.RecordType, record.DNSName),

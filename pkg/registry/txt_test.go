@@ -130,25 +130,41 @@ func TestParseValue(t *testing.T) {
 func TestNewTXT(t *testing.T) {
 	rec := ep("*.a.example.com", "A", "2.2.2.2", "1.1.1.1").WithSetIdentifier("eu").WithProviderSpecific("geo-code", "GEO-EU")
 	rec.RecordTTL = 60
-	txt, err := NewTXT("owner1", rec)
-	if err != nil {
-		t.Fatal(err)
-	}
 	want := &v1alpha1.Endpoint{
-		DNSName:          "kuadrant-2tqs20a7-a-wildcard.a.example.com",
-		RecordType:       "TXT",
-		Targets:          v1alpha1.Targets{`"heritage=external-dns,external-dns/claim-targets=1.1.1.1;2.2.2.2,external-dns/claim-ttl=60,external-dns/owner=owner1,external-dns/version=1"`},
+		DNSName:    "kuadrant-2tqs20a7-a-wildcard.a.example.com",
+		RecordType: "TXT",
+		// Byte for byte what Kuadrant's dns-operator writes (its e2e suite pins this value).
+		Targets:          v1alpha1.Targets{`"heritage=external-dns,external-dns/owner=owner1,external-dns/version=1"`},
 		SetIdentifier:    "eu",
 		RecordTTL:        60,
 		Labels:           v1alpha1.Labels{"ownedRecord": "*.a.example.com"},
 		ProviderSpecific: v1alpha1.ProviderSpecific{{Name: "geo-code", Value: "GEO-EU"}},
 	}
-	if !reflect.DeepEqual(txt, want) {
-		t.Errorf("NewTXT =\n%#v\nwant\n%#v", txt, want)
-	}
-	rec.ProviderSpecific[0].Value = "changed"
-	if txt.ProviderSpecific[0].Value != "GEO-EU" {
-		t.Error("the TXT shares its routing properties with the record")
+	wish := want.DeepCopy()
+	wish.Targets = v1alpha1.Targets{`"heritage=external-dns,external-dns/claim-targets=1.1.1.1;2.2.2.2,external-dns/claim-ttl=60,external-dns/owner=owner1,external-dns/version=1"`}
+	leased := want.DeepCopy()
+	leased.Targets = v1alpha1.Targets{`"heritage=external-dns,external-dns/claim-lease=k1,external-dns/claim-targets=1.1.1.1;2.2.2.2,external-dns/claim-ttl=60,external-dns/owner=owner1,external-dns/version=1"`}
+	for _, tc := range []struct {
+		name string
+		new  func() (*v1alpha1.Endpoint, error)
+		want *v1alpha1.Endpoint
+	}{
+		{"NewTXT", func() (*v1alpha1.Endpoint, error) { return NewTXT("owner1", rec) }, want},
+		{"NewWishTXT", func() (*v1alpha1.Endpoint, error) { return NewWishTXT("owner1", "", rec) }, wish},
+		{"NewWishTXT leased", func() (*v1alpha1.Endpoint, error) { return NewWishTXT("owner1", "k1", rec) }, leased},
+	} {
+		txt, err := tc.new()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(txt, tc.want) {
+			t.Errorf("%s =\n%#v\nwant\n%#v", tc.name, txt, tc.want)
+		}
+		rec.ProviderSpecific[0].Value = "changed"
+		if txt.ProviderSpecific[0].Value != "GEO-EU" {
+			t.Errorf("%s: the TXT shares its routing properties with the record", tc.name)
+		}
+		rec.ProviderSpecific[0].Value = "GEO-EU"
 	}
 
 	for _, tc := range []struct {
@@ -164,11 +180,17 @@ func TestNewTXT(t *testing.T) {
 		{"owner1", ep("a.example.com", "CNAME", "a;b")},
 		{"owner1", ep("a.example.com", "CNAME", "a=b")},
 		{"owner1", ep("a.example.com", "CNAME", "")},
-		{"owner1", ep("a.example.com", "CNAME", strings.Repeat("x", 200))},
 	} {
 		if _, err := NewTXT(tc.owner, tc.rec); err == nil {
 			t.Errorf("NewTXT(%q, %v) did not fail", tc.owner, tc.rec)
 		}
+		if _, err := NewWishTXT(tc.owner, "", tc.rec); err == nil {
+			t.Errorf("NewWishTXT(%q, %v) did not fail", tc.owner, tc.rec)
+		}
+	}
+	// A wish must fit a TXT string.
+	if _, err := NewWishTXT("owner1", "", ep("a.example.com", "CNAME", strings.Repeat("x", 200))); err == nil {
+		t.Error("NewWishTXT took a target too long for a TXT string")
 	}
 }
 
@@ -181,7 +203,7 @@ func TestNewTXTSplitsLongValues(t *testing.T) {
 	}
 	rec := ep("v6.example.com", "AAAA", targets...)
 	owner := strings.Repeat("o", 36)
-	txt, err := NewTXT(owner, rec)
+	txt, err := NewWishTXT(owner, "", rec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +335,7 @@ func TestParseTXT(t *testing.T) {
 	}
 }
 
-// What NewTXT writes, ParseTXT reads back: owner, record key and wish. The names are Kuadrant's
+// What NewWishTXT writes, ParseTXT reads back: owner, record key and wish. The names are Kuadrant's
 // fixtures (txt_test.go) with the production prefix; the values are Kuadrant's plus our two keys.
 func TestTXTRoundTrip(t *testing.T) {
 	for _, tc := range []struct {
@@ -353,13 +375,13 @@ func TestTXTRoundTrip(t *testing.T) {
 			text: `"heritage=external-dns,external-dns/claim-targets=ns1.example.net;ns2.example.net,external-dns/claim-ttl=3600,external-dns/owner=owner1,external-dns/version=1"`,
 		},
 	} {
-		txt, err := NewTXT("owner1", tc.rec)
+		txt, err := NewWishTXT("owner1", "", tc.rec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if txt.DNSName != tc.name || !reflect.DeepEqual(txt.Targets, v1alpha1.Targets{tc.text}) || txt.SetIdentifier != tc.rec.SetIdentifier ||
 			txt.RecordTTL != tc.rec.RecordTTL || !reflect.DeepEqual(txt.ProviderSpecific, tc.rec.ProviderSpecific) {
-			t.Errorf("%v: NewTXT = %+v, want %s %s", tc.rec, txt, tc.name, tc.text)
+			t.Errorf("%v: NewWishTXT = %+v, want %s %s", tc.rec, txt, tc.name, tc.text)
 		}
 		claim, ok := ParseTXT(txt)
 		if !ok {
@@ -372,6 +394,14 @@ func TestTXTRoundTrip(t *testing.T) {
 		if w == nil || !w.Targets.SameTargets(tc.rec.Targets) || w.RecordTTL != tc.rec.RecordTTL || w.SetIdentifier != tc.rec.SetIdentifier ||
 			!reflect.DeepEqual(w.ProviderSpecific, tc.rec.ProviderSpecific) || w.RecordType != tc.rec.RecordType {
 			t.Errorf("%v: wish read back as %+v", tc.rec, w)
+		}
+		// Kuadrant's TXT reads back as the same claim, saying nothing of the wish.
+		bare, err := NewTXT("owner1", tc.rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, ok := ParseTXT(bare); !ok || bare.DNSName != tc.name || c.Owner != "owner1" || c.Record != tc.rec.Key() || c.Wish != nil {
+			t.Errorf("%v: NewTXT = %v reads back as %+v, %v", tc.rec, bare, c, ok)
 		}
 	}
 }

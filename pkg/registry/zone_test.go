@@ -7,9 +7,10 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 )
 
+// mustTXT is owner's claim on rec, stating its wish.
 func mustTXT(t testing.TB, owner string, rec *v1alpha1.Endpoint) *v1alpha1.Endpoint {
 	t.Helper()
-	txt, err := NewTXT(owner, rec)
+	txt, err := NewWishTXT(owner, "", rec)
 	if err != nil {
 		t.Fatal(err)
 	}
