@@ -436,7 +436,9 @@ func faultsExpected(t testing.TB, p providers.Provider, baseline []*v1alpha1.End
 			add(ep)
 			newTXT := registry.NewTXT
 			if len(clustersAt[v1alpha1.NormalizeName(ep.DNSName)]) > 1 {
-				newTXT = func(owner string, ep *v1alpha1.Endpoint) (*v1alpha1.Endpoint, error) { return registry.NewWishTXT(owner, "", ep) }
+				newTXT = func(owner string, ep *v1alpha1.Endpoint) (*v1alpha1.Endpoint, error) {
+					return registry.NewWishTXT(owner, "", ep)
+				}
 			}
 			txt, err := newTXT(owner, ep)
 			if err != nil {
