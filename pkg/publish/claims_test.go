@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"testing"
@@ -32,14 +33,23 @@ func kuadrantTXT(owner string) string {
 }
 
 // Owners of one cluster sharing a record write Kuadrant's claims, which do not say whose targets
-// the record holds: the queue remembers what each of them wants. When one leaves, a target the
-// other wants too stays, and only the leaver's own goes.
+// the record holds: the publisher remembers what each of them wants. When one leaves, a target the
+// other wants too stays, and only the leaver's own goes. The two come through two Secrets (two
+// queues for one zone): they are still one cluster's.
 func TestOneClusterWritesKuadrantsClaims(t *testing.T) {
 	store, zone := newZone(t)
 	p, prov := New(slow()), provider(store)
 	t.Cleanup(p.Close)
 	publish(t, p, prov, zone, Request{OwnerID: "a1", Desired: []*v1alpha1.Endpoint{a("s.example.com", "10.0.0.1")}})
-	out := publish(t, p, prov, zone, Request{OwnerID: "a2", Desired: []*v1alpha1.Endpoint{a("s.example.com", "10.0.0.1", "10.0.0.2")}})
+	second := func(req Request) Outcome {
+		t.Helper()
+		out, err := p.Publish(context.Background(), prov, "second-secret", zone, req)
+		if err != nil {
+			t.Fatalf("publish %s: %v", req.OwnerID, err)
+		}
+		return out
+	}
+	out := second(Request{OwnerID: "a2", Desired: []*v1alpha1.Endpoint{a("s.example.com", "10.0.0.1", "10.0.0.2")}})
 	want := map[string]string{"a1 A s.example.com": kuadrantTXT("a1"), "a2 A s.example.com": kuadrantTXT("a2")}
 	if got := claims(t, store, zone.ID); !reflect.DeepEqual(got, want) {
 		t.Fatalf("claims %v, want Kuadrant's %v", got, want)
@@ -47,7 +57,7 @@ func TestOneClusterWritesKuadrantsClaims(t *testing.T) {
 	if got := records(t, store, zone)["s.example.com A"]; got != "[10.0.0.1 10.0.0.2]" {
 		t.Fatalf("s.example.com A %s, want both targets", got)
 	}
-	publish(t, p, prov, zone, Request{OwnerID: "a2", Previous: out.Plan.Published})
+	second(Request{OwnerID: "a2", Previous: out.Plan.Published})
 	if got := records(t, store, zone)["s.example.com A"]; got != "[10.0.0.1]" {
 		t.Errorf("after a2 left s.example.com A holds %s, want a1's 10.0.0.1 alone", got)
 	}

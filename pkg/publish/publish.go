@@ -128,18 +128,63 @@ func DefaultOptions() Options {
 
 // Publisher holds one queue per zone.
 type Publisher struct {
-	opts   Options
-	now    func() time.Time
-	mu     sync.Mutex
-	queues map[queueKey]*queue
-	closed bool
+	opts    Options
+	now     func() time.Time
+	mu      sync.Mutex
+	queues  map[queueKey]*queue
+	closed  bool
+	cluster *cluster
+}
+
+// cluster is what the publisher knows of this cluster's owners, across its queues: two Secrets can
+// lead to one zone, and an owner of either is this cluster's.
+type cluster struct {
+	mu sync.Mutex
+	// local are the owners whose requests came through the publisher.
+	local map[string]bool
+	// wishes are, by owner, what its latest plan that its zone holds wants, by key: the plans of the
+	// others read them where the owner's claims, written as Kuadrant writes them, do not say
+	// (plan.Input.Known).
+	wishes map[string]map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
+}
+
+func (c *cluster) isLocal(owner string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.local[owner]
+}
+
+// known is plan.Input.Known: what another owner of this cluster wants for a key, as remembered.
+func (c *cluster) known(owner string, key v1alpha1.EndpointKey) *v1alpha1.Endpoint {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wishes[owner][key]
+}
+
+// remember notes what a request whose plan the zone now holds wants.
+func (c *cluster) remember(p *planned) {
+	if p.req.renewal {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(p.desired) == 0 {
+		delete(c.wishes, p.req.OwnerID)
+		return
+	}
+	w := make(map[v1alpha1.EndpointKey]*v1alpha1.Endpoint, len(p.desired))
+	for _, e := range p.desired {
+		w[e.Key()] = e
+	}
+	c.wishes[p.req.OwnerID] = w
 }
 
 type queueKey struct{ account, zoneID string }
 
 // New returns a publisher.
 func New(opts Options) *Publisher {
-	return &Publisher{opts: opts, now: time.Now, queues: map[queueKey]*queue{}}
+	return &Publisher{opts: opts, now: time.Now, queues: map[queueKey]*queue{},
+		cluster: &cluster{local: map[string]bool{}, wishes: map[string]map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{}}}
 }
 
 // Publish plans and applies req in zone and waits for the outcome. account identifies the
@@ -150,6 +195,9 @@ func (p *Publisher) Publish(ctx context.Context, prov providers.Provider, accoun
 	w := &waiter{prov: prov, req: req, done: make(chan result, 1)}
 	q.mu.Lock()
 	q.local[req.OwnerID] = true
+	q.cluster.mu.Lock()
+	q.cluster.local[req.OwnerID] = true
+	q.cluster.mu.Unlock()
 	q.prov = prov
 	q.pending = append(q.pending, w)
 	q.start()
@@ -191,7 +239,7 @@ func (p *Publisher) queue(account string, zone providers.Zone) *queue {
 	k := queueKey{account, zone.ID}
 	q, ok := p.queues[k]
 	if !ok {
-		q = &queue{zone: zone, opts: p.opts, now: p.now, local: map[string]bool{}, wishes: map[string]map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{}, closed: p.closed}
+		q = &queue{zone: zone, opts: p.opts, now: p.now, local: map[string]bool{}, cluster: p.cluster, closed: p.closed}
 		q.judge.Tolerance = p.opts.Leases.Tolerance
 		q.zoneKey = account + "/" + zone.ID
 		p.queues[k] = q
@@ -233,12 +281,9 @@ type queue struct {
 	// unclaimed are records no owner claims that a second read confirmed: a record a human made
 	// stays one, so the owners it conflicts with are not re-read for on every re-check.
 	unclaimed map[v1alpha1.EndpointKey]bool
-	// local are the owners whose requests came through this queue: this cluster's.
-	local map[string]bool
-	// wishes are, by local owner, what its latest plan that the zone holds wants, by key: the plans
-	// of the others read them where the owner's claims, written as Kuadrant writes them, do not say
-	// (plan.Input.Known). Only the cycle touches it.
-	wishes map[string]map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
+	// local are the owners whose requests came through this queue; cluster all of this cluster's.
+	local   map[string]bool
+	cluster *cluster
 	// prov is the newest provider object (renewals use it).
 	prov providers.Provider
 	// zoneKey tells this queue's zone apart in the judge's memory.
@@ -441,11 +486,7 @@ func (q *queue) localOwners() []string {
 	return owners
 }
 
-func (q *queue) isLocal(owner string) bool {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.local[owner]
-}
+func (q *queue) isLocal(owner string) bool { return q.cluster.isLocal(owner) }
 
 // forget drops the view: it may no longer match the zone.
 func (q *queue) forget() {
@@ -669,27 +710,6 @@ func (q *queue) call(ctx context.Context) (context.Context, context.CancelFunc) 
 	return context.WithTimeout(ctx, d)
 }
 
-// remember notes what a request whose plan the zone now holds wants (queue.wishes).
-func (q *queue) remember(p *planned) {
-	if p.req.renewal {
-		return
-	}
-	if len(p.desired) == 0 {
-		delete(q.wishes, p.req.OwnerID)
-		return
-	}
-	w := make(map[v1alpha1.EndpointKey]*v1alpha1.Endpoint, len(p.desired))
-	for _, e := range p.desired {
-		w[e.Key()] = e
-	}
-	q.wishes[p.req.OwnerID] = w
-}
-
-// known is plan.Input.Known: what another owner of this cluster wants for a key, as remembered.
-func (q *queue) known(owner string, key v1alpha1.EndpointKey) *v1alpha1.Endpoint {
-	return q.wishes[owner][key]
-}
-
 // planned is a waiter with its plan.
 type planned struct {
 	*waiter
@@ -704,7 +724,7 @@ type planned struct {
 // planAgainst plans the request's wish against z: the plan of its desired endpoints, with the changes
 // that make its owner-named records what it wants appended.
 func (p *planned) planAgainst(q *queue, z *registry.Zone, previous []*v1alpha1.Endpoint) (*plan.Result, error) {
-	in := plan.Input{OwnerID: p.req.OwnerID, ZoneName: q.zone.DNSName, Zone: z, Previous: previous, Desired: p.desired, Known: q.known}
+	in := plan.Input{OwnerID: p.req.OwnerID, ZoneName: q.zone.DNSName, Zone: z, Previous: previous, Desired: p.desired, Known: q.cluster.known}
 	in.Local = q.isLocal
 	if l := q.opts.Leases; l.Holder != "" && !p.req.renewal {
 		in.Lease = lease.Key(l.Holder)
@@ -949,7 +969,7 @@ func (q *queue) applyAll(ctx context.Context, prov providers.Provider, v *view, 
 		}
 		for _, p := range b.waiters {
 			p.wrote = true
-			q.remember(p)
+			q.cluster.remember(p)
 		}
 		done = append(done, b.waiters...)
 	}
@@ -976,7 +996,7 @@ func (q *queue) answerUnwritten(z *registry.Zone, all, done []*planned, failed *
 		case p.err != nil:
 			p.done <- result{err: p.err}
 		case p.plan.Changes.Empty() && err == nil:
-			q.remember(p)
+			q.cluster.remember(p)
 			p.done <- result{outcome: q.outcome(p.plan, z, false, true)}
 		default:
 			// Nothing to write, or a batch after the one that failed: planned on a view that the
