@@ -423,7 +423,11 @@ func faultsExpected(t testing.TB, p providers.Provider, baseline []*v1alpha1.End
 			if clustersAt[name] == nil {
 				clustersAt[name] = map[string]bool{}
 			}
-			clustersAt[name][strings.SplitN(key, "/", 2)[0]] = true
+			for _, cl := range cls {
+				if strings.HasPrefix(key, cl.name+"/") {
+					clustersAt[name][cl.name] = true
+				}
+			}
 		}
 	}
 	for _, key := range slices.Sorted(maps.Keys(want)) {
