@@ -34,8 +34,10 @@ func planOwner(z *registry.Zone, zoneName, owner string, names map[string]bool, 
 	var desired []*v1alpha1.Endpoint
 	for _, n := range z.Names(owner) {
 		for _, r := range z.AtName(n) {
-			if c := r.Claim(owner); c != nil && c.Wish != nil {
-				desired = append(desired, c.Wish)
+			if c := r.Claim(owner); c != nil {
+				if w := claimedWish(r, c); w != nil {
+					desired = append(desired, w)
+				}
 			}
 		}
 	}

@@ -246,3 +246,43 @@ team-b     new   new.example.com  -                 -      -              Unknow
 		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// A claim in Kuadrant's form wants the record as published, unless another claim on the record is of
+// that form too: then whose targets are whose cannot be told.
+func TestClaimedWish(t *testing.T) {
+	rec := v1alpha1.NewEndpoint("www.example.com", "A", 60, "10.0.0.1", "10.0.0.2")
+	bare := func(owner string) *v1alpha1.Endpoint {
+		txt, err := registry.NewTXT(owner, rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return txt
+	}
+	stated, err := registry.NewWishTXT("owner-b", "", v1alpha1.NewEndpoint("www.example.com", "A", 60, "10.0.0.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := rec.Key()
+	for _, tc := range []struct {
+		name string
+		txts []*v1alpha1.Endpoint
+		want string
+	}{
+		{"alone", []*v1alpha1.Endpoint{bare("owner-a")}, "10.0.0.1,10.0.0.2"},
+		{"beside a stated wish", []*v1alpha1.Endpoint{bare("owner-a"), stated}, "10.0.0.1,10.0.0.2"},
+		{"beside another Kuadrant claim", []*v1alpha1.Endpoint{bare("owner-a"), bare("owner-c")}, ""},
+	} {
+		z := registry.Read(append([]*v1alpha1.Endpoint{rec}, tc.txts...))
+		r := z.Record(key)
+		got := ""
+		if w := claimedWish(r, r.Claim("owner-a")); w != nil {
+			got = strings.Join(w.Targets, ",")
+		}
+		if got != tc.want {
+			t.Errorf("%s: owner-a wants %q, want %q", tc.name, got, tc.want)
+		}
+		if w := claimedWish(r, r.Claim("owner-b")); tc.name == "beside a stated wish" && (w == nil || strings.Join(w.Targets, ",") != "10.0.0.2") {
+			t.Errorf("%s: owner-b's stated wish read as %v", tc.name, w)
+		}
+	}
+}

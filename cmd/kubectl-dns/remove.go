@@ -169,8 +169,10 @@ func withdrawal(z *registry.Zone, zoneName, owner, holder string) ([]step, error
 	var previous []*v1alpha1.Endpoint
 	for _, n := range z.Names(owner) {
 		for _, r := range z.AtName(n) {
-			if c := r.Claim(owner); c != nil && c.Wish != nil {
-				previous = append(previous, c.Wish)
+			if c := r.Claim(owner); c != nil {
+				if w := claimedWish(r, c); w != nil {
+					previous = append(previous, w)
+				}
 			}
 		}
 	}

@@ -51,6 +51,19 @@ func hostNames(z *registry.Zone, zoneName, host string) []string {
 	return queue
 }
 
+// claimedWish is what a claim's owner wants for its record: what the claim states, or, for a claim
+// in Kuadrant's form, the record as published, where no other claim on it is of that form too (then
+// the targets cannot be told apart). nil when neither can be told.
+func claimedWish(r *registry.Record, c *registry.Claim) *v1alpha1.Endpoint {
+	if c.Wish != nil || c.Legacy || r.Endpoint == nil {
+		return c.Wish
+	}
+	if slices.ContainsFunc(r.Claims, func(o *registry.Claim) bool { return o != c && o.Wish == nil }) {
+		return nil
+	}
+	return r.Endpoint
+}
+
 func inZone(name, zoneName string) bool {
 	return name == zoneName || strings.HasSuffix(name, "."+zoneName)
 }
