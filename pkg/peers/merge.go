@@ -36,8 +36,10 @@ type Contribution struct {
 type Merged struct {
 	// Endpoints are the zone's records and ownership TXTs, sorted.
 	Endpoints []*v1alpha1.Endpoint
-	// Changed is the latest Changed of the contributions: servers fed the same contributions serve
-	// the same serial.
+	// Changed stands for the contributions' Changed as one time: serialBase plus the sum of each
+	// one's time since serialBase. The zone's serial is its Unix time (dnsserver.ZoneData.Changed),
+	// so servers that merged the same exports serve the same serial, whatever order they pulled them
+	// in, and it grows whenever an export changes or joins.
 	Changed time.Time
 	// Owners are the owners merged, sorted; Withdrawn those of expired clusters whose claims live
 	// owners withdrew.
@@ -50,6 +52,10 @@ type Merged struct {
 // ErrUnsettled is returned when a second pass over the owners still changes the zone: the rules
 // did not reach a fixed point, which is a bug in them. The zone of the last pass is returned too.
 var ErrUnsettled = errors.New("the merged zone does not settle")
+
+// serialBase is where the merged zone's time (Merged.Changed) counts from: 2020-01-01 UTC. Sums
+// of times since then wrap around 32 bits as serials may (RFC 1982): each change adds far less than 2^31.
+var serialBase = time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // settleRounds bounds the passes after the first one.
 const settleRounds = 3
@@ -80,9 +86,10 @@ func Merge(zone string, contributions []Contribution) (*Merged, error) {
 	var unowned []*v1alpha1.Endpoint
 	sorted := slices.Clone(contributions)
 	slices.SortStableFunc(sorted, func(a, b Contribution) int { return strings.Compare(a.Cluster, b.Cluster) })
+	var sum int64
 	for _, c := range sorted {
-		if c.Changed.After(out.Changed) {
-			out.Changed = c.Changed
+		if c.Changed.After(serialBase) {
+			sum += int64(c.Changed.Sub(serialBase) / time.Second)
 		}
 		z := registry.Read(withoutLeases(c.Endpoints))
 		seen := map[string]bool{}
@@ -191,6 +198,7 @@ func Merge(zone string, contributions []Contribution) (*Merged, error) {
 			break
 		}
 	}
+	out.Changed = serialBase.Add(time.Duration(sum) * time.Second)
 	out.Owners = merged
 	slices.Sort(out.Withdrawn)
 	out.Endpoints = endpointsOf(z)
