@@ -321,7 +321,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The lease changes once per period: the zone is served again then, to renew it.
 		result.RequeueAfter = r.LeaseEvery
 		l := lease.Renew(r.ClusterID, time.Now(), r.LeaseEvery, r.LeaseDuration)
-		data.Export = &dnsserver.Export{Cluster: lease.Key(r.ClusterID), Changed: changed, Endpoints: append(slices.Clip(local), l.Record(zone))}
+		// The export's lease is this one: a lease of this cluster a record happens to hold would
+		// give readers two values to judge.
+		own := slices.DeleteFunc(slices.Clone(local), func(e *v1alpha1.Endpoint) bool {
+			held, ok := lease.Parse(e)
+			return ok && held.Holder == r.ClusterID
+		})
+		data.Export = &dnsserver.Export{Cluster: lease.Key(r.ClusterID), Changed: changed, Endpoints: append(own, l.Record(zone))}
 		if r.Peers != nil && r.Peers.HasPeers(zone) {
 			merged, err := r.Peers.Merge(zone, *data.Export)
 			if merged == nil {
