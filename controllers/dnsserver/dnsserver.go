@@ -17,6 +17,7 @@ package dnsserver
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -126,6 +127,8 @@ type Reconciler struct {
 
 	// peerEvents carries PeersChanged to the controller.
 	peerEvents chan event.GenericEvent
+	// versions are, by zone, the last export's version and content (exportVersion); under mu.
+	versions map[string]exportVersion
 
 	// secrets caches the namespaces provider Secrets entitle, by zone, so that a record change is
 	// served without a call to the API server. Any Secret event moves secretsGen, and the next
@@ -133,6 +136,11 @@ type Reconciler struct {
 	mu         sync.Mutex
 	secretsGen uint64
 	secrets    map[string]entitlement
+}
+
+type exportVersion struct {
+	version time.Time
+	digest  [sha256.Size]byte
 }
 
 type entitlement struct {
@@ -327,7 +335,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			held, ok := lease.Parse(e)
 			return ok && held.Holder == r.ClusterID
 		})
-		data.Export = &dnsserver.Export{Cluster: lease.Key(r.ClusterID), Changed: changed, Endpoints: append(own, l.Record(zone))}
+		data.Export = &dnsserver.Export{Cluster: lease.Key(r.ClusterID), Changed: r.exportVersion(zone, own, changed), Endpoints: append(own, l.Record(zone))}
 		if r.Peers != nil && r.Peers.HasPeers(zone) {
 			merged, err := r.Peers.Merge(zone, *data.Export)
 			if merged == nil {
@@ -378,6 +386,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.FromContext(ctx).V(1).Info("serving zone", "zone", zone, "serial", st.Serial, "records", len(sources), "refused", len(st.Skipped))
 	}
 	return result, r.report(ctx, list.Items, verdicts, peerCondition)
+}
+
+// exportVersion is the time an export says its content last changed: when its records last changed
+// (changed), moved on by a second whenever the content changed and that time did not (two changes
+// in one second, a record deleted). Every server merging the export adds it into its serial
+// (peers.Merged.Changed), so it must move with every change of content, and by the same amount for
+// every reader.
+func (r *Reconciler) exportVersion(zone string, endpoints []*v1alpha1.Endpoint, changed time.Time) time.Time {
+	keyed := slices.Clone(endpoints)
+	v1alpha1.SortEndpoints(keyed)
+	h := sha256.New()
+	for _, e := range keyed {
+		targets := slices.Clone([]string(e.Targets))
+		slices.Sort(targets)
+		fmt.Fprintf(h, "%s %s %q %d %q %v\n", e.DNSName, e.RecordType, e.SetIdentifier, e.RecordTTL, targets, e.ProviderSpecific)
+	}
+	var digest [sha256.Size]byte
+	copy(digest[:], h.Sum(nil))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.versions == nil {
+		r.versions = map[string]exportVersion{}
+	}
+	prev, seen := r.versions[zone]
+	version := changed.Truncate(time.Second)
+	switch {
+	case seen && prev.digest == digest:
+		version = prev.version
+	case seen && !version.After(prev.version):
+		version = prev.version.Add(time.Second)
+	}
+	r.versions[zone] = exportVersion{version: version, digest: digest}
+	return version
 }
 
 // exported says whether a zone's export is offered: it is listed, or has peers.

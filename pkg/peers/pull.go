@@ -81,7 +81,7 @@ func Pull(ctx context.Context, p Peer, timeout time.Duration) (*Pulled, error) {
 	deadline, _ := ctx.Deadline()
 	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", p.Addr)
 	if err != nil {
-		return nil, failed(ReasonUnreachable, "%v", err)
+		return nil, failed(ReasonUnreachable, "%v", withoutSource(err))
 	}
 	defer func() { _ = conn.Close() }()
 	// The deadline bounds the whole transfer, whatever the peer sends or withholds.
@@ -135,6 +135,7 @@ func Pull(ctx context.Context, p Peer, timeout time.Duration) (*Pulled, error) {
 
 // classify turns a transfer error into a PullError.
 func classify(err error) error {
+	err = withoutSource(err)
 	var ne net.Error
 	switch {
 	case errors.Is(err, dns.ErrSig), errors.Is(err, dns.ErrNoSig), errors.Is(err, dns.ErrSecret), errors.Is(err, dns.ErrAuth), errors.Is(err, dns.ErrKeyAlg), errors.Is(err, dns.ErrTime):
@@ -146,4 +147,16 @@ func classify(err error) error {
 		return failed(ReasonRefused, "%v", err)
 	}
 	return failed(ReasonGarbage, "%v", err)
+}
+
+// withoutSource drops the local address from a network error: its port changes with every pull, and
+// the error is shown in a status condition, which must not change when nothing else does.
+func withoutSource(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Source != nil {
+		c := *op
+		c.Source = nil
+		return &c
+	}
+	return err
 }

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/netip"
@@ -14,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -60,14 +62,15 @@ type mcCluster struct {
 	defaultGeo     bool
 }
 
-// Acceptance 1 and 2 of issue 16: three control planes, each running the controller as its own
+// Acceptance 1, 2 and 3 of issue 16: three control planes, each running the controller as its own
 // process with its embedded server on its own loopback address, every server pulling the other two's
 // exports; a real BIND holds the parent zone and delegates the subdomain to the three. A
 // loadbalanced host and a simple host are published by all three (different geo and weight). The
 // three servers serve the same zone (transfer and serial) and, from several client subnets, the
 // same answer sets; BIND, resolving through the delegation, answers from them; the weighted split
 // holds (chi-square). A SIGKILLed controller's address leaves the survivors' answers within its
-// lease and one pull, the survivors' records say the peer is stale, and it rejoins on restart.
+// lease and one pull, the survivors' records say the peer is stale, and it rejoins on restart. A
+// partition splits the answers as documented, and healing it brings them back together.
 func TestMultiClusterDNS(t *testing.T) {
 	ctrllog.SetLogger(logr.Discard())
 	bin := buildController(t)
@@ -91,6 +94,8 @@ func TestMultiClusterDNS(t *testing.T) {
 	for i, c := range clusters {
 		c.addr = net.JoinHostPort(ips[i], strconv.Itoa(port))
 	}
+	// links[{i, j}] carries cluster i's pulls of cluster j's export.
+	links := map[[2]int]*mcLink{}
 	for i, c := range clusters {
 		env, err := testenv.Start(testenv.Options{})
 		if err != nil {
@@ -102,10 +107,12 @@ func TestMultiClusterDNS(t *testing.T) {
 			"--dns-export-keys", mcZone + "=" + mcKey, "--dns-peer-keys", mcZone + "=" + mcKey,
 			"--dns-peer-pull-interval", mcPull.String(),
 			"--owner-lease-renewal", leaseEvery.String(), "--owner-lease-duration", leaseDuration.String()}
+		// Each pull goes through a link the test can cut, for the partition.
 		var peers []string
 		for j, other := range clusters {
 			if j != i {
-				peers = append(peers, mcZone+"="+other.addr)
+				links[[2]int{i, j}] = newMCLink(t, other.addr)
+				peers = append(peers, mcZone+"="+links[[2]int{i, j}].addr)
 			}
 		}
 		args = append(args, "--dns-peers", strings.Join(peers, ","))
@@ -255,15 +262,17 @@ func TestMultiClusterDNS(t *testing.T) {
 		return ""
 	})
 	authoritative := coredns.RecordName(mcShared)
-	for _, c := range clusters[:2] {
+	for i, c := range clusters[:2] {
+		// The survivor pulls the dead cluster through its link: the condition names that address.
+		via := links[[2]int{i, 2}].addr
 		eventually(t, 30*time.Second, func() string {
 			rec := c.proc.cluster.record(t, mcNS, authoritative)
 			if rec == nil {
 				return "no authoritative record"
 			}
 			got := condition(rec, dnsserver.ConditionPeers)
-			if !strings.HasPrefix(got, "False "+dnsserver.ReasonPeerStale) || !strings.Contains(got, dead.addr) {
-				return fmt.Sprintf("%s: Peers is %s, want False %s naming %s", c.addr, got, dnsserver.ReasonPeerStale, dead.addr)
+			if !strings.HasPrefix(got, "False "+dnsserver.ReasonPeerStale) || !strings.Contains(got, via) {
+				return fmt.Sprintf("%s: Peers is %s, want False %s naming %s", c.addr, got, dnsserver.ReasonPeerStale, via)
 			}
 			return ""
 		})
@@ -292,6 +301,136 @@ func TestMultiClusterDNS(t *testing.T) {
 			}
 			return ""
 		})
+	}
+
+	// Acceptance 3: a partition between cluster 3 and clusters 1 and 2 (every pull across it
+	// fails), then healed. The timeline of docs/multicluster-dns.md: until the lease runs out each
+	// side serves the last merged zone; then each side serves what it sees (split brain: 1 and 2
+	// serve their two addresses, 3 its own); once healed, all three serve the same zone again
+	// within one pull.
+	for _, l := range []*mcLink{links[[2]int{0, 2}], links[[2]int{1, 2}], links[[2]int{2, 0}], links[[2]int{2, 1}]} {
+		l.cut()
+	}
+	cut := time.Now()
+	all := []string{"10.16.0.1", "10.16.0.2", "10.16.0.3"}
+	sides := []struct {
+		servers []*mcCluster
+		want    []string
+	}{{clusters[:2], []string{"10.16.0.1", "10.16.0.2"}}, {clusters[2:], []string{"10.16.0.3"}}}
+	var split time.Duration
+	eventually(t, 3*bound, func() string {
+		for _, side := range sides {
+			for _, c := range side.servers {
+				got := mcAnswerSet(t, c.addr, mcShared, netip.Prefix{}, 1)
+				if !slices.Equal(got, side.want) && !slices.Equal(got, all) {
+					t.Fatalf("during the partition %s answered %v: neither the last merged zone nor its side's", c.addr, got)
+				}
+				if !slices.Equal(got, side.want) {
+					if time.Since(cut) > bound {
+						t.Fatalf("%s still serves the last merged zone %v after %v", c.addr, got, time.Since(cut))
+					}
+					return fmt.Sprintf("%s answers %v", c.addr, got)
+				}
+			}
+		}
+		split = time.Since(cut)
+		return ""
+	})
+	t.Logf("partition: each side served what it sees %v after the cut (bound %v)", split.Round(100*time.Millisecond), bound)
+	for _, l := range links {
+		l.heal()
+	}
+	healed := time.Now()
+	eventually(t, time.Minute, func() string {
+		for _, c := range clusters {
+			if got := mcAnswerSet(t, c.addr, mcShared, netip.Prefix{}, 1); !slices.Equal(got, all) {
+				return fmt.Sprintf("%s answers %v", c.addr, got)
+			}
+		}
+		_, z0, err0 := mcTransfer(clusters[0].addr, secret)
+		for _, c := range clusters[1:] {
+			if _, z, err := mcTransfer(c.addr, secret); err != nil || err0 != nil || z != z0 {
+				return fmt.Sprintf("%s's zone differs from %s's (%v, %v)", c.addr, clusters[0].addr, err, err0)
+			}
+		}
+		return ""
+	})
+	converged := time.Since(healed)
+	t.Logf("partition healed: all three servers served the same zone again %v later (pull every %v)", converged.Round(100*time.Millisecond), mcPull)
+	if converged > mcPull+5*time.Second {
+		t.Errorf("the servers converged %v after the heal, more than one pull (%v) and 5 s", converged, mcPull)
+	}
+}
+
+// mcLink forwards TCP connections to a server; cut refuses new ones and ends open ones, heal
+// forwards again.
+type mcLink struct {
+	addr, target string
+	mu           sync.Mutex
+	ln           net.Listener
+	conns        map[net.Conn]bool
+}
+
+func newMCLink(t *testing.T, target string) *mcLink {
+	t.Helper()
+	l := &mcLink{addr: freeport.Addr(t), target: target, conns: map[net.Conn]bool{}}
+	l.heal()
+	t.Cleanup(l.cut)
+	return l
+}
+
+func (l *mcLink) heal() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ln != nil {
+		return
+	}
+	ln, err := net.Listen("tcp", l.addr)
+	if err != nil {
+		panic(fmt.Sprintf("link %s: %v", l.addr, err))
+	}
+	l.ln = ln
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go l.forward(c)
+		}
+	}()
+}
+
+func (l *mcLink) forward(c net.Conn) {
+	up, err := net.DialTimeout("tcp", l.target, 2*time.Second)
+	if err != nil {
+		_ = c.Close()
+		return
+	}
+	l.mu.Lock()
+	l.conns[c], l.conns[up] = true, true
+	l.mu.Unlock()
+	done := make(chan struct{}, 2)
+	go func() { _, _ = io.Copy(up, c); done <- struct{}{} }()
+	go func() { _, _ = io.Copy(c, up); done <- struct{}{} }()
+	<-done
+	_ = c.Close()
+	_ = up.Close()
+	l.mu.Lock()
+	delete(l.conns, c)
+	delete(l.conns, up)
+	l.mu.Unlock()
+}
+
+func (l *mcLink) cut() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ln != nil {
+		_ = l.ln.Close()
+		l.ln = nil
+	}
+	for c := range l.conns {
+		_ = c.Close()
 	}
 }
 
