@@ -134,3 +134,38 @@ func TestExportIsServedToPeersOnly(t *testing.T) {
 		t.Error("the export of a removed zone is still transferred")
 	}
 }
+
+// FuzzDecodeExport: any TXT a peer sends decodes or fails with ErrExport, never panics, and what
+// decodes encodes back to the same endpoints.
+func FuzzDecodeExport(f *testing.F) {
+	origin := ExportName("example.com")
+	for _, rr := range EncodeExport(origin, exportOf())[1:] {
+		f.Add(strings.Join(rr.(*dns.TXT).Txt, "\x00"))
+	}
+	f.Add("ep\x00name=a.example.com\x00type=A\x00t=1.2.3.4\x00+5")
+	f.Add("ep\x00ps=%zz\x00name=a.example.com")
+	f.Fuzz(func(t *testing.T, fields string) {
+		header := EncodeExport(origin, Export{Cluster: "c", Changed: time.Unix(1, 0)})[0]
+		rr := &dns.TXT{Hdr: *header.Header(), Txt: strings.Split(fields, "\x00")}
+		ex, err := DecodeExport("example.com", []dns.RR{header, rr})
+		if err != nil {
+			if !errors.Is(err, ErrExport) {
+				t.Fatalf("error %v is not ErrExport", err)
+			}
+			return
+		}
+		again, err := DecodeExport("example.com", EncodeExport(origin, ex))
+		if err != nil {
+			t.Fatalf("%v re-encoded does not decode: %v", ex.Endpoints, err)
+		}
+		if len(again.Endpoints) != len(ex.Endpoints) {
+			t.Fatalf("round trip changed %d endpoints into %d", len(ex.Endpoints), len(again.Endpoints))
+		}
+		for i := range ex.Endpoints {
+			a, b := ex.Endpoints[i], again.Endpoints[i]
+			if a.Key() != b.Key() || !a.SameValues(b) {
+				t.Fatalf("round trip changed %v into %v", a, b)
+			}
+		}
+	})
+}
