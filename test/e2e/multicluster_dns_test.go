@@ -32,6 +32,7 @@ import (
 	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsserver"
+	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/builder"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/providers/coredns"
@@ -477,9 +478,22 @@ func startMCResolver(t *testing.T, ip string, port int, servers []string) string
 	dir := t.TempDir()
 	var zone strings.Builder
 	fmt.Fprintf(&zone, "$TTL 60\n@ IN SOA ns.%[1]s. hostmaster.%[1]s. 1 60 60 600 60\n@ IN NS ns.%[1]s.\nns IN A %[2]s\n", mcParent, ip)
+	// The delegation is what the helper prints for the parent (make delegation).
+	var list []string
 	for i, s := range servers {
-		fmt.Fprintf(&zone, "gslb IN NS ns%[1]d.%[2]s.\nns%[1]d IN A %[3]s\n", i+1, mcParent, s)
+		list = append(list, fmt.Sprintf("ns%d.%s=%s", i+1, mcParent, s))
 	}
+	root, err := controlplane.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	helper := exec.Command("go", "run", "./hack/delegation", "-zone", mcZone, "-parent", mcParent, "-ttl", "60", "-servers", strings.Join(list, ","))
+	helper.Dir = root
+	lines, err := helper.Output()
+	if err != nil {
+		t.Fatalf("hack/delegation: %v", err)
+	}
+	zone.Write(lines)
 	if err := os.WriteFile(filepath.Join(dir, "parent.db"), []byte(zone.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
