@@ -133,6 +133,10 @@ bench-probes: ## 1,000 health probes at 1s against loopback HTTP and HTTPS serve
 	go run ./test/bench/probes $(ARGS)
 
 .PHONY: envtest
+.PHONY: delegation
+delegation: ## Print the parent zone's NS and glue records delegating ZONE to every cluster's DNS server (PARENT=example.com SERVERS=ns1.example.com=192.0.2.1,...).
+	@go run ./hack/delegation -zone "$(ZONE)" -parent "$(PARENT)" -servers "$(SERVERS)"
+
 envtest: ## Build kube-apiserver, etcd and kubectl into the cache (once, ~6 min).
 	@hack/envtest-bins.sh >/dev/null
 
