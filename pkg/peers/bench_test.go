@@ -76,7 +76,7 @@ func BenchmarkPullAndMerge(b *testing.B) {
 	pullAll := func(b *testing.B) []Contribution {
 		out := []Contribution{{Cluster: local.Cluster, Changed: local.Changed, Endpoints: local.Endpoints}}
 		for _, p := range peers {
-			pulled, err := Pull(ctx, p, 30*time.Second)
+			pulled, err := Pull(ctx, p, 30*time.Second, 0)
 			if err != nil {
 				b.Fatal(err)
 			}

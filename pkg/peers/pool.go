@@ -28,8 +28,9 @@ type Options struct {
 	// Peers are the other clusters' servers, per zone.
 	Peers []Peer
 	// Interval between two pulls of one peer (DefaultInterval); each pull is bounded by Timeout
-	// (DefaultTimeout).
+	// (DefaultTimeout) and MaxRecords (DefaultMaxRecords).
 	Interval, Timeout time.Duration
+	MaxRecords        int
 	// Duration is how long a peer whose export carries no lease, or a lease that never expires,
 	// may go unpulled before it counts as gone (lease.DefaultDuration).
 	Duration time.Duration
@@ -141,7 +142,7 @@ func (p *Pool) Run(ctx context.Context) error {
 
 // PullOnce pulls one peer now and takes in what it got.
 func (p *Pool) PullOnce(ctx context.Context, peer Peer) {
-	pulled, err := Pull(ctx, peer, p.opts.Timeout)
+	pulled, err := Pull(ctx, peer, p.opts.Timeout, p.opts.MaxRecords)
 	if ctx.Err() != nil {
 		return
 	}

@@ -239,6 +239,19 @@ func TestPoolRefusesBadPeers(t *testing.T) {
 	}
 }
 
+// A peer sending more records than the limit is refused, and nothing of it is kept.
+func TestPullRefusesTooLarge(t *testing.T) {
+	key := peerKey
+	s := serve(t, three[1].exportAt(t, time.Now()))
+	peer := Peer{Zone: testZone, Addr: s.Addr().String(), Key: &key}
+	if _, err := Pull(context.Background(), peer, 5*time.Second, 10); ReasonOf(err) != ReasonGarbage || !strings.Contains(err.Error(), "more than 10 records") {
+		t.Errorf("pulling an export over a limit of 10 records: %v", err)
+	}
+	if pulled, err := Pull(context.Background(), peer, 5*time.Second, 0); err != nil || pulled.Records < 10 {
+		t.Errorf("pulling within the default limit: %v", err)
+	}
+}
+
 // TestPoolLiveness: a peer whose export stops being pulled, or whose lease stops changing, for its
 // lease duration is stale, and its address leaves the shared record; when it answers again with a
 // renewed lease it is merged again.

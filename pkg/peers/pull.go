@@ -13,6 +13,9 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 )
 
+// DefaultMaxRecords bounds the records of one export: ten times the largest zone benchmarked.
+const DefaultMaxRecords = 1_000_000
+
 // Peer is the embedded server of another cluster serving a zone.
 type Peer struct {
 	// Zone is the zone served by both.
@@ -73,9 +76,13 @@ type Pulled struct {
 }
 
 // Pull transfers a peer's export of its zone (AXFR over TCP) within timeout, and reads it. The
-// answer must be signed with the peer's key when it has one, and must be a well-formed export of
-// the zone.
-func Pull(ctx context.Context, p Peer, timeout time.Duration) (*Pulled, error) {
+// answer must be signed with the peer's key when it has one, must be a well-formed export of the
+// zone, and may hold at most maxRecords records (0: DefaultMaxRecords), so that a peer cannot make
+// us hold more than that.
+func Pull(ctx context.Context, p Peer, timeout time.Duration, maxRecords int) (*Pulled, error) {
+	if maxRecords <= 0 {
+		maxRecords = DefaultMaxRecords
+	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
@@ -119,6 +126,12 @@ func Pull(ctx context.Context, p Peer, timeout time.Duration) (*Pulled, error) {
 			}
 		}
 		rrs = append(rrs, env.RR...)
+		if len(rrs) > maxRecords {
+			cancel()
+			for range envs {
+			}
+			return nil, failed(ReasonGarbage, "the export holds more than %d records", maxRecords)
+		}
 	}
 	if soa == nil {
 		return nil, failed(ReasonGarbage, "the transfer holds no SOA")
