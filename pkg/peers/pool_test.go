@@ -191,9 +191,14 @@ func TestPoolRefusesBadPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The peers are pulled concurrently, as Run does; the honest ones are in before the silent
-	// one's timeout.
+	// one's timeout. The thieves come after them: of two exports claiming one owner, the one
+	// accepted first keeps it.
+	thieves := map[string]bool{stealsOurs.Addr().String(): true, stealsTwos.Addr().String(): true}
 	var wg sync.WaitGroup
 	for _, peer := range peers {
+		if thieves[peer.Addr] {
+			continue
+		}
 		wg.Go(func() {
 			p.PullOnce(context.Background(), peer)
 			mu.Lock()
@@ -202,6 +207,11 @@ func TestPoolRefusesBadPeers(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	for _, peer := range peers {
+		if thieves[peer.Addr] {
+			p.PullOnce(context.Background(), peer)
+		}
+	}
 	for _, addr := range good {
 		if d := changedAt[addr]; d >= timeout {
 			t.Errorf("honest peer %s was taken in after %v, not before the silent peer's %v timeout", addr, d, timeout)
