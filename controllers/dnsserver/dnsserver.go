@@ -187,7 +187,8 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			r.peerEvents = make(chan event.GenericEvent, 64)
 		}
 		b = b.WatchesRawSource(source.Channel(r.peerEvents, handler.EnqueueRequestsFromMapFunc(zoneOf)))
-		if err := mgr.Add(manager.RunnableFunc(r.Peers.Run)); err != nil {
+		// Every replica pulls: each serves the merged zone.
+		if err := mgr.Add(pullers{r.Peers}); err != nil {
 			return err
 		}
 		if err := metrics.Registry.Register(r.Peers.Collector()); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
@@ -617,6 +618,15 @@ func lastChange(rec *v1alpha1.DNSRecord) time.Time {
 	}
 	return t
 }
+
+// pullers run a peer pool on every replica, leader or not.
+type pullers struct{ *peers.Pool }
+
+var _ manager.LeaderElectionRunnable = pullers{}
+
+func (pullers) NeedLeaderElection() bool { return false }
+
+func (p pullers) Start(ctx context.Context) error { return p.Run(ctx) }
 
 // server runs the DNS server for as long as the manager runs.
 type server struct {
