@@ -62,8 +62,9 @@ func benchServer(b *testing.B, ex *dnsserver.Export) *dnsserver.Server {
 }
 
 // BenchmarkPullAndMerge pulls the exports of two peers of 10,000 records each and merges them with
-// this cluster's 10,000 (docs/benchmarks.md). Beside it, in the same run: the pulls alone, the
-// merge alone, and the peer to compare the pull with: a plain signed AXFR of the same zone.
+// this cluster's 10,000 (docs/benchmarks.md). Beside it, in the same run: the pulls alone, a pull
+// of exports that did not change (IXFR, answered by the SOA), the merge alone, and the peer to
+// compare the pull with: a plain signed AXFR of the same zone.
 func BenchmarkPullAndMerge(b *testing.B) {
 	local := benchExport(b, 0)
 	key := peerKey
@@ -76,7 +77,7 @@ func BenchmarkPullAndMerge(b *testing.B) {
 	pullAll := func(b *testing.B) []Contribution {
 		out := []Contribution{{Cluster: local.Cluster, Changed: local.Changed, Endpoints: local.Endpoints}}
 		for _, p := range peers {
-			pulled, err := Pull(ctx, p, 30*time.Second, 0)
+			pulled, err := Pull(ctx, p, 30*time.Second, 0, 0)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -100,6 +101,24 @@ func BenchmarkPullAndMerge(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			pullAll(b)
+		}
+	})
+	b.Run("pull-unchanged", func(b *testing.B) {
+		serials := map[string]uint32{}
+		for _, p := range peers {
+			pulled, err := Pull(ctx, p, 30*time.Second, 0, 0)
+			if err != nil {
+				b.Fatal(err)
+			}
+			serials[p.Addr] = pulled.Serial
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			for _, p := range peers {
+				if pulled, err := Pull(ctx, p, 30*time.Second, 0, serials[p.Addr]); err != nil || !pulled.Unchanged {
+					b.Fatalf("%+v, %v", pulled, err)
+				}
+			}
 		}
 	})
 	contributions := pullAll(b)

@@ -142,7 +142,13 @@ func (p *Pool) Run(ctx context.Context) error {
 
 // PullOnce pulls one peer now and takes in what it got.
 func (p *Pool) PullOnce(ctx context.Context, peer Peer) {
-	pulled, err := Pull(ctx, peer, p.opts.Timeout, p.opts.MaxRecords)
+	var have uint32
+	p.mu.Lock()
+	if st := p.state(peer); st != nil && st.last != nil && st.err == nil {
+		have = st.last.Serial
+	}
+	p.mu.Unlock()
+	pulled, err := Pull(ctx, peer, p.opts.Timeout, p.opts.MaxRecords, have)
 	if ctx.Err() != nil {
 		return
 	}
@@ -170,7 +176,13 @@ func (p *Pool) take(peer Peer, pulled *Pulled, err error) {
 		return
 	}
 	var owners map[string]bool
-	if err == nil {
+	if err == nil && pulled.Unchanged {
+		if st.last == nil || st.last.Serial != pulled.Serial {
+			err = failed(ReasonGarbage, "the peer says serial %d is current, which is not the export held", pulled.Serial)
+		} else {
+			pulled, owners = st.last, st.owners
+		}
+	} else if err == nil {
 		owners, err = p.check(st, pulled.Export)
 	}
 	changed := false

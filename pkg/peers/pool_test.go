@@ -249,16 +249,33 @@ func TestPoolRefusesBadPeers(t *testing.T) {
 	}
 }
 
-// A peer sending more records than the limit is refused, and nothing of it is kept.
-func TestPullRefusesTooLarge(t *testing.T) {
+// A peer sending more records than the limit is refused; an unchanged export is not sent again.
+func TestPull(t *testing.T) {
 	key := peerKey
 	s := serve(t, three[1].exportAt(t, time.Now()))
 	peer := Peer{Zone: testZone, Addr: s.Addr().String(), Key: &key}
-	if _, err := Pull(context.Background(), peer, 5*time.Second, 10); ReasonOf(err) != ReasonGarbage || !strings.Contains(err.Error(), "more than 10 records") {
+	if _, err := Pull(context.Background(), peer, 5*time.Second, 10, 0); ReasonOf(err) != ReasonGarbage || !strings.Contains(err.Error(), "more than 10 records") {
 		t.Errorf("pulling an export over a limit of 10 records: %v", err)
 	}
-	if pulled, err := Pull(context.Background(), peer, 5*time.Second, 0); err != nil || pulled.Records < 10 {
-		t.Errorf("pulling within the default limit: %v", err)
+	pulled, err := Pull(context.Background(), peer, 5*time.Second, 0, 0)
+	if err != nil || pulled.Records < 10 || pulled.Unchanged {
+		t.Fatalf("pulling within the default limit: %v", err)
+	}
+	// Asked by IXFR with the serial it holds, the peer sends its SOA alone; once the export
+	// changed, all of it.
+	again, err := Pull(context.Background(), peer, 5*time.Second, 0, pulled.Serial)
+	if err != nil || !again.Unchanged || again.Serial != pulled.Serial {
+		t.Errorf("pulling again an unchanged export: %+v, %v", again, err)
+	}
+	// Asked about a serial newer than its own (it restarted with its clock behind), it is pulled whole.
+	older, err := Pull(context.Background(), peer, 5*time.Second, 0, pulled.Serial+100)
+	if err != nil || older.Unchanged || older.Serial != pulled.Serial || older.Records != pulled.Records {
+		t.Errorf("pulling with a serial ahead of the peer's: %+v, %v", older, err)
+	}
+	setExport(t, s, three[1].exportAt(t, time.Now().Add(time.Minute)))
+	changed, err := Pull(context.Background(), peer, 5*time.Second, 0, pulled.Serial)
+	if err != nil || changed.Unchanged || changed.Records != pulled.Records || changed.Serial == pulled.Serial {
+		t.Errorf("pulling a changed export by IXFR: %+v, %v", changed, err)
 	}
 }
 

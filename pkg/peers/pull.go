@@ -73,13 +73,18 @@ type Pulled struct {
 	Serial uint32
 	// Records counts the records transferred.
 	Records int
+	// Unchanged: the peer's export still has the serial asked about (Pull's have), and was not sent
+	// again; Export is then empty.
+	Unchanged bool
 }
 
-// Pull transfers a peer's export of its zone (AXFR over TCP) within timeout, and reads it. The
-// answer must be signed with the peer's key when it has one, must be a well-formed export of the
-// zone, and may hold at most maxRecords records (0: DefaultMaxRecords), so that a peer cannot make
-// us hold more than that.
-func Pull(ctx context.Context, p Peer, timeout time.Duration, maxRecords int) (*Pulled, error) {
+// Pull transfers a peer's export of its zone over TCP within timeout, and reads it. With have, the
+// serial of the export last pulled (0: none), it asks by IXFR, and a peer whose export still has
+// that serial answers with its SOA alone (Pulled.Unchanged); otherwise, and by AXFR without have,
+// the whole export comes. The answer must be signed with the peer's key when it has one, must be a
+// well-formed export of the zone, and may hold at most maxRecords records (0: DefaultMaxRecords),
+// so that a peer cannot make us hold more than that.
+func Pull(ctx context.Context, p Peer, timeout time.Duration, maxRecords int, have uint32) (*Pulled, error) {
 	if maxRecords <= 0 {
 		maxRecords = DefaultMaxRecords
 	}
@@ -96,7 +101,11 @@ func Pull(ctx context.Context, p Peer, timeout time.Duration, maxRecords int) (*
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
 	defer stop()
 	m := new(dns.Msg)
-	m.SetAxfr(dnsserver.ExportName(p.Zone))
+	if have != 0 {
+		m.SetIxfr(dnsserver.ExportName(p.Zone), have, ".", ".")
+	} else {
+		m.SetAxfr(dnsserver.ExportName(p.Zone))
+	}
 	tr := &dns.Transfer{Conn: &dns.Conn{Conn: conn}, ReadTimeout: timeout, WriteTimeout: timeout}
 	if p.Key != nil {
 		alg := p.Key.Algorithm
@@ -135,6 +144,14 @@ func Pull(ctx context.Context, p Peer, timeout time.Duration, maxRecords int) (*
 	}
 	if soa == nil {
 		return nil, failed(ReasonGarbage, "the transfer holds no SOA")
+	}
+	if have != 0 && len(rrs) == 1 {
+		if soa.Serial != have {
+			// An older serial than ours (the peer restarted with its clock behind): the IXFR client
+			// takes it for current. Ask for all of it.
+			return Pull(ctx, p, time.Until(deadline), maxRecords, 0)
+		}
+		return &Pulled{Serial: have, Unchanged: true}, nil
 	}
 	if !dns.IsSubDomain(dnsserver.ExportName(p.Zone), soa.Hdr.Name) || !dns.IsSubDomain(soa.Hdr.Name, dnsserver.ExportName(p.Zone)) {
 		return nil, failed(ReasonGarbage, "the transfer is of %s, not of the export", soa.Hdr.Name)
