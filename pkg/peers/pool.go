@@ -2,6 +2,7 @@ package peers
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -55,6 +56,8 @@ type Pool struct {
 	peers []*peerState
 	// local is, by zone, this cluster's lease key and owners, as its last export said.
 	local map[string]localState
+	// merged is, by zone, the last merge.
+	merged map[string]lastMerge
 }
 
 type localState struct {
@@ -94,7 +97,7 @@ func New(opts Options) *Pool {
 	if opts.Changed == nil {
 		opts.Changed = func(string) {}
 	}
-	p := &Pool{opts: opts, local: map[string]localState{}}
+	p := &Pool{opts: opts, local: map[string]localState{}, merged: map[string]lastMerge{}}
 	p.judge.Tolerance = opts.Tolerance
 	for _, peer := range opts.Peers {
 		peer.Zone = v1alpha1.NormalizeName(peer.Zone)
@@ -357,8 +360,38 @@ func (p *Pool) Merge(zone string, local dnsserver.Export) (*Merged, error) {
 			Cluster: st.last.Export.Cluster, Changed: st.last.Export.Changed, Endpoints: st.last.Export.Endpoints, Expired: st.stale,
 		})
 	}
+	// Leases renew every period, and they are not merged: a merge of contributions that say they
+	// have not changed since the last one (each one's time and liveness) is the last one's.
+	key := mergeKey(contributions)
+	if last, ok := p.merged[zone]; ok && last.key == key {
+		p.mu.Unlock()
+		return last.merged, nil
+	}
 	p.mu.Unlock()
-	return Merge(zone, contributions)
+	merged, err := Merge(zone, contributions)
+	if err == nil {
+		p.mu.Lock()
+		p.merged[zone] = lastMerge{key: key, merged: merged}
+		p.mu.Unlock()
+	}
+	return merged, err
+}
+
+// lastMerge is a zone's last merge and what it was merged from.
+type lastMerge struct {
+	key    string
+	merged *Merged
+}
+
+// mergeKey identifies the contributions of a merge by each one's cluster, time and liveness: a
+// cluster's export time moves with every change of its records (not of its lease).
+func mergeKey(contributions []Contribution) string {
+	parts := make([]string, len(contributions))
+	for i, c := range contributions {
+		parts[i] = fmt.Sprintf("%s/%d/%t/%d", c.Cluster, c.Changed.Unix(), c.Expired, len(c.Endpoints))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
 }
 
 func overlaps(a, b map[string]bool) bool {

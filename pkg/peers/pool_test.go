@@ -308,6 +308,11 @@ func TestPoolLiveness(t *testing.T) {
 	if got := shared(); got != "10.0.1.1,10.0.2.1" {
 		t.Fatalf("shared record %s, want both clusters'", got)
 	}
+	// Merged again from exports that say they did not change, the zone is the last merge's.
+	first, _ := p.Merge(testZone, *local)
+	if again, _ := p.Merge(testZone, *local); again != first {
+		t.Error("unchanged exports were merged again")
+	}
 	// The peer stops exporting: pulls fail. Within its lease (20 s + 1 s) it stays.
 	if _, err := two.SetZone(testZone, dnsserver.ZoneData{Endpoints: local.Endpoints}); err != nil {
 		t.Fatal(err)
