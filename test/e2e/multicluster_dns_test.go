@@ -138,11 +138,11 @@ func TestMultiClusterDNS(t *testing.T) {
 			cl.create(t, rec)
 		}
 	}
+	start := time.Now()
 	resolver := startMCResolver(t, bindIP, port, ips)
 
 	// Converged: the three servers transfer the same zone, with the same serial, holding every
 	// cluster's records.
-	start := time.Now()
 	var zone string
 	eventually(t, 3*time.Minute, func() string {
 		var serials []uint32
