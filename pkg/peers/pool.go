@@ -71,6 +71,10 @@ type peerState struct {
 	last   *Pulled
 	lastOK time.Time
 	owners map[string]bool
+	// claims are the owners, and cluster the lease key, of the last export pulled, accepted or
+	// refused for its owners: two peers claiming one owner are both refused, whichever came first.
+	claims  map[string]bool
+	cluster string
 	// err is the last pull's error, nil after a good one.
 	err   error
 	stale bool
@@ -225,8 +229,10 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// check refuses an export whose cluster, lease or owners are this cluster's or another peer's of
-// the zone, and returns its owners. Called with p.mu held.
+// check refuses an export whose cluster, lease or owners are this cluster's, or another peer's of
+// the zone, and returns its owners. Against another peer, what counts is the last export each
+// pulled, accepted or not: both are refused, so the outcome does not depend on which was pulled
+// first (Merge leaves out the other one's accepted export too). Called with p.mu held.
 func (p *Pool) check(st *peerState, ex dnsserver.Export) (map[string]bool, error) {
 	zone := st.peer.Zone
 	owners := ownersOf(ex.Endpoints)
@@ -235,6 +241,7 @@ func (p *Pool) check(st *peerState, ex dnsserver.Export) (map[string]bool, error
 			return nil, failed(ReasonOwners, "the export of cluster %s holds the lease of cluster %s", ex.Cluster, lease.Key(l.Holder))
 		}
 	}
+	st.claims, st.cluster = owners, ex.Cluster
 	local := p.local[zone]
 	if ex.Cluster == local.cluster {
 		return nil, failed(ReasonOwners, "the export names this cluster (%s)", ex.Cluster)
@@ -244,20 +251,29 @@ func (p *Pool) check(st *peerState, ex dnsserver.Export) (map[string]bool, error
 			return nil, failed(ReasonOwners, "the export claims owner %s, which is this cluster's", o)
 		}
 	}
+	if err := p.conflict(st); err != nil {
+		return nil, err
+	}
+	return owners, nil
+}
+
+// conflict reports another peer of st's zone whose last export names st's cluster or claims one of
+// its owners. Called with p.mu held.
+func (p *Pool) conflict(st *peerState) error {
 	for _, other := range p.peers {
-		if other == st || other.peer.Zone != zone || other.last == nil {
+		if other == st || other.peer.Zone != st.peer.Zone || other.cluster == "" {
 			continue
 		}
-		if other.last.Export.Cluster == ex.Cluster {
-			return nil, failed(ReasonOwners, "the export names cluster %s, which peer %s exports", ex.Cluster, other.peer.Addr)
+		if other.cluster == st.cluster {
+			return failed(ReasonOwners, "the export names cluster %s, as peer %s's does", st.cluster, other.peer.Addr)
 		}
-		for o := range owners {
-			if other.owners[o] {
-				return nil, failed(ReasonOwners, "the export claims owner %s, which peer %s exports", o, other.peer.Addr)
+		for o := range st.claims {
+			if other.claims[o] {
+				return failed(ReasonOwners, "the export claims owner %s, as peer %s's does", o, other.peer.Addr)
 			}
 		}
 	}
-	return owners, nil
+	return nil
 }
 
 // ownersOf lists the owners claiming records in endpoints.
@@ -350,9 +366,14 @@ func (p *Pool) Merge(zone string, local dnsserver.Export) (*Merged, error) {
 		if st.peer.Zone != zone || st.last == nil {
 			continue
 		}
-		// An export accepted before this cluster claimed one of its owners is refused now.
+		// An export accepted before this cluster claimed one of its owners, or before another
+		// peer's claimed one, is left out now.
 		if ex := st.last.Export; ex.Cluster == local.Cluster || overlaps(st.owners, localOwners) {
 			st.err = failed(ReasonOwners, "the export claims this cluster's owners or names it")
+			continue
+		}
+		if err := p.conflict(st); err != nil {
+			st.err = err
 			continue
 		}
 		st.stale = p.expired(st, now)

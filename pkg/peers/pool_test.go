@@ -191,14 +191,9 @@ func TestPoolRefusesBadPeers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The peers are pulled concurrently, as Run does; the honest ones are in before the silent
-	// one's timeout. The thieves come after them: of two exports claiming one owner, the one
-	// accepted first keeps it.
-	thieves := map[string]bool{stealsOurs.Addr().String(): true, stealsTwos.Addr().String(): true}
+	// one's timeout.
 	var wg sync.WaitGroup
 	for _, peer := range peers {
-		if thieves[peer.Addr] {
-			continue
-		}
 		wg.Go(func() {
 			p.PullOnce(context.Background(), peer)
 			mu.Lock()
@@ -207,45 +202,53 @@ func TestPoolRefusesBadPeers(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	for _, peer := range peers {
-		if thieves[peer.Addr] {
-			p.PullOnce(context.Background(), peer)
-		}
+	m, err := p.Merge(testZone, *local)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, addr := range good {
 		if d := changedAt[addr]; d >= timeout {
 			t.Errorf("honest peer %s was taken in after %v, not before the silent peer's %v timeout", addr, d, timeout)
 		}
 	}
+	// Peer two and the thief of its owner are both left out, whichever was pulled first.
 	for _, c := range []struct{ addr, reason string }{
 		{garbage.Addr().String(), ReasonGarbage},
 		{stealsOurs.Addr().String(), ReasonOwners},
 		{stealsTwos.Addr().String(), ReasonOwners},
+		{good[0], ReasonOwners},
 		{"peer.does-not-exist.invalid:53", ReasonUnreachable},
 		{silent.Addr().String(), ReasonUnreachable},
 		{peers[7].Addr, ReasonTSIG},
 	} {
 		st := statusOf(t, p, c.addr)
-		if st.Error == "" || !strings.HasPrefix(st.Error, c.reason+":") || !st.LastPull.IsZero() {
+		if !strings.HasPrefix(st.Error, c.reason+":") {
 			t.Errorf("peer %s: status %+v, want refused for %s", c.addr, st, c.reason)
 		}
-		if n := pulls(t, p, c.addr, c.reason); n != 1 {
-			t.Errorf("peer %s: %v pulls counted as %s, want 1", c.addr, n, c.reason)
+		// Of peer two and its thief, the one pulled first was accepted, and is left out by the merge.
+		if c.addr != good[0] && c.addr != stealsTwos.Addr().String() && (pulls(t, p, c.addr, c.reason) != 1 || !st.LastPull.IsZero()) {
+			t.Errorf("peer %s: %v pulls counted as %s, want 1, and none accepted", c.addr, pulls(t, p, c.addr, c.reason), c.reason)
 		}
 	}
-	for _, addr := range good {
-		st := statusOf(t, p, addr)
-		if st.Error != "" || st.LastPull.IsZero() || st.Records == 0 || st.Serial == 0 || st.Stale {
-			t.Errorf("honest peer %s: %+v", addr, st)
-		}
-	}
-	m, err := p.Merge(testZone, *local)
-	if err != nil {
-		t.Fatal(err)
+	if st := statusOf(t, p, good[1]); st.Error != "" || st.LastPull.IsZero() || st.Records == 0 || st.Serial == 0 || st.Stale {
+		t.Errorf("honest peer %s: %+v", good[1], st)
 	}
 	got := strings.Join(records(m.Endpoints), "\n")
-	if !strings.Contains(got, "[10.0.1.1 10.0.2.1 10.0.3.1]") || strings.Contains(got, "10.0.4.1") || strings.Contains(got, "10.0.5.1") {
-		t.Errorf("merged zone:\n%s\nwant the honest clusters' addresses only", got)
+	if !strings.Contains(got, "shared.gslb.example.com A \"\" ttl=60 [10.0.1.1 10.0.3.1]") || strings.Contains(got, "10.0.4.1") {
+		t.Errorf("merged zone:\n%s\nwant this cluster's and peer three's addresses only", got)
+	}
+	// The thief stops claiming peer two's owner: both are merged again at their next pulls.
+	honest := thiefOfTwo
+	honest.owner = "owner-five"
+	setExport(t, stealsTwos, honest.exportAt(t, renewed))
+	for _, peer := range []Peer{peers[4], peers[0]} {
+		p.PullOnce(context.Background(), peer)
+	}
+	if m, err = p.Merge(testZone, *local); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(records(m.Endpoints), "\n"); !strings.Contains(got, "[10.0.1.1 10.0.2.1 10.0.3.1 10.0.5.1]") {
+		t.Errorf("after the conflict ended, the merged zone is:\n%s", got)
 	}
 }
 
