@@ -89,7 +89,7 @@ test: envtest dns-tools verify ## Build what tests need and run every test tier 
 
 # Each fuzz target runs FUZZTIME beyond its seed corpus (which `go test` always runs).
 FUZZTIME ?= 10s
-FUZZ_TARGETS = FuzzHandler:./pkg/dnsserver FuzzZone:./pkg/dnsserver FuzzPlan:./pkg/plan FuzzParseTXT:./pkg/registry FuzzChoose:./pkg/zone FuzzBuild:./pkg/builder
+FUZZ_TARGETS = FuzzHandler:./pkg/dnsserver FuzzZone:./pkg/dnsserver FuzzDecodeExport:./pkg/dnsserver FuzzPlan:./pkg/plan FuzzParseTXT:./pkg/registry FuzzChoose:./pkg/zone FuzzBuild:./pkg/builder
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
@@ -133,6 +133,10 @@ bench-probes: ## 1,000 health probes at 1s against loopback HTTP and HTTPS serve
 	go run ./test/bench/probes $(ARGS)
 
 .PHONY: envtest
+.PHONY: delegation
+delegation: ## Print the parent zone's NS and glue records delegating ZONE to every cluster's DNS server (PARENT=example.com SERVERS=ns1.example.com=192.0.2.1,...).
+	@go run ./hack/delegation -zone "$(ZONE)" -parent "$(PARENT)" -servers "$(SERVERS)"
+
 envtest: ## Build kube-apiserver, etcd and kubectl into the cache (once, ~6 min).
 	@hack/envtest-bins.sh >/dev/null
 

@@ -17,6 +17,7 @@ package dnsserver
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -44,9 +45,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/peers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/coredns"
 )
 
@@ -69,6 +73,16 @@ const (
 	ReasonNotEntitled = "NotEntitled"
 	// ReasonZoneError: the zone could not be built at all (the server's own configuration is wrong).
 	ReasonZoneError = "ZoneError"
+
+	// ConditionPeers, on the authoritative records of a zone with peers (other clusters' servers
+	// whose exports are merged in): whether every peer is live.
+	ConditionPeers = "Peers"
+	// ReasonPeersLive: every peer's export is merged (the message names peers whose last pull
+	// failed but whose lease has not run out).
+	ReasonPeersLive = "PeersLive"
+	// ReasonPeerStale: a peer's export could not be pulled, or its lease did not change, for its
+	// lease duration; its owners are withdrawn where live owners still claim.
+	ReasonPeerStale = "PeerStale"
 
 	fieldOwner = "dnspolicy-dnsserver"
 	// maxMessageReasons bounds how many refusals a condition message lists.
@@ -98,12 +112,35 @@ type Reconciler struct {
 	// provider Secrets are then listed again at every reconcile of a zone, not cached.
 	NoSecretWatch bool
 
+	// Peers, when set, pulls the exports of other clusters' servers: a zone with peers is served
+	// merged from this cluster's records and theirs (package peers). PeersChanged must be its
+	// Options.Changed.
+	Peers *peers.Pool
+	// Exports are the zones whose export (what this cluster publishes, with its lease) is offered
+	// to other clusters' servers; a zone with peers is always exported.
+	Exports []string
+	// ClusterID names this cluster in exports (the UID of kube-system); exports need it.
+	ClusterID string
+	// LeaseEvery and LeaseDuration are the export's lease: renewed every LeaseEvery, and judged
+	// gone by peers after LeaseDuration without change.
+	LeaseEvery, LeaseDuration time.Duration
+
+	// peerEvents carries PeersChanged to the controller.
+	peerEvents chan event.GenericEvent
+	// versions are, by zone, the last export's version and content (exportVersion); under mu.
+	versions map[string]exportVersion
+
 	// secrets caches the namespaces provider Secrets entitle, by zone, so that a record change is
 	// served without a call to the API server. Any Secret event moves secretsGen, and the next
 	// reconcile of each zone lists the Secrets again.
 	mu         sync.Mutex
 	secretsGen uint64
 	secrets    map[string]entitlement
+}
+
+type exportVersion struct {
+	version time.Time
+	digest  [sha256.Size]byte
 }
 
 type entitlement struct {
@@ -145,6 +182,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&v1alpha1.DNSRecord{}, handler.EnqueueRequestsFromMapFunc(zoneOf), builder.WithPredicates(authoritative,
 			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, servedDropped))).
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 4})
+	if r.Peers != nil {
+		if r.peerEvents == nil {
+			r.peerEvents = make(chan event.GenericEvent, 64)
+		}
+		b = b.WatchesRawSource(source.Channel(r.peerEvents, handler.EnqueueRequestsFromMapFunc(zoneOf)))
+		// Every replica pulls: each serves the merged zone.
+		if err := mgr.Add(pullers{r.Peers}); err != nil {
+			return err
+		}
+		if err := metrics.Registry.Register(r.Peers.Collector()); err != nil && !errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+			return err
+		}
+	}
 	if !r.OnlyListedZones && !r.NoSecretWatch {
 		// A provider Secret created, changed or deleted can change who is entitled to any zone. The
 		// watch is on metadata only (shared with the record controller's); the Secrets themselves
@@ -166,6 +216,19 @@ var servedDropped = predicate.Funcs{
 	CreateFunc:  func(event.CreateEvent) bool { return false },
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// PeersChanged asks for a zone to be merged and served again: a peer's export changed, or a peer
+// turned stale or live. It never blocks: a zone already queued is merged once.
+func (r *Reconciler) PeersChanged(zone string) {
+	if r.peerEvents == nil {
+		return
+	}
+	obj := &v1alpha1.DNSRecord{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1alpha1.CoreDNSZoneNameLabel: zone}}}
+	select {
+	case r.peerEvents <- event.GenericEvent{Object: obj}:
+	default:
+	}
 }
 
 func zoneOf(_ context.Context, obj client.Object) []reconcile.Request {
@@ -224,6 +287,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		sources   []dnsserver.Source
 		changed   time.Time
 		endpoints int
+		local     []*v1alpha1.Endpoint
 		verdicts  = map[client.ObjectKey]metav1.Condition{}
 	)
 	for i := range list.Items {
@@ -248,38 +312,156 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		for _, ep := range rec.Spec.Endpoints {
 			if ep != nil {
 				endpoints++
+				local = append(local, ep)
 			}
 		}
 		verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionTrue, Reason: ReasonServed,
 			Message: fmt.Sprintf("served in zone %s by the embedded DNS server", zone)}
 	}
-	if endpoints == 0 {
-		r.Server.RemoveZone(zone)
-		return ctrl.Result{}, r.report(ctx, list.Items, verdicts)
-	}
-	st, err := r.Server.SetZone(zone, dnsserver.ZoneData{
+	data := dnsserver.ZoneData{
 		Sources:     sources,
 		Nameservers: r.Nameservers,
 		Secondaries: r.Secondaries[zone],
 		Changed:     changed,
-	})
+	}
+	var result ctrl.Result
+	var peerCondition *metav1.Condition
+	if r.exported(zone) {
+		// The lease changes once per period: the zone is served again then, to renew it.
+		result.RequeueAfter = r.LeaseEvery
+		l := lease.Renew(r.ClusterID, time.Now(), r.LeaseEvery, r.LeaseDuration)
+		// The export's lease is this one: a lease of this cluster a record happens to hold would
+		// give readers two values to judge.
+		own := slices.DeleteFunc(slices.Clone(local), func(e *v1alpha1.Endpoint) bool {
+			held, ok := lease.Parse(e)
+			return ok && held.Holder == r.ClusterID
+		})
+		data.Export = &dnsserver.Export{Cluster: lease.Key(r.ClusterID), Changed: r.exportVersion(zone, own, changed), Endpoints: append(own, l.Record(zone))}
+		if r.Peers != nil && r.Peers.HasPeers(zone) {
+			merged, err := r.Peers.Merge(zone, *data.Export)
+			if merged == nil {
+				// The zone is served from this cluster's records alone until the merge works.
+				log.FromContext(ctx).Error(err, "merging the peers' exports", "zone", zone)
+			} else {
+				if err != nil {
+					log.FromContext(ctx).Error(err, "merging the peers' exports", "zone", zone)
+				}
+				for owner, why := range merged.Dropped {
+					log.FromContext(ctx).Info("an owner's wishes are left out of the merged zone", "zone", zone, "owner", owner, "reason", why)
+				}
+				data.Sources, data.Endpoints, data.Changed = nil, merged.Endpoints, merged.Changed
+				endpoints = len(merged.Endpoints)
+			}
+			c := peersCondition(zone, r.Peers.Status(zone))
+			peerCondition = &c
+		}
+	}
+	if endpoints == 0 {
+		r.Server.RemoveZone(zone)
+		return result, r.report(ctx, list.Items, verdicts, peerCondition)
+	}
+	st, err := r.Server.SetZone(zone, data)
 	if err != nil {
 		for _, src := range sources {
 			key := keyOf(src.Name)
 			verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonZoneError,
 				Message: fmt.Sprintf("zone %s cannot be served: %v", zone, err)}
 		}
-		_ = r.report(ctx, list.Items, verdicts)
+		_ = r.report(ctx, list.Items, verdicts, peerCondition)
 		return ctrl.Result{}, fmt.Errorf("serving zone %s: %w", zone, err)
 	}
 	for name, reasons := range st.Refused {
 		verdicts[keyOf(name)] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonRecordsRefused,
 			Message: refusedMessage(zone, reasons)}
 	}
+	if data.Sources == nil && len(st.Skipped) > 0 {
+		// A merged zone is one source: what it cannot serve is told to every record of the zone.
+		for key, v := range verdicts {
+			if v.Status == metav1.ConditionTrue {
+				verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonRecordsRefused,
+					Message: refusedMessage(zone, st.Skipped)}
+			}
+		}
+	}
 	if st.Changed {
 		log.FromContext(ctx).V(1).Info("serving zone", "zone", zone, "serial", st.Serial, "records", len(sources), "refused", len(st.Skipped))
 	}
-	return ctrl.Result{}, r.report(ctx, list.Items, verdicts)
+	return result, r.report(ctx, list.Items, verdicts, peerCondition)
+}
+
+// exportVersion is the time an export says its content last changed: when its records last changed
+// (changed), moved on by a second whenever the content changed and that time did not (two changes
+// in one second, a record deleted). Every server merging the export adds it into its serial
+// (peers.Merged.Changed), so it must move with every change of content, and by the same amount for
+// every reader.
+func (r *Reconciler) exportVersion(zone string, endpoints []*v1alpha1.Endpoint, changed time.Time) time.Time {
+	keyed := slices.Clone(endpoints)
+	v1alpha1.SortEndpoints(keyed)
+	h := sha256.New()
+	for _, e := range keyed {
+		targets := slices.Clone([]string(e.Targets))
+		slices.Sort(targets)
+		fmt.Fprintf(h, "%s %s %q %d %q %v\n", e.DNSName, e.RecordType, e.SetIdentifier, e.RecordTTL, targets, e.ProviderSpecific)
+	}
+	var digest [sha256.Size]byte
+	copy(digest[:], h.Sum(nil))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.versions == nil {
+		r.versions = map[string]exportVersion{}
+	}
+	prev, seen := r.versions[zone]
+	version := changed.Truncate(time.Second)
+	switch {
+	case seen && prev.digest == digest:
+		version = prev.version
+	case seen && !version.After(prev.version):
+		version = prev.version.Add(time.Second)
+	}
+	r.versions[zone] = exportVersion{version: version, digest: digest}
+	return version
+}
+
+// exported says whether a zone's export is offered: it is listed, or has peers.
+func (r *Reconciler) exported(zone string) bool {
+	if r.ClusterID == "" {
+		return false
+	}
+	if r.Peers != nil && r.Peers.HasPeers(zone) {
+		return true
+	}
+	return slices.ContainsFunc(r.Exports, func(z string) bool { return v1alpha1.NormalizeName(z) == v1alpha1.NormalizeName(zone) })
+}
+
+// peersCondition says whether every peer of a zone is live. Its message names peers and reasons
+// only, never times or serials, so it changes only when a peer's state does.
+func peersCondition(zone string, peers []peers.PeerStatus) metav1.Condition {
+	var stale, failing []string
+	for _, p := range peers {
+		switch {
+		case p.Stale:
+			stale = append(stale, fmt.Sprintf("%s (%s)", p.Peer.Addr, cmp.Or(p.Error, "its lease stopped changing")))
+		case p.LastPull.IsZero():
+			stale = append(stale, fmt.Sprintf("%s (never pulled: %s)", p.Peer.Addr, cmp.Or(p.Error, "not yet")))
+		case p.Error != "":
+			failing = append(failing, fmt.Sprintf("%s (%s)", p.Peer.Addr, p.Error))
+		}
+	}
+	if len(stale) > 0 {
+		msg := fmt.Sprintf("%d of %d peers of zone %s are stale, their owners withdrawn where live owners claim: %s", len(stale), len(peers), zone, strings.Join(stale, "; "))
+		if len(msg) > 4096 {
+			msg = msg[:4093] + "..."
+		}
+		return metav1.Condition{Type: ConditionPeers, Status: metav1.ConditionFalse, Reason: ReasonPeerStale, Message: msg}
+	}
+	msg := fmt.Sprintf("zone %s is served merged with the exports of %d peers", zone, len(peers))
+	if len(failing) > 0 {
+		msg += fmt.Sprintf("; the last pull of %d failed, their last exports are used within their lease: %s", len(failing), strings.Join(failing, "; "))
+	}
+	if len(msg) > 4096 {
+		msg = msg[:4093] + "..."
+	}
+	return metav1.Condition{Type: ConditionPeers, Status: metav1.ConditionTrue, Reason: ReasonPeersLive, Message: msg}
 }
 
 func keyOf(source string) client.ObjectKey {
@@ -370,35 +552,52 @@ func (r *Reconciler) entitled(ctx context.Context, zone string, candidates map[s
 // report writes each record's Served condition where it differs from what the record shows, by
 // server-side apply of that one condition. Replicas compute the same condition, so once one has
 // written it the others find nothing to do.
-func (r *Reconciler) report(ctx context.Context, records []v1alpha1.DNSRecord, verdicts map[client.ObjectKey]metav1.Condition) error {
+// peers, when set, is the zone's Peers condition, written beside Served on every served record.
+func (r *Reconciler) report(ctx context.Context, records []v1alpha1.DNSRecord, verdicts map[client.ObjectKey]metav1.Condition, peers *metav1.Condition) error {
 	var errs []error
 	for i := range records {
 		rec := &records[i]
-		want, ok := verdicts[client.ObjectKeyFromObject(rec)]
+		served, ok := verdicts[client.ObjectKeyFromObject(rec)]
 		if !ok {
 			continue
 		}
-		// Written only when the verdict changes, not for every new generation: each status write
+		wants := []metav1.Condition{served}
+		if peers != nil && served.Reason != ReasonNotEntitled {
+			wants = append(wants, *peers)
+		}
+		// Written only when a verdict changes, not for every new generation: each status write
 		// moves the record's resourceVersion, and its writers (the coredns backend, dns-operator)
 		// write with the version they read, so every needless write costs them a retry.
-		// observedGeneration is the generation the verdict was last written for.
-		want.ObservedGeneration = rec.Generation
-		have := meta.FindStatusCondition(rec.Status.Conditions, ConditionServed)
-		if have != nil && have.Status == want.Status && have.Reason == want.Reason && have.Message == want.Message {
-			continue
+		// observedGeneration is the generation the verdict was last written for. A condition
+		// this controller no longer sends (Peers, once the zone has none) is dropped by the apply.
+		same := (len(wants) == 2) == (meta.FindStatusCondition(rec.Status.Conditions, ConditionPeers) != nil)
+		var conditions []any
+		for _, want := range wants {
+			want.ObservedGeneration = rec.Generation
+			have := meta.FindStatusCondition(rec.Status.Conditions, want.Type)
+			if have == nil || have.Status != want.Status || have.Reason != want.Reason || have.Message != want.Message {
+				same = false
+			}
+			want.LastTransitionTime = metav1.Now()
+			if have != nil && have.Status == want.Status {
+				want.LastTransitionTime = have.LastTransitionTime
+				if have.Reason == want.Reason && have.Message == want.Message {
+					want.ObservedGeneration = have.ObservedGeneration
+				}
+			}
+			conditions = append(conditions, map[string]any{
+				"type": want.Type, "status": string(want.Status), "reason": want.Reason, "message": want.Message,
+				"observedGeneration": want.ObservedGeneration, "lastTransitionTime": want.LastTransitionTime.UTC().Format(time.RFC3339),
+			})
 		}
-		want.LastTransitionTime = metav1.Now()
-		if have != nil && have.Status == want.Status {
-			want.LastTransitionTime = have.LastTransitionTime
+		if same {
+			continue
 		}
 		patch := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": v1alpha1.GroupVersion.String(),
 			"kind":       "DNSRecord",
 			"metadata":   map[string]any{"name": rec.Name, "namespace": rec.Namespace},
-			"status": map[string]any{"conditions": []any{map[string]any{
-				"type": want.Type, "status": string(want.Status), "reason": want.Reason, "message": want.Message,
-				"observedGeneration": want.ObservedGeneration, "lastTransitionTime": want.LastTransitionTime.UTC().Format(time.RFC3339),
-			}}},
+			"status":     map[string]any{"conditions": conditions},
 		}}
 		if err := r.Client.Status().Patch(ctx, patch, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("DNSRecord %s/%s: writing the %s condition: %w", rec.Namespace, rec.Name, ConditionServed, err))
@@ -419,6 +618,15 @@ func lastChange(rec *v1alpha1.DNSRecord) time.Time {
 	}
 	return t
 }
+
+// pullers run a peer pool on every replica, leader or not.
+type pullers struct{ *peers.Pool }
+
+var _ manager.LeaderElectionRunnable = pullers{}
+
+func (pullers) NeedLeaderElection() bool { return false }
+
+func (p pullers) Start(ctx context.Context) error { return p.Run(ctx) }
 
 // server runs the DNS server for as long as the manager runs.
 type server struct {

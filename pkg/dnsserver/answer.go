@@ -130,6 +130,11 @@ func (r *responder) answer(signer *tsigSigner) []byte {
 	case dns.TypeAXFR, dns.TypeIXFR:
 		return r.transferAnswer(snap, signer)
 	}
+	if r.entry.export {
+		// An export is for peers' transfers, never for resolvers.
+		r.refusal = refusedTransfer
+		return r.finish(dns.RcodeRefused, 0)
+	}
 	rcode, flags := r.resolve(snap)
 	return r.finish(rcode, flags)
 }

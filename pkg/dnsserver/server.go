@@ -84,6 +84,9 @@ type Options struct {
 	// TransferKeys names, by zone, the keys allowed to transfer it; a zone not listed cannot be
 	// transferred. Its first key signs the zone's NOTIFY messages.
 	TransferKeys map[string][]string
+	// Exports says, by zone, who may pull the zone's export (ZoneData.Export): peers of other
+	// clusters. A zone not listed exports to nobody.
+	Exports map[string]ExportAccess
 	// MaxUDPSize caps UDP answers; larger ones are truncated so the client retries over TCP. Default 1232.
 	MaxUDPSize int
 	// MaxTCPConnections, MaxTCPConnectionsPerSource and MaxTCPQueries bound TCP clients; 0 means the
@@ -110,24 +113,26 @@ type Options struct {
 
 // Server serves zones. Create it with New, feed it with SetZone, and Start it.
 type Server struct {
-	addr          string
-	geoPath       string
-	geoInterval   time.Duration
-	geo           atomic.Pointer[geoDB]
-	keys          map[string]*tsigKey
-	transferKeys  map[string][]string // by canonical zone name, canonical key names
-	maxUDP        int
-	maxConns      int
-	maxPerSource  int
-	maxQueries    int
-	idleTimeout   time.Duration
-	writeTimeout  time.Duration
-	rrl           *rateLimiter
-	notifyTimeout time.Duration
-	random        func(uint64) uint64
-	now           func() time.Time
-	log           logr.Logger
-	stats         serverStats
+	addr         string
+	geoPath      string
+	geoInterval  time.Duration
+	geo          atomic.Pointer[geoDB]
+	keys         map[string]*tsigKey
+	transferKeys map[string][]string // by canonical zone name, canonical key names
+	// exportPrefixes are, by canonical export name, the sources that may pull it unsigned.
+	exportPrefixes map[string][]netip.Prefix
+	maxUDP         int
+	maxConns       int
+	maxPerSource   int
+	maxQueries     int
+	idleTimeout    time.Duration
+	writeTimeout   time.Duration
+	rrl            *rateLimiter
+	notifyTimeout  time.Duration
+	random         func(uint64) uint64
+	now            func() time.Time
+	log            logr.Logger
+	stats          serverStats
 
 	zones atomic.Pointer[zoneTable]
 	mu    sync.Mutex // serialises changes to zones
@@ -151,6 +156,8 @@ type zoneTable map[string]*zoneEntry
 type zoneEntry struct {
 	snap  atomic.Pointer[snapshot]
 	stats zoneStats
+	// export marks a zone's export (ZoneData.Export): it answers zone transfers only.
+	export bool
 
 	// Guarded by Server.mu.
 	secondaries []string
@@ -163,21 +170,22 @@ type zoneEntry struct {
 // New prepares a server; it serves nothing until Start.
 func New(opts Options) (*Server, error) {
 	s := &Server{
-		addr:          opts.Addr,
-		geoPath:       opts.GeoIPDatabase,
-		geoInterval:   cmp.Or(opts.GeoIPReloadInterval, DefaultGeoIPReloadInterval),
-		keys:          map[string]*tsigKey{},
-		transferKeys:  map[string][]string{},
-		maxUDP:        cmp.Or(opts.MaxUDPSize, maxUDPDefault),
-		maxConns:      limit(opts.MaxTCPConnections, DefaultMaxTCPConnections),
-		maxPerSource:  limit(opts.MaxTCPConnectionsPerSource, DefaultMaxTCPConnectionsPerSource),
-		maxQueries:    limit(opts.MaxTCPQueries, DefaultMaxTCPQueries),
-		idleTimeout:   cmp.Or(opts.TCPIdleTimeout, DefaultTCPIdleTimeout),
-		writeTimeout:  cmp.Or(opts.TCPWriteTimeout, DefaultTCPWriteTimeout),
-		notifyTimeout: cmp.Or(opts.NotifyTimeout, 2*time.Second),
-		random:        opts.Random,
-		now:           opts.Now,
-		log:           opts.Log,
+		addr:           opts.Addr,
+		geoPath:        opts.GeoIPDatabase,
+		geoInterval:    cmp.Or(opts.GeoIPReloadInterval, DefaultGeoIPReloadInterval),
+		keys:           map[string]*tsigKey{},
+		transferKeys:   map[string][]string{},
+		exportPrefixes: map[string][]netip.Prefix{},
+		maxUDP:         cmp.Or(opts.MaxUDPSize, maxUDPDefault),
+		maxConns:       limit(opts.MaxTCPConnections, DefaultMaxTCPConnections),
+		maxPerSource:   limit(opts.MaxTCPConnectionsPerSource, DefaultMaxTCPConnectionsPerSource),
+		maxQueries:     limit(opts.MaxTCPQueries, DefaultMaxTCPQueries),
+		idleTimeout:    cmp.Or(opts.TCPIdleTimeout, DefaultTCPIdleTimeout),
+		writeTimeout:   cmp.Or(opts.TCPWriteTimeout, DefaultTCPWriteTimeout),
+		notifyTimeout:  cmp.Or(opts.NotifyTimeout, 2*time.Second),
+		random:         opts.Random,
+		now:            opts.Now,
+		log:            opts.Log,
 	}
 	if s.maxUDP < dns.MinMsgSize || s.maxUDP > dns.MaxMsgSize {
 		return nil, fmt.Errorf("MaxUDPSize %d is outside [%d, %d]", s.maxUDP, dns.MinMsgSize, dns.MaxMsgSize)
@@ -214,6 +222,25 @@ func New(opts Options) (*Server, error) {
 			if !slices.Contains(s.transferKeys[origin], key) {
 				s.transferKeys[origin] = append(s.transferKeys[origin], key)
 			}
+		}
+	}
+	for zone, access := range opts.Exports {
+		origin, err := canonicalName(zone)
+		if err != nil {
+			return nil, fmt.Errorf("export of zone %q: %w", zone, err)
+		}
+		export := ExportName(origin)
+		for _, name := range access.Keys {
+			key := dns.CanonicalName(name)
+			if s.keys[key] == nil {
+				return nil, fmt.Errorf("zone %s: export key %q is not one of the TSIG keys", zone, name)
+			}
+			if !slices.Contains(s.transferKeys[export], key) {
+				s.transferKeys[export] = append(s.transferKeys[export], key)
+			}
+		}
+		for _, p := range access.Prefixes {
+			s.exportPrefixes[export] = append(s.exportPrefixes[export], p.Masked())
 		}
 	}
 	var err error
@@ -299,6 +326,10 @@ func (s *Server) SetZone(name string, data ZoneData) (ZoneStatus, error) {
 		}
 		return ZoneStatus{}, err
 	}
+	if err := s.setExport(origin, data.Export, data.Nameservers); err != nil {
+		return ZoneStatus{}, err
+	}
+	table = *s.zones.Load()
 	status := ZoneStatus{Serial: serial, Changed: true, Skipped: refused.all, Refused: refused.bySource}
 	if prev != nil && prev.digest == snap.digest {
 		status.Serial, status.Changed = prev.serial, false
@@ -333,15 +364,21 @@ func (s *Server) RemoveZone(name string) {
 	key, _ := wireName(origin)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	_ = s.setExport(origin, nil, nil)
+	s.removeEntry(string(key))
+}
+
+// removeEntry takes a zone (or export) out of the table. Called with s.mu held.
+func (s *Server) removeEntry(key string) {
 	table := *s.zones.Load()
-	entry := table[string(key)]
+	entry := table[key]
 	if entry == nil {
 		return
 	}
 	close(entry.removed)
 	next := make(zoneTable, len(table))
 	for k, v := range table {
-		if k != string(key) {
+		if k != key {
 			next[k] = v
 		}
 	}

@@ -29,7 +29,11 @@ type transfer struct {
 // current or asked over UDP (RFC 1995 2: it then retries over TCP).
 func (r *responder) transferAnswer(snap *snapshot, signer *tsigSigner) []byte {
 	q := &r.req
-	if signer == nil || !r.s.transferAllowed(snap.origin, signer.key.name) {
+	allowed := signer != nil && r.s.transferAllowed(snap.origin, signer.key.name)
+	if r.entry.export {
+		allowed = r.s.exportAllowed(snap.origin, signer, q.client)
+	}
+	if !allowed {
 		r.refusal = refusedTransfer
 		return r.finish(dns.RcodeRefused, 0)
 	}
@@ -58,7 +62,10 @@ func serialNewer(a, b uint32) bool {
 // large zone, one that stops reading is cut off after one timeout.
 func (x *transfer) stream(c net.Conn, req *request, now func() time.Time, timeout time.Duration) error {
 	records := append(append([]dns.RR(nil), x.snap.transfer...), x.snap.soa.rrs[0])
-	mac := x.signer.mac
+	var mac string
+	if x.signer != nil {
+		mac = x.signer.mac
+	}
 	question := dns.Question{Name: x.snap.origin, Qtype: req.qtype, Qclass: dns.ClassINET}
 	first := true
 	for len(records) > 0 {
@@ -69,8 +76,16 @@ func (x *transfer) stream(c net.Conn, req *request, now func() time.Time, timeou
 		}
 		m := &dns.Msg{MsgHdr: dns.MsgHdr{Id: req.id, Response: true, Authoritative: true, Opcode: dns.OpcodeQuery},
 			Compress: true, Question: []dns.Question{question}, Answer: records[:n]}
-		m.SetTsig(x.signer.key.name, x.signer.key.algorithm, maxFudge, now().Unix())
-		out, next, err := dns.TsigGenerate(m, x.signer.key.secret, mac, !first)
+		var out []byte
+		var next string
+		var err error
+		if x.signer == nil {
+			// Unsigned: an export pulled from an allowed source prefix.
+			out, err = m.Pack()
+		} else {
+			m.SetTsig(x.signer.key.name, x.signer.key.algorithm, maxFudge, now().Unix())
+			out, next, err = dns.TsigGenerate(m, x.signer.key.secret, mac, !first)
+		}
 		if err != nil {
 			return fmt.Errorf("signing a transfer of %s: %w", x.snap.origin, err)
 		}

@@ -193,6 +193,9 @@ type ZoneData struct {
 	Hostmaster string
 	// Secondaries are host:port addresses sent a NOTIFY whenever the zone changes.
 	Secondaries []string
+	// Export, when set, is what this cluster alone publishes in the zone, offered to the servers of
+	// other clusters as ExportName(zone) (Options.Exports says to whom). Nil stops offering it.
+	Export *Export
 	// Changed is when the content last changed at its source. The SOA serial is its Unix time (or the
 	// previous serial plus one when that is not larger), so replicas fed the same data and time serve
 	// the same serial. Zero means the time of the call.

@@ -4,15 +4,21 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
+	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/peers"
 )
 
 // DNSServerOptions are the embedded DNS server's tenancy, TSIG and resource settings
@@ -37,6 +43,19 @@ type DNSServerOptions struct {
 	TCPIdleTimeout      time.Duration
 	TCPWriteTimeout     time.Duration
 	RateLimit           dnsserver.RateLimit
+
+	// Peers lists, by zone, the host:port of other clusters' servers whose exports are merged in
+	// (docs/multicluster-dns.md).
+	Peers map[string][]string
+	// PeerKeys names, by zone, the TSIG key that signs pulls of its peers' exports (the first).
+	PeerKeys map[string][]string
+	// ExportKeys and ExportPrefixes say, by zone, who may pull this cluster's export: peers
+	// signing with one of the keys, or unsigned from one of the prefixes.
+	ExportKeys     map[string][]string
+	ExportPrefixes map[string][]netip.Prefix
+	// PeerPullInterval and PeerPullTimeout pace and bound the pulls of each peer.
+	PeerPullInterval time.Duration
+	PeerPullTimeout  time.Duration
 }
 
 func defaultDNSServerOptions() DNSServerOptions {
@@ -49,6 +68,8 @@ func defaultDNSServerOptions() DNSServerOptions {
 		TCPIdleTimeout:      dnsserver.DefaultTCPIdleTimeout,
 		TCPWriteTimeout:     dnsserver.DefaultTCPWriteTimeout,
 		RateLimit:           dnsserver.RateLimit{Slip: 2, IPv4PrefixLength: 24, IPv6PrefixLength: 56},
+		PeerPullInterval:    peers.DefaultInterval,
+		PeerPullTimeout:     peers.DefaultTimeout,
 	}
 }
 
@@ -71,10 +92,54 @@ func (d *DNSServerOptions) dnsServerFlags(fs *flag.FlagSet) func() error {
 	fs.IntVar(&d.RateLimit.Slip, "dns-rrl-slip", d.RateLimit.Slip, "Every Nth rate-limited answer is sent truncated (the client retries over TCP), the others dropped; 0: drop all.")
 	fs.IntVar(&d.RateLimit.IPv4PrefixLength, "dns-rrl-ipv4-prefix-length", d.RateLimit.IPv4PrefixLength, "IPv4 prefix length that groups clients for rate limiting.")
 	fs.IntVar(&d.RateLimit.IPv6PrefixLength, "dns-rrl-ipv6-prefix-length", d.RateLimit.IPv6PrefixLength, "IPv6 prefix length that groups clients for rate limiting.")
+	peerList := fs.String("dns-peers", "", "Comma-separated zone=host:port pairs (a zone may repeat): other clusters' DNS servers serving the zone, whose exports are pulled and merged with this cluster's records (docs/multicluster-dns.md).")
+	peerKeys := fs.String("dns-peer-keys", "", "Comma-separated zone=keyname pairs: the TSIG key that signs pulls of the zone's peers' exports. A zone not listed is pulled unsigned (the peers must allow our address).")
+	exportKeys := fs.String("dns-export-keys", "", "Comma-separated zone=keyname pairs (a zone may repeat): the TSIG keys with which other clusters may pull this cluster's export of the zone.")
+	exportPrefixes := fs.String("dns-export-prefixes", "", "Comma-separated zone=prefix pairs (a zone may repeat): source prefixes (CIDR) from which other clusters may pull this cluster's export of the zone unsigned.")
+	fs.DurationVar(&d.PeerPullInterval, "dns-peer-pull-interval", d.PeerPullInterval, "How often each peer's export is pulled.")
+	fs.DurationVar(&d.PeerPullTimeout, "dns-peer-pull-timeout", d.PeerPullTimeout, "Time one pull of a peer's export may take, dial included.")
 	return func() error {
 		var err error
 		if d.ZoneNamespaces, err = zoneList("--dns-zone-namespaces", *zoneNamespaces); err != nil {
 			return err
+		}
+		if d.Peers, err = zoneList("--dns-peers", *peerList); err != nil {
+			return err
+		}
+		for zone, addrs := range d.Peers {
+			for _, a := range addrs {
+				if _, _, err := net.SplitHostPort(a); err != nil {
+					return fmt.Errorf("--dns-peers: peer %q of zone %s is not host:port", a, zone)
+				}
+			}
+		}
+		if d.PeerKeys, err = zoneList("--dns-peer-keys", *peerKeys); err != nil {
+			return err
+		}
+		if d.ExportKeys, err = zoneList("--dns-export-keys", *exportKeys); err != nil {
+			return err
+		}
+		prefixes, err := zoneList("--dns-export-prefixes", *exportPrefixes)
+		if err != nil {
+			return err
+		}
+		for zone, list := range prefixes {
+			for _, text := range list {
+				p, err := netip.ParsePrefix(text)
+				if err != nil {
+					return fmt.Errorf("--dns-export-prefixes: %q of zone %s: %w", text, zone, err)
+				}
+				if d.ExportPrefixes == nil {
+					d.ExportPrefixes = map[string][]netip.Prefix{}
+				}
+				d.ExportPrefixes[zone] = append(d.ExportPrefixes[zone], p)
+			}
+		}
+		if (len(d.PeerKeys) > 0 || len(d.ExportKeys) > 0) && d.TSIGKeyFile == "" && d.TSIGSecret == "" {
+			return fmt.Errorf("--dns-peer-keys and --dns-export-keys need the keys: --dns-tsig-key-file or --dns-tsig-secret")
+		}
+		if d.PeerPullInterval <= 0 || d.PeerPullTimeout <= 0 {
+			return fmt.Errorf("--dns-peer-pull-interval and --dns-peer-pull-timeout must be positive")
 		}
 		if d.TransferKeys, err = zoneList("--dns-transfer-keys", *transferKeys); err != nil {
 			return err
@@ -167,5 +232,54 @@ func (o Options) dnsServerOptions(keys []dnsserver.TSIGKey) dnsserver.Options {
 		TCPIdleTimeout:             d.TCPIdleTimeout,
 		TCPWriteTimeout:            d.TCPWriteTimeout,
 		RateLimit:                  d.RateLimit,
+		Exports:                    d.exports(),
 	}
+}
+
+// exports is, by zone, who may pull this cluster's export.
+func (d DNSServerOptions) exports() map[string]dnsserver.ExportAccess {
+	out := map[string]dnsserver.ExportAccess{}
+	for zone, keys := range d.ExportKeys {
+		a := out[zone]
+		a.Keys = keys
+		out[zone] = a
+	}
+	for zone, prefixes := range d.ExportPrefixes {
+		a := out[zone]
+		a.Prefixes = prefixes
+		out[zone] = a
+	}
+	return out
+}
+
+// exportedZones are the zones whose export is offered.
+func (d DNSServerOptions) exportedZones() []string {
+	return slices.Sorted(maps.Keys(d.exports()))
+}
+
+// peerPool makes the pool pulling the peers' exports, nil without peers. The key signing a zone's
+// pulls must be one of keys.
+func (d DNSServerOptions) peerPool(keys []dnsserver.TSIGKey, leaseDuration time.Duration, changed func(zone string), log logr.Logger) (*peers.Pool, error) {
+	if len(d.Peers) == 0 {
+		return nil, nil
+	}
+	var list []peers.Peer
+	for _, zone := range slices.Sorted(maps.Keys(d.Peers)) {
+		var key *dnsserver.TSIGKey
+		if names := d.PeerKeys[zone]; len(names) > 0 {
+			for i := range keys {
+				if dns.CanonicalName(keys[i].Name) == dns.CanonicalName(names[0]) {
+					key = &keys[i]
+				}
+			}
+			if key == nil {
+				return nil, fmt.Errorf("--dns-peer-keys: key %q of zone %s is not one of the TSIG keys", names[0], zone)
+			}
+		}
+		for _, addr := range d.Peers[zone] {
+			list = append(list, peers.Peer{Zone: zone, Addr: addr, Key: key})
+		}
+	}
+	return peers.New(peers.Options{Peers: list, Interval: d.PeerPullInterval, Timeout: d.PeerPullTimeout,
+		Duration: leaseDuration, Changed: changed, Log: log}), nil
 }

@@ -97,3 +97,39 @@ func TestParseHealthCheckFlags(t *testing.T) {
 		t.Errorf("environment not applied: %v %+v", err, o)
 	}
 }
+
+// The multi-cluster flags: peers and who signs their pulls, who may pull our export, and the pace.
+func TestParsePeerFlags(t *testing.T) {
+	o, err := Parse([]string{"--dns-tsig-key-file=/keys/tsig.conf",
+		"--dns-peers=gslb.example.com=ns2.example.com:53,GSLB.example.com.=192.0.2.3:5353",
+		"--dns-peer-keys=gslb.example.com=peer", "--dns-export-keys=gslb.example.com=peer",
+		"--dns-export-prefixes=gslb.example.com=198.51.100.0/24,gslb.example.com=2001:db8::/32",
+		"--dns-peer-pull-interval=3s"}, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := o.DNSServer
+	if !reflect.DeepEqual(d.Peers, map[string][]string{"gslb.example.com": {"ns2.example.com:53", "192.0.2.3:5353"}}) ||
+		!reflect.DeepEqual(d.PeerKeys, map[string][]string{"gslb.example.com": {"peer"}}) ||
+		d.PeerPullInterval.String() != "3s" || d.PeerPullTimeout.String() != "5s" {
+		t.Errorf("parsed %+v", d)
+	}
+	access := d.exports()["gslb.example.com"]
+	if !reflect.DeepEqual(access.Keys, []string{"peer"}) || len(access.Prefixes) != 2 || access.Prefixes[1].String() != "2001:db8::/32" {
+		t.Errorf("export access %+v", access)
+	}
+	if got := d.exportedZones(); !reflect.DeepEqual(got, []string{"gslb.example.com"}) {
+		t.Errorf("exported zones %v", got)
+	}
+	for _, bad := range [][]string{
+		{"--dns-peers=gslb.example.com=no-port"},
+		{"--dns-peers=192.0.2.3:53"},
+		{"--dns-export-prefixes=gslb.example.com=300.0.0.0/8"},
+		{"--dns-peer-keys=gslb.example.com=peer"}, // no key file or Secret
+		{"--dns-peer-pull-timeout=0s"},
+	} {
+		if _, err := Parse(bad, env(nil)); err == nil {
+			t.Errorf("Parse(%v) accepted", bad)
+		}
+	}
+}

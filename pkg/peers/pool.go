@@ -1,0 +1,472 @@
+package peers
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
+)
+
+// Defaults of a Pool.
+const (
+	DefaultInterval = 10 * time.Second
+	DefaultTimeout  = 5 * time.Second
+)
+
+// Options configure a Pool.
+type Options struct {
+	// Peers are the other clusters' servers, per zone.
+	Peers []Peer
+	// Interval between two pulls of one peer (DefaultInterval); each pull is bounded by Timeout
+	// (DefaultTimeout) and MaxRecords (DefaultMaxRecords).
+	Interval, Timeout time.Duration
+	MaxRecords        int
+	// Duration is how long a peer whose export carries no lease, or a lease that never expires,
+	// may go unpulled before it counts as gone (lease.DefaultDuration).
+	Duration time.Duration
+	// Tolerance is added to every lease's duration (lease.DefaultTolerance).
+	Tolerance time.Duration
+	// Changed is called, from a puller's goroutine, when what a zone merges changed: an export
+	// accepted with new content, a peer turning stale or fresh, or refused.
+	Changed func(zone string)
+	// Now is the clock (time.Now).
+	Now func() time.Time
+	Log logr.Logger
+}
+
+// Pool pulls every peer's export on a goroutine of its own, keeps the last good one, and judges
+// each peer's liveness on this reader's clock (package lease). A peer that does not resolve, does
+// not answer or answers slowly delays no other peer. Merge merges a zone from this cluster's export
+// and the peers'.
+type Pool struct {
+	opts  Options
+	mu    sync.Mutex
+	judge lease.Judge
+	peers []*peerState
+	// local is, by zone, this cluster's lease key and owners, as its last export said.
+	local map[string]localState
+	// merged is, by zone, the last merge.
+	merged map[string]lastMerge
+}
+
+type localState struct {
+	cluster string
+	owners  map[string]bool
+}
+
+type peerState struct {
+	peer Peer
+	// last is the last export accepted, at lastOK.
+	last   *Pulled
+	lastOK time.Time
+	owners map[string]bool
+	// claims are the owners, and cluster the lease key, of the last export pulled, accepted or
+	// refused for its owners: two peers claiming one owner are both refused, whichever came first.
+	claims  map[string]bool
+	cluster string
+	// err is the last pull's error, nil after a good one.
+	err   error
+	stale bool
+	pulls map[string]uint64 // by result: "ok" or a Reason
+}
+
+// New makes a pool; Run pulls.
+func New(opts Options) *Pool {
+	if opts.Interval <= 0 {
+		opts.Interval = DefaultInterval
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Duration <= 0 {
+		opts.Duration = lease.DefaultDuration
+	}
+	if opts.Tolerance <= 0 {
+		opts.Tolerance = lease.DefaultTolerance
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Changed == nil {
+		opts.Changed = func(string) {}
+	}
+	p := &Pool{opts: opts, local: map[string]localState{}, merged: map[string]lastMerge{}}
+	p.judge.Tolerance = opts.Tolerance
+	for _, peer := range opts.Peers {
+		peer.Zone = v1alpha1.NormalizeName(peer.Zone)
+		p.peers = append(p.peers, &peerState{peer: peer, pulls: map[string]uint64{}})
+	}
+	return p
+}
+
+// Zones lists the zones that have peers.
+func (p *Pool) Zones() []string {
+	var zones []string
+	for _, st := range p.peers {
+		if !slices.Contains(zones, st.peer.Zone) {
+			zones = append(zones, st.peer.Zone)
+		}
+	}
+	slices.Sort(zones)
+	return zones
+}
+
+// HasPeers says whether a zone has peers.
+func (p *Pool) HasPeers(zone string) bool {
+	return slices.Contains(p.Zones(), v1alpha1.NormalizeName(zone))
+}
+
+// Run pulls every peer until ctx ends: the first pull at once, then every Interval (±10%).
+func (p *Pool) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	for _, st := range p.peers {
+		wg.Go(func() {
+			for {
+				p.PullOnce(ctx, st.peer)
+				jitter := time.Duration(rand.Int64N(int64(p.opts.Interval)/5+1)) - p.opts.Interval/10
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(p.opts.Interval + jitter):
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// PullOnce pulls one peer now and takes in what it got.
+func (p *Pool) PullOnce(ctx context.Context, peer Peer) {
+	var have uint32
+	p.mu.Lock()
+	if st := p.state(peer); st != nil && st.last != nil && st.err == nil {
+		have = st.last.Serial
+	}
+	p.mu.Unlock()
+	pulled, err := Pull(ctx, peer, p.opts.Timeout, p.opts.MaxRecords, have)
+	if ctx.Err() != nil {
+		return
+	}
+	p.take(peer, pulled, err)
+}
+
+func (p *Pool) state(peer Peer) *peerState {
+	for _, st := range p.peers {
+		if st.peer.Zone == v1alpha1.NormalizeName(peer.Zone) && st.peer.Addr == peer.Addr {
+			return st
+		}
+	}
+	return nil
+}
+
+// take judges a pull: it refuses an export that claims owners or a lease of this cluster or of
+// another peer, keeps the last good export otherwise, and tells Changed when the zone's merge
+// changes.
+func (p *Pool) take(peer Peer, pulled *Pulled, err error) {
+	now := p.opts.Now()
+	p.mu.Lock()
+	st := p.state(peer)
+	if st == nil {
+		p.mu.Unlock()
+		return
+	}
+	var owners map[string]bool
+	if err == nil && pulled.Unchanged {
+		if st.last == nil || st.last.Serial != pulled.Serial {
+			err = failed(ReasonGarbage, "the peer says serial %d is current, which is not the export held", pulled.Serial)
+		} else {
+			pulled, owners = st.last, st.owners
+		}
+	} else if err == nil {
+		owners, err = p.check(st, pulled.Export)
+	}
+	changed := false
+	hadErr := st.err
+	if err != nil {
+		st.pulls[ReasonOf(err)]++
+		st.err = err
+		if hadErr == nil || hadErr.Error() != err.Error() {
+			p.opts.Log.Error(err, "pulling a peer's export", "zone", peer.Zone, "peer", peer.Addr, "reason", ReasonOf(err))
+		}
+	} else {
+		st.pulls["ok"]++
+		if hadErr != nil {
+			p.opts.Log.Info("pulling a peer's export again", "zone", peer.Zone, "peer", peer.Addr, "cluster", pulled.Export.Cluster)
+		}
+		changed = st.last == nil || st.last.Serial != pulled.Serial || hadErr != nil
+		st.err, st.last, st.lastOK, st.owners = nil, pulled, now, owners
+		// Seen at the pull, so that a lease's age counts from when it was pulled, not merged.
+		p.expired(st, now)
+	}
+	if stale := p.expired(st, now); stale != st.stale {
+		st.stale, changed = stale, true
+		if stale {
+			p.opts.Log.Info("peer is stale: its owners are withdrawn where live owners claim", "zone", peer.Zone, "peer", peer.Addr, "error", errText(st.err))
+		}
+	}
+	p.mu.Unlock()
+	if changed {
+		p.opts.Changed(peer.Zone)
+	}
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// check refuses an export whose cluster, lease or owners are this cluster's, or another peer's of
+// the zone, and returns its owners. Against another peer, what counts is the last export each
+// pulled, accepted or not: both are refused, so the outcome does not depend on which was pulled
+// first (Merge leaves out the other one's accepted export too). Called with p.mu held.
+func (p *Pool) check(st *peerState, ex dnsserver.Export) (map[string]bool, error) {
+	zone := st.peer.Zone
+	owners := ownersOf(ex.Endpoints)
+	for _, e := range ex.Endpoints {
+		if l, ok := lease.Parse(e); ok && lease.Key(l.Holder) != ex.Cluster {
+			return nil, failed(ReasonOwners, "the export of cluster %s holds the lease of cluster %s", ex.Cluster, lease.Key(l.Holder))
+		}
+	}
+	st.claims, st.cluster = owners, ex.Cluster
+	local := p.local[zone]
+	if ex.Cluster == local.cluster {
+		return nil, failed(ReasonOwners, "the export names this cluster (%s)", ex.Cluster)
+	}
+	for o := range owners {
+		if local.owners[o] {
+			return nil, failed(ReasonOwners, "the export claims owner %s, which is this cluster's", o)
+		}
+	}
+	if err := p.conflict(st); err != nil {
+		return nil, err
+	}
+	return owners, nil
+}
+
+// conflict reports another peer of st's zone whose last export names st's cluster or claims one of
+// its owners. Called with p.mu held.
+func (p *Pool) conflict(st *peerState) error {
+	for _, other := range p.peers {
+		if other == st || other.peer.Zone != st.peer.Zone || other.cluster == "" {
+			continue
+		}
+		if other.cluster == st.cluster {
+			return failed(ReasonOwners, "the export names cluster %s, as peer %s's does", st.cluster, other.peer.Addr)
+		}
+		for o := range st.claims {
+			if other.claims[o] {
+				return failed(ReasonOwners, "the export claims owner %s, as peer %s's does", o, other.peer.Addr)
+			}
+		}
+	}
+	return nil
+}
+
+// ownersOf lists the owners claiming records in endpoints.
+func ownersOf(eps []*v1alpha1.Endpoint) map[string]bool {
+	owners := map[string]bool{}
+	for _, e := range eps {
+		if e == nil || e.RecordType != v1alpha1.RecordTypeTXT {
+			continue
+		}
+		if c, ok := registry.ParseTXT(e); ok {
+			owners[c.Owner] = true
+		} else if cs, ok := registry.ParseLegacyTXT(e); ok {
+			for _, c := range cs {
+				owners[c.Owner] = true
+			}
+		}
+	}
+	return owners
+}
+
+// expired judges a peer: gone when its lease stopped changing for its duration, or when it has not
+// been pulled for that long (its export's lease, else Options.Duration). Called with p.mu held.
+func (p *Pool) expired(st *peerState, now time.Time) bool {
+	if st.last == nil {
+		return false
+	}
+	duration := p.opts.Duration
+	for _, e := range st.last.Export.Endpoints {
+		l, ok := lease.Parse(e)
+		if !ok || lease.Key(l.Holder) != st.last.Export.Cluster {
+			continue
+		}
+		if v := p.judge.Judge(st.peer.String(), l, e, now); v.Expired {
+			return true
+		}
+		if l.Duration > 0 {
+			duration = l.Duration
+		}
+	}
+	return now.Sub(st.lastOK) > duration+p.opts.Tolerance
+}
+
+// PeerStatus is what the pool knows of one peer.
+type PeerStatus struct {
+	Peer Peer
+	// Cluster is the lease key its export names, "" before a good pull.
+	Cluster string
+	// LastPull is when its export was last pulled and accepted; zero for never.
+	LastPull time.Time
+	// Serial and Records are the accepted export's SOA serial and record count.
+	Serial  uint32
+	Records int
+	// Stale: the peer counts as gone (its owners are withdrawn where a live owner claims).
+	Stale bool
+	// Error is why the last pull failed, "" after a good one.
+	Error string
+}
+
+// Status reports the peers of a zone, by address.
+func (p *Pool) Status(zone string) []PeerStatus {
+	zone = v1alpha1.NormalizeName(zone)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []PeerStatus
+	for _, st := range p.peers {
+		if st.peer.Zone != zone {
+			continue
+		}
+		s := PeerStatus{Peer: st.peer, LastPull: st.lastOK, Stale: st.stale, Error: errText(st.err)}
+		if st.last != nil {
+			s.Cluster, s.Serial, s.Records = st.last.Export.Cluster, st.last.Serial, st.last.Records
+		}
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b PeerStatus) int { return strings.Compare(a.Peer.Addr, b.Peer.Addr) })
+	return out
+}
+
+// Merge merges a zone from this cluster's export (local) and the last good export of each of its
+// peers, each peer judged live or gone at now. It remembers local's cluster and owners: peers'
+// exports that claim them are refused from then on.
+func (p *Pool) Merge(zone string, local dnsserver.Export) (*Merged, error) {
+	zone = v1alpha1.NormalizeName(zone)
+	now := p.opts.Now()
+	p.mu.Lock()
+	localOwners := ownersOf(local.Endpoints)
+	p.local[zone] = localState{cluster: local.Cluster, owners: localOwners}
+	contributions := []Contribution{{Cluster: local.Cluster, Changed: local.Changed, Endpoints: local.Endpoints}}
+	for _, st := range p.peers {
+		if st.peer.Zone != zone || st.last == nil {
+			continue
+		}
+		// An export accepted before this cluster claimed one of its owners, or before another
+		// peer's claimed one, is left out now.
+		if ex := st.last.Export; ex.Cluster == local.Cluster || overlaps(st.owners, localOwners) {
+			st.err = failed(ReasonOwners, "the export claims this cluster's owners or names it")
+			continue
+		}
+		if err := p.conflict(st); err != nil {
+			st.err = err
+			continue
+		}
+		st.stale = p.expired(st, now)
+		contributions = append(contributions, Contribution{
+			Cluster: st.last.Export.Cluster, Changed: st.last.Export.Changed, Endpoints: st.last.Export.Endpoints, Expired: st.stale,
+		})
+	}
+	// Leases renew every period, and they are not merged: a merge of contributions that say they
+	// have not changed since the last one (each one's time and liveness) is the last one's.
+	key := mergeKey(contributions)
+	if last, ok := p.merged[zone]; ok && last.key == key {
+		p.mu.Unlock()
+		return last.merged, nil
+	}
+	p.mu.Unlock()
+	merged, err := Merge(zone, contributions)
+	if err == nil {
+		p.mu.Lock()
+		p.merged[zone] = lastMerge{key: key, merged: merged}
+		p.mu.Unlock()
+	}
+	return merged, err
+}
+
+// lastMerge is a zone's last merge and what it was merged from.
+type lastMerge struct {
+	key    string
+	merged *Merged
+}
+
+// mergeKey identifies the contributions of a merge by each one's cluster, time and liveness: a
+// cluster's export time moves with every change of its records (not of its lease).
+func mergeKey(contributions []Contribution) string {
+	parts := make([]string, len(contributions))
+	for i, c := range contributions {
+		parts[i] = fmt.Sprintf("%s/%d/%t/%d", c.Cluster, c.Changed.Unix(), c.Expired, len(c.Endpoints))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+func overlaps(a, b map[string]bool) bool {
+	for k := range a {
+		if b[k] {
+			return true
+		}
+	}
+	return false
+}
+
+// Metrics.
+var (
+	descPulls = prometheus.NewDesc("dnspolicy_peer_pulls_total",
+		"Pulls of peers' exports, by zone, peer and result (ok, or the reason it failed: unreachable, refused, tsig, garbage, owners).",
+		[]string{"zone", "peer", "result"}, nil)
+	descLastPull = prometheus.NewDesc("dnspolicy_peer_last_pull_timestamp_seconds",
+		"When a peer's export was last pulled and accepted (Unix time; absent before the first).", []string{"zone", "peer"}, nil)
+	descSerial = prometheus.NewDesc("dnspolicy_peer_serial",
+		"The SOA serial of a peer's last accepted export.", []string{"zone", "peer"}, nil)
+	descRecords = prometheus.NewDesc("dnspolicy_peer_records",
+		"Records in a peer's last accepted export.", []string{"zone", "peer"}, nil)
+	descStale = prometheus.NewDesc("dnspolicy_peer_stale",
+		"1 while a peer counts as gone (its export not pulled, or its lease not changing, for its lease duration).", []string{"zone", "peer"}, nil)
+)
+
+// Collector exports the pool's metrics.
+func (p *Pool) Collector() prometheus.Collector { return collector{p} }
+
+type collector struct{ p *Pool }
+
+func (c collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descPulls, descLastPull, descSerial, descRecords, descStale} {
+		ch <- d
+	}
+}
+
+func (c collector) Collect(ch chan<- prometheus.Metric) {
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	for _, st := range c.p.peers {
+		zone, addr := st.peer.Zone, st.peer.Addr
+		for _, result := range []string{"ok", ReasonUnreachable, ReasonRefused, ReasonTSIG, ReasonGarbage, ReasonOwners} {
+			ch <- prometheus.MustNewConstMetric(descPulls, prometheus.CounterValue, float64(st.pulls[result]), zone, addr, result)
+		}
+		stale := 0.0
+		if st.stale {
+			stale = 1
+		}
+		ch <- prometheus.MustNewConstMetric(descStale, prometheus.GaugeValue, stale, zone, addr)
+		if st.last != nil {
+			ch <- prometheus.MustNewConstMetric(descLastPull, prometheus.GaugeValue, float64(st.lastOK.UnixNano())/1e9, zone, addr)
+			ch <- prometheus.MustNewConstMetric(descSerial, prometheus.GaugeValue, float64(st.last.Serial), zone, addr)
+			ch <- prometheus.MustNewConstMetric(descRecords, prometheus.GaugeValue, float64(st.last.Records), zone, addr)
+		}
+	}
+}
