@@ -178,8 +178,10 @@ func (c cluster) exportOf(t testing.TB, desired []*v1alpha1.Endpoint) Contributi
 }
 
 // TestMergeWithdrawsExpired: an expired cluster's targets leave the records live owners still
-// claim (its address in a shared A record), and the records only it holds stay (a record is never
-// emptied by expiry), as plan does in a cloud zone. When it comes back, its wishes merge again.
+// claim (its address in a shared A record) and the set groups where a live cluster holds another
+// member (its weighted member of the IE set), and the names only it holds keep their records (a
+// name is never emptied by expiry), as plan does in a cloud zone. When it comes back, its wishes
+// merge again.
 func TestMergeWithdrawsExpired(t *testing.T) {
 	var contributions []Contribution
 	for i, c := range three {
@@ -204,10 +206,13 @@ func TestMergeWithdrawsExpired(t *testing.T) {
 	if !strings.Contains(got, "www.gslb.example.com A \"\" ttl=60 [10.0.3.1]") {
 		t.Errorf("a record only the expired cluster holds was emptied:\n%s", got)
 	}
-	// plan withdraws by record key: a loadbalanced leaf is keyed by its own target, so only its
-	// cluster holds it, and it stays in its geo's weighted set (docs/multicluster-dns.md).
-	if !strings.Contains(got, "ie.klb.api.gslb.example.com CNAME \"36v36k") {
-		t.Errorf("the expired cluster's leaf left; plan's rule changed, update the docs:\n%s", got)
+	// Its weighted member leaves the IE set, where owner-one's stays: IE's answers go to the live
+	// cluster only. Its leaf's own name, which only it holds, stays.
+	if strings.Contains(got, "ie.klb.api.gslb.example.com CNAME \"36v36k") || !strings.Contains(got, "ie.klb.api.gslb.example.com CNAME") {
+		t.Errorf("the expired cluster's member is still in the IE set, or the live one left:\n%s", got)
+	}
+	if !strings.Contains(got, "36v36k") {
+		t.Errorf("the expired cluster's leaf, a name only it holds, was emptied:\n%s", got)
 	}
 	contributions[2].Expired = false
 	back, err := Merge(testZone, contributions)

@@ -252,3 +252,56 @@ func TestExpiredLeaseHandsOverTheDefaultGeo(t *testing.T) {
 		t.Errorf("the default geo is not the live owner's: %v", got)
 	}
 }
+
+// Two clusters in one geo: each cluster's weighted member of the geo's set is its own record key.
+// When one cluster is gone, the other's next plan withdraws the gone cluster's member with its
+// claim, so the geo's answers go to the live cluster only; the gone cluster's leaf, a name only it
+// holds, stays as it was. A plan that withdraws the member depends on the live member's claim.
+func TestGoneClusterLeavesTheWeightedSet(t *testing.T) {
+	z := newZone()
+	a, b := &owner{id: "a"}, &owner{id: "b"}
+	treeA, treeB := loadbalanced("IE", "aaaaaa-111111", "1.1.1.1", true), loadbalanced("IE", "bbbbbb-222222", "2.2.2.2", true)
+	step(t, z, a, treeA)
+	step(t, z, b, treeB)
+	member := func(leaf string) string {
+		return "ie.klb.app.example.com CNAME [" + leaf + ".klb.app.example.com] 60 " + leaf + ".klb.app.example.com {weight=120}"
+	}
+	if got := z.records(); !slices.Contains(got, member("aaaaaa-111111")) || !slices.Contains(got, member("bbbbbb-222222")) {
+		t.Fatalf("both members are not published:\n%s", strings.Join(got, "\n"))
+	}
+	res := step(t, z, b, treeB, "a")
+	if !slices.Equal(res.Withdrawn, []string{"a"}) {
+		t.Errorf("withdrawn %v, want a", res.Withdrawn)
+	}
+	got := z.records()
+	if slices.Contains(got, member("aaaaaa-111111")) || !slices.Contains(got, member("bbbbbb-222222")) {
+		t.Errorf("after a is gone the geo's set holds:\n%s", strings.Join(got, "\n"))
+	}
+	if !slices.Contains(got, "aaaaaa-111111.klb.app.example.com A 60 1.1.1.1") {
+		t.Errorf("a's leaf, which only a held, was taken:\n%s", strings.Join(got, "\n"))
+	}
+	for _, c := range z.claims() {
+		if strings.HasPrefix(c, "a ") && strings.Contains(c, "ie.klb.app.example.com") {
+			t.Errorf("a's claim on its member stays: %s", c)
+		}
+	}
+
+	// Three clusters in the geo, b gone: c's plan withdraws b's member for the sake of a's, the
+	// first live member, so its batch depends on a's claim there (a may be leaving at this moment).
+	z = newZone()
+	c := &owner{id: "c"}
+	treeC := loadbalanced("IE", "cccccc-333333", "3.3.3.3", true)
+	step(t, z, a, treeA)
+	step(t, z, b, treeB)
+	step(t, z, c, treeC)
+	res = step(t, z, c, treeC, "b")
+	if got := z.records(); slices.Contains(got, member("bbbbbb-222222")) || !slices.Contains(got, member("aaaaaa-111111")) {
+		t.Errorf("after c's plan the geo's set holds:\n%s", strings.Join(got, "\n"))
+	}
+	if !slices.ContainsFunc(res.Changes.Require, func(e *v1alpha1.Endpoint) bool {
+		cl, ok := registry.ParseTXT(e)
+		return ok && cl.Owner == "a" && cl.Record.DNSName == "ie.klb.app.example.com"
+	}) {
+		t.Errorf("c's batch does not depend on a's member's claim: requires %v", lines(res.Changes.Require))
+	}
+}

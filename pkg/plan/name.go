@@ -41,6 +41,9 @@ type slot struct {
 	withdrawn []*registry.Claim
 	// blocker is a record nobody owns that keeps this key from being published.
 	blocker *v1alpha1.Endpoint
+	// keptBy, for a member of a set group that only gone owners held, is the member a live owner
+	// holds, for whose sake it is withdrawn (withdrawGoneMembers).
+	keptBy *slot
 	// eligible are the claimants whose wish is known or presumed, in owner order.
 	eligible []claimant
 }
@@ -59,6 +62,7 @@ func (s *slot) candidate() bool {
 // a CNAME shares its name with nothing.
 func (p *planner) planName(name string) error {
 	slots := p.slots(name)
+	p.withdrawGoneMembers(slots)
 	unclaimed := p.zone.Unclaimed(name)
 	sortByKey(unclaimed)
 	for _, s := range slots {
@@ -277,6 +281,36 @@ func (p *planner) gatherClaimants(s *slot) {
 	}
 }
 
+// withdrawGoneMembers withdraws, with their owners, the members of a set group (the weighted or geo
+// sets of one name and type) that only gone owners hold, where a live owner holds another member
+// that is published: a dead cluster's weighted leaf, or the geo only it served, would otherwise keep
+// drawing a share of the answers. The live members keep the name.
+func (p *planner) withdrawGoneMembers(slots []*slot) {
+	live := func(c claimant) bool { return !c.expired }
+	for _, s := range slots {
+		if s.key.SetIdentifier == "" || s.human || s.current == nil || len(s.claimants) == 0 || slices.ContainsFunc(s.claimants, live) {
+			continue
+		}
+		for _, o := range slots {
+			if o != s && o.key.RecordType == s.key.RecordType && o.key.SetIdentifier != "" && !o.human && o.current != nil &&
+				slices.ContainsFunc(o.claimants, live) {
+				s.keptBy = o
+				break
+			}
+		}
+		if s.keptBy == nil {
+			continue
+		}
+		s.withdrawn = nil
+		for _, c := range s.record.Claims {
+			if c.Owner != p.owner && !c.Legacy {
+				s.withdrawn = append(s.withdrawn, c)
+			}
+		}
+		s.claimants, s.eligible = nil, nil
+	}
+}
+
 // wishOf is what a claim's owner wants for key: what its claim says, or else what Input.Known
 // tells; nil when neither does.
 func (p *planner) wishOf(c *registry.Claim, key v1alpha1.EndpointKey) *v1alpha1.Endpoint {
@@ -478,6 +512,12 @@ func (p *planner) requireRemainingClaim(s *slot, deleted map[*registry.Claim]boo
 	if ourStays || s.record == nil {
 		return
 	}
+	if s.keptBy != nil {
+		// The member goes for the sake of the live one: that one's owner may be leaving it at this
+		// very moment, which would leave the group to the gone owners had it stayed.
+		p.requireLiveClaim(s.keptBy)
+		return
+	}
 	created := slices.ContainsFunc(p.changes.Create, func(e *v1alpha1.Endpoint) bool { return e.Key() == s.key })
 	updated := slices.ContainsFunc(p.changes.UpdateNew, func(e *v1alpha1.Endpoint) bool { return e.Key() == s.key })
 	gone := s.current == nil || slices.ContainsFunc(p.changes.Delete, func(e *v1alpha1.Endpoint) bool { return e == s.current })
@@ -495,6 +535,22 @@ func (p *planner) requireRemainingClaim(s *slot, deleted map[*registry.Claim]boo
 			p.changes.Require = append(p.changes.Require, c.TXT)
 			return
 		}
+	}
+}
+
+// requireLiveClaim makes the batch depend on the lowest live claim on the key, unless it is ours
+// (our plan keeps it).
+func (p *planner) requireLiveClaim(s *slot) {
+	for _, c := range s.claimants {
+		if c.expired {
+			continue
+		}
+		if c.owner != p.owner {
+			if claim := s.record.Claim(c.owner); claim != nil {
+				p.changes.Require = append(p.changes.Require, claim.TXT)
+			}
+		}
+		return
 	}
 }
 

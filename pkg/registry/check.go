@@ -33,7 +33,9 @@ var ErrRefused = errors.New("ownership check refused the change")
 //   - Update: one of the owners claims the key itself, before or after the batch, and the record
 //     stays claimed after it.
 //   - Delete: one of the owners claimed the key and no claim is left on it after the batch (its
-//     last owner left), or the key lost a record-type conflict seen by a party to the name: a
+//     last owner left), or it is a member of a set group only expired owners held, withdrawn by a
+//     party to the name while a live member stays (goneMember), or the key lost a record-type
+//     conflict seen by a party to the name: a
 //     claimed record of the other kind (CNAME vs. A/AAAA/NS) stays at the name, claimed by an owner
 //     no higher than every remaining claimant of the deleted record (the lowest claimant's kind
 //     wins). Losers keep their claims, so the deletion is visible and reversible.
@@ -275,6 +277,9 @@ func (g *gate) checkDelete(e *v1alpha1.Endpoint) error {
 	if len(after) == 0 && g.ownersClaim(r.Owners()) {
 		return nil // its last owners left
 	}
+	if len(after) == 0 && g.goneMember(r) {
+		return g.checkParty(e) // a set group's member only gone owners held, withdrawn with them
+	}
 	if len(after) > 0 && g.otherKindWins(e, after[0]) {
 		return g.checkParty(e) // it lost a record-type conflict, as a party to the name sees
 	}
@@ -405,12 +410,38 @@ func (g *gate) checkWithdrawals() error {
 		}
 		if !g.owners[c.Owner] {
 			live := slices.ContainsFunc(owners, func(o string) bool { return !g.expired[o] })
-			if !live {
+			if !live && !(g.deleted[c.Record] && g.goneMember(g.zone.records[c.Record])) {
 				return refuse("withdraws expired owner %s from %s %s, which no live owner claims", c.Owner, c.Record.RecordType, c.Record.DNSName)
 			}
 		}
 	}
 	return nil
+}
+
+// goneMember reports whether r is a member of a set group (the weighted or geo sets of one name and
+// type) whose every claim is of an expired owner and deleted by the batch, while another member of
+// the group stays published, held by a live owner that the batch requires or is: the plan's rule for
+// withdrawing a gone cluster's leaf or geo, which never leaves the group to gone owners alone.
+func (g *gate) goneMember(r *Record) bool {
+	if r == nil || r.Key.SetIdentifier == "" || !r.Owned() {
+		return false
+	}
+	for _, c := range r.Claims {
+		if c.Legacy || !g.expired[c.Owner] || !g.deleted[c.TXT.Key()] {
+			return false
+		}
+	}
+	for _, m := range g.zone.byName[r.Key.DNSName] {
+		if m == r || m.Key.RecordType != r.Key.RecordType || m.Key.SetIdentifier == "" || !g.existsAfter(m.Key) {
+			continue
+		}
+		for _, c := range m.Claims {
+			if !g.expired[c.Owner] && !g.deleted[c.TXT.Key()] && (g.owners[c.Owner] || g.required[c.TXT.Key()]) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // winningKindRequired reports whether a claimed record of the other kind than key's (CNAME vs.

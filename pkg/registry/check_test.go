@@ -188,3 +188,43 @@ func TestCheckNamedRecords(t *testing.T) {
 		})
 	}
 }
+
+// A weighted member only an expired owner holds goes with its claim where a live owner's member of
+// the same group stays and the batch holds it (its owner is the batch's, or its claim is required);
+// never where that would leave the group to gone owners, nor for a live owner's member.
+func TestCheckGoneMember(t *testing.T) {
+	member := func(owner, leaf string) (*v1alpha1.Endpoint, *v1alpha1.Endpoint) {
+		e := ep("ie.klb.example.com", "CNAME", leaf).WithSetIdentifier(leaf).WithProviderSpecific("weight", "120")
+		return e, mustTXT(t, owner, e)
+	}
+	dead, deadTXT := member("o3", "c3.klb.example.com")
+	live, liveTXT := member("o2", "c2.klb.example.com")
+	ours, oursTXT := member("o1", "c1.klb.example.com")
+	zone := Read([]*v1alpha1.Endpoint{dead, deadTXT, live, liveTXT, ours, oursTXT})
+	gone := batch.Changes{Delete: []*v1alpha1.Endpoint{dead, deadTXT}}
+	if err := zone.Check([]string{"o1"}, []string{"o3"}, &gone); err != nil {
+		t.Errorf("o1, holding a member, withdraws the expired o3's: %v", err)
+	}
+	if err := zone.Check([]string{"o1"}, nil, &gone); err == nil {
+		t.Error("o3's member was withdrawn with o3 not expired")
+	}
+	leaving := batch.Changes{Delete: []*v1alpha1.Endpoint{dead, deadTXT, ours, oursTXT}}
+	if err := zone.Check([]string{"o1"}, []string{"o3"}, &leaving); err == nil {
+		t.Error("o1 withdrew o3's member while leaving, on the strength of o2's member it does not hold")
+	}
+	leaving.Require = []*v1alpha1.Endpoint{liveTXT}
+	if err := zone.Check([]string{"o1"}, []string{"o3"}, &leaving); err != nil {
+		t.Errorf("o1 leaving withdraws o3's member, requiring o2's claim: %v", err)
+	}
+	alone := Read([]*v1alpha1.Endpoint{dead, deadTXT, ours, oursTXT})
+	last := batch.Changes{Delete: []*v1alpha1.Endpoint{dead, deadTXT, ours, oursTXT}}
+	if err := alone.Check([]string{"o1"}, []string{"o3"}, &last); err == nil {
+		t.Error("o1 leaving took o3's member with its own: the group was left empty")
+	}
+	notMember := Read([]*v1alpha1.Endpoint{ep("x.example.com", "A", "3.3.3.3"), mustTXT(t, "o3", ep("x.example.com", "A", "3.3.3.3")),
+		ep("x.example.com", "AAAA", "2001:db8::1"), mustTXT(t, "o1", ep("x.example.com", "AAAA", "2001:db8::1"))})
+	plain := batch.Changes{Delete: []*v1alpha1.Endpoint{ep("x.example.com", "A", "3.3.3.3"), mustTXT(t, "o3", ep("x.example.com", "A", "3.3.3.3"))}}
+	if err := notMember.Check([]string{"o1"}, []string{"o3"}, &plain); err == nil {
+		t.Error("a record only an expired owner holds, in no set group, was withdrawn")
+	}
+}
