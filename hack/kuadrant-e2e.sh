@@ -160,10 +160,11 @@ run_backend() {
   GC_PID=$!
   wait_for_line "$out/gc.log" '^gc: watching' 60 "$GC_PID"
 
-  # 5. The suite, through the kubeconfig's current context, as Kuadrant's CI runs it.
+  # 5. The suite, through the kubeconfig's current context, as Kuadrant's CI runs it: in its
+  #    package directory, as `go test` and ginkgo run it (it reads ./fixtures).
   log "$backend: running the suite (zone $zone${LABELS:+, labels $LABELS})"
   local rc=0
-  (cd "$out" && exec env \
+  (cd "$CHECKOUT/test/e2e" && exec env \
     KUBECONFIG="$kubeconfig" \
     TEST_DNS_ZONE_DOMAIN_NAME="$zone" \
     TEST_DNS_PROVIDER_SECRET_NAME="dns-provider-credentials-$backend" \

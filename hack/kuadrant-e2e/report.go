@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,13 +21,14 @@ type suiteReport struct {
 }
 
 type specReport struct {
-	ContainerHierarchyTexts []string
-	LeafNodeType            string
-	LeafNodeText            string
-	LeafNodeLabels          []string
-	State                   string
-	RunTime                 time.Duration
-	Failure                 struct {
+	ContainerHierarchyTexts  []string
+	ContainerHierarchyLabels [][]string
+	LeafNodeType             string
+	LeafNodeText             string
+	LeafNodeLabels           []string
+	State                    string
+	RunTime                  time.Duration
+	Failure                  struct {
 		Message         string
 		FailureNodeType string
 		Location        struct {
@@ -34,6 +36,19 @@ type specReport struct {
 			LineNumber int
 		}
 	}
+}
+
+// labels are the spec's own and its containers' labels, as Ginkgo's label filter sees them.
+func (s specReport) labels() []string {
+	var all []string
+	for _, l := range append(append([][]string{}, s.ContainerHierarchyLabels...), s.LeafNodeLabels) {
+		for _, label := range l {
+			if !slices.Contains(all, label) {
+				all = append(all, label)
+			}
+		}
+	}
+	return all
 }
 
 func (s specReport) name() string {
@@ -130,7 +145,7 @@ func runReport(w io.Writer, args []string) (bool, error) {
 			fmt.Fprintf(w, "\n%s: suite failed: %s\n", r.name, f)
 		}
 		for _, s := range r.c.failures {
-			fmt.Fprintf(w, "\n%s: FAILED [%s] %s\n  %s:%d (%s, %s)\n  %s\n", r.name, strings.Join(s.LeafNodeLabels, ", "), s.name(),
+			fmt.Fprintf(w, "\n%s: FAILED [%s] %s\n  %s:%d (%s, %s)\n  %s\n", r.name, strings.Join(s.labels(), ", "), s.name(),
 				s.Failure.Location.FileName, s.Failure.Location.LineNumber, s.Failure.FailureNodeType, s.State, brief(s.Failure.Message))
 		}
 	}

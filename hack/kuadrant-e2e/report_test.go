@@ -13,7 +13,7 @@ import (
 const ginkgoReport = `[{"SuiteSucceeded":false,"SpecialSuiteFailureReasons":null,"RunTime":75000000000,"SpecReports":[
 {"LeafNodeType":"BeforeSuite","State":"passed"},
 {"ContainerHierarchyTexts":["Single Record Test","simple"],"LeafNodeType":"It","LeafNodeText":"makes available a hostname","LeafNodeLabels":["single_record","simple"],"State":"passed"},
-{"ContainerHierarchyTexts":["Single Record Test"],"LeafNodeType":"It","LeafNodeText":"handles wildcards","LeafNodeLabels":["single_record"],"State":"failed",
+{"ContainerHierarchyTexts":["Single Record Test"],"ContainerHierarchyLabels":[["single_record"]],"LeafNodeType":"It","LeafNodeText":"handles wildcards","LeafNodeLabels":["single_record","wildcard"],"State":"failed",
  "Failure":{"Message":"Expected\n    <string>: a\nto equal\n    <string>: b","FailureNodeType":"It","Location":{"FileName":"/x/single_record_test.go","LineNumber":222}}},
 {"ContainerHierarchyTexts":["Health Check Test"],"LeafNodeType":"It","LeafNodeText":"probes","LeafNodeLabels":["health_checks"],"State":"skipped"},
 {"ContainerHierarchyTexts":["Multi Record Test"],"LeafNodeType":"It","LeafNodeText":"deletes","State":"timedout",
@@ -41,7 +41,7 @@ func TestReport(t *testing.T) {
 		"coredns   1       2       1        1m15s\n",
 		"endpoint  -       -       -        -  no report: open ",
 		"coredns: suite failed: AfterSuite: cleanup failed\n",
-		"coredns: FAILED [single_record] Single Record Test handles wildcards\n  /x/single_record_test.go:222 (It, failed)\n  Expected <string>: a to equal <string>: b\n",
+		"coredns: FAILED [single_record, wildcard] Single Record Test handles wildcards\n  /x/single_record_test.go:222 (It, failed)\n  Expected <string>: a to equal <string>: b\n",
 		"coredns: FAILED [] Multi Record Test deletes\n  /x/multi_record_test.go:90 (AfterEach, timedout)\n  A spec timeout occurred\n",
 	} {
 		if !strings.Contains(got, want) {
