@@ -41,9 +41,10 @@ NAMESPACE=dnstest # TEST_DNS_NAMESPACES, as in Kuadrant's own setup
 
 log() { echo "kuadrant-e2e: $*" >&2; }
 
-# Everything started here is stopped on any exit: an interrupt, a failure or the end.
+# Everything started here is stopped on any exit: an interrupt, a failure or the end. Long steps run
+# in the background and are waited for, so a signal is handled at once, not when the step ends.
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/kuadrant-e2e.XXXXXX")
-RUN_PID="" GC_PID=""
+RUN_PID="" GC_PID="" STEP_PID=""
 stop() { # stop PID SECONDS: SIGTERM, then SIGKILL after SECONDS
   local pid=$1 grace=$2
   [ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
@@ -65,6 +66,7 @@ stop_all() {
   RUN_PID=""
 }
 cleanup() {
+  stop "$STEP_PID" 30 # the suite runs its cleanup nodes when interrupted
   stop_all
   rm -rf "$WORK"
 }
@@ -84,7 +86,10 @@ SUITE="$CACHE_ROOT/kuadrant-e2e/$KEY/e2e.test"
 if [ ! -x "$SUITE" ]; then
   log "building the suite of dns-operator ${KEY} (about 4 minutes, once)"
   mkdir -p "$(dirname "$SUITE")"
-  (cd "$CHECKOUT" && go test -c -tags e2e -o "$SUITE.tmp" ./test/e2e)
+  (cd "$CHECKOUT" && exec go test -c -tags e2e -o "$SUITE.tmp" ./test/e2e) &
+  STEP_PID=$!
+  wait "$STEP_PID"
+  STEP_PID=""
   mv "$SUITE.tmp" "$SUITE"
 fi
 
@@ -172,7 +177,10 @@ run_backend() {
     TEST_DNS_CONCURRENT_RECORDS=1 \
     "$SUITE" -ginkgo.v -ginkgo.no-color -ginkgo.timeout=2h \
     -ginkgo.json-report="$out/report.json" \
-    ${LABELS:+-ginkgo.label-filter="$LABELS"} ${GINKGO_ARGS:-} >"$out/suite.log" 2>&1) || rc=$?
+    ${LABELS:+-ginkgo.label-filter="$LABELS"} ${GINKGO_ARGS:-} >"$out/suite.log" 2>&1) &
+  STEP_PID=$!
+  wait "$STEP_PID" || rc=$?
+  STEP_PID=""
   log "$backend: the suite exited with status $rc after $((SECONDS - started))s (log: $out/suite.log)"
 
   # What is left in the cluster, to read beside the logs.
@@ -189,7 +197,7 @@ for backend in $BACKENDS; do
 done
 
 echo
-echo "Kuadrant dns-operator e2e suite ${KEY:0:12} against dnspolicy-controller $(git -C "$ROOT" describe --always --dirty 2>/dev/null)"
+echo "Kuadrant dns-operator e2e suite ${KEY:0:12} against dnspolicy-controller $(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo "(not a git checkout)")"
 for backend in $BACKENDS; do
   echo "  $backend: $(cat "$OUT/$backend/seconds")s wall, including the control plane's start and stop"
 done
