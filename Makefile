@@ -132,6 +132,11 @@ bench-scale: envtest ## 1,000, 5,000 and 10,000 DNSRecords at once beside 10,000
 bench-probes: ## 1,000 health probes at 1s against loopback HTTP and HTTPS servers: checks/s, CPU-s per probe, heap and RSS, against a goroutine-per-probe peer (ARGS=-probes 1000 -duration 30s); figures go in docs/benchmarks.md.
 	go run ./test/bench/probes $(ARGS)
 
+.PHONY: kuadrant-e2e
+kuadrant-e2e: envtest ## Run Kuadrant's dns-operator e2e suite, unchanged, against our controller (coredns and endpoint backends) and print passed/failed; DNS_OPERATOR=<checkout> (docs/kuadrant-e2e.md). A measurement, not part of `make test`.
+	@test -n "$(DNS_OPERATOR)" || { echo "set DNS_OPERATOR to a checkout of Kuadrant's dns-operator"; exit 2; }
+	hack/kuadrant-e2e.sh "$(DNS_OPERATOR)"
+
 .PHONY: envtest
 .PHONY: delegation
 delegation: ## Print the parent zone's NS and glue records delegating ZONE to every cluster's DNS server (PARENT=example.com SERVERS=ns1.example.com=192.0.2.1,...).

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -225,6 +226,55 @@ func TestMatchZone(t *testing.T) {
 		z, err := matchZone(zones, tc.in)
 		if z.ID != tc.id || (err == nil) != (tc.err == "") || err != nil && err.Error() != tc.err {
 			t.Errorf("matchZone(%q) = %v, %v; want %s %q", tc.in, z, err, tc.id, tc.err)
+		}
+	}
+}
+
+// A coredns record's status names its authoritative record and root host; --zone also matches the
+// coredns zone that authoritative record is labelled with (or, before Kuadrant reconciled it, the
+// zone its status names). Other records match only their own zone ID or name.
+func TestPublishesInCoreDNSZone(t *testing.T) {
+	authName := "authoritative-record-abcd1234"
+	records := []v1alpha1.DNSRecord{
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: authName, Labels: map[string]string{
+			v1alpha1.AuthoritativeRecordLabel: "true", v1alpha1.CoreDNSZoneNameLabel: "k.example.com"}}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "authoritative-record-unlabel", Labels: map[string]string{
+			v1alpha1.AuthoritativeRecordLabel: "true"}}, Status: v1alpha1.DNSRecordStatus{ZoneDomainName: "Other.Example.com"}},
+		{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "plain"}},
+	}
+	zones := authoritativeZones(records)
+	if want := map[string]string{"ns/" + authName: "k.example.com", "ns/authoritative-record-unlabel": "other.example.com"}; !maps.Equal(zones, want) {
+		t.Fatalf("authoritativeZones = %v, want %v", zones, want)
+	}
+	contributor := &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web"},
+		Spec:       v1alpha1.DNSRecordSpec{RootHost: "app.k.example.com"},
+		Status:     v1alpha1.DNSRecordStatus{ZoneID: authName, ZoneDomainName: "app.k.example.com"},
+	}
+	route53 := &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "api"},
+		Spec:       v1alpha1.DNSRecordSpec{RootHost: "api.example.com"},
+		Status:     v1alpha1.DNSRecordStatus{ZoneID: "Z1", ZoneDomainName: "example.com"},
+	}
+	for _, tc := range []struct {
+		rec        *v1alpha1.DNSRecord
+		host, zone string
+		want       bool
+	}{
+		{contributor, "app.k.example.com", "k.example.com", true},
+		{contributor, "app.k.example.com", "K.Example.COM.", true},
+		{contributor, "app.k.example.com", authName, true},
+		{contributor, "app.k.example.com", "app.k.example.com", true},
+		{contributor, "", "k.example.com", true},
+		{contributor, "app.k.example.com", "example.com", false},
+		{contributor, "api.example.com", "k.example.com", false},
+		{route53, "api.example.com", "example.com", true},
+		{route53, "api.example.com", "Z1", true},
+		{route53, "api.example.com", "k.example.com", false},
+		{&records[0], "app.k.example.com", "k.example.com", false}, // the authoritative record itself
+	} {
+		if got := publishes(tc.rec, tc.host, tc.zone, zones[tc.rec.Namespace+"/"+tc.rec.Status.ZoneID]); got != tc.want {
+			t.Errorf("publishes(%s, %q, --zone %q) = %v, want %v", tc.rec.Name, tc.host, tc.zone, got, tc.want)
 		}
 	}
 }

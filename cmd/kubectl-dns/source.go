@@ -88,22 +88,31 @@ func (c *cli) resolve(ctx context.Context, kc client.Client, host string, f zone
 	type candidate struct {
 		rec    *v1alpha1.DNSRecord
 		secret *corev1.Secret
+		// hostZone is the coredns zone of a record written into its root host's authoritative
+		// record, "" for any other.
+		hostZone string
 	}
+	hostZones := authoritativeZones(list.Items)
 	var found []candidate
 	seen := map[string]bool{}
 	for i := range list.Items {
 		rec := &list.Items[i]
-		if !publishes(rec, host, f.zone) {
+		hostZone := hostZones[rec.Namespace+"/"+rec.Status.ZoneID]
+		if !publishes(rec, host, f.zone, hostZone) {
 			continue
 		}
 		s, err := recordSecret(ctx, kc, rec)
 		if err != nil {
 			return nil, fmt.Errorf("DNSRecord %s/%s publishes %s: %w", rec.Namespace, rec.Name, orZone(host, f.zone), err)
 		}
+		// Records of one coredns zone with different root hosts are in one zone of the Secret.
 		key := s.Namespace + "/" + s.Name + " " + rec.Status.ZoneID
+		if hostZone != "" {
+			key = s.Namespace + "/" + s.Name + " " + hostZone
+		}
 		if !seen[key] {
 			seen[key] = true
-			found = append(found, candidate{rec, s})
+			found = append(found, candidate{rec, s, hostZone})
 		}
 	}
 	switch len(found) {
@@ -119,7 +128,12 @@ func (c *cli) resolve(ctx context.Context, kc client.Client, host string, f zone
 		if host == "" {
 			via = fmt.Sprintf("as DNSRecord %s/%s publishes into it", rec.Namespace, rec.Name)
 		}
-		return choose(ctx, kc, found[0].secret, want, f.zone, rec.Status.ZoneID, via)
+		zoneFlag := f.zone
+		if zoneFlag != "" && found[0].hostZone != "" {
+			// The Secret's backend lists the coredns zones, not the authoritative records.
+			zoneFlag = found[0].hostZone
+		}
+		return choose(ctx, kc, found[0].secret, want, zoneFlag, rec.Status.ZoneID, via)
 	default:
 		var names []string
 		for _, cand := range found {
@@ -137,16 +151,39 @@ func orZone(host, zoneFlag string) string {
 	return "zone " + zoneFlag
 }
 
+// authoritativeZones maps each authoritative record among records (namespace/name) to the coredns
+// zone it is served in: its zone label, else the zone its status names (a record Kuadrant made and
+// has not reconciled yet).
+func authoritativeZones(records []v1alpha1.DNSRecord) map[string]string {
+	zones := map[string]string{}
+	for i := range records {
+		r := &records[i]
+		if r.Labels[v1alpha1.AuthoritativeRecordLabel] != "true" {
+			continue
+		}
+		z := r.Labels[v1alpha1.CoreDNSZoneNameLabel]
+		if z == "" {
+			z = r.Status.ZoneDomainName
+		}
+		if z != "" {
+			zones[r.Namespace+"/"+r.Name] = v1alpha1.NormalizeName(z)
+		}
+	}
+	return zones
+}
+
 // publishes reports whether rec publishes host (its root host, or a name among its endpoints), in the
-// zone named by zoneFlag when one is given (its ID or domain, as status.zoneID and zoneDomainName
-// hold them).
-func publishes(rec *v1alpha1.DNSRecord, host, zoneFlag string) bool {
+// zone named by zoneFlag when one is given: its ID or domain, as status.zoneID and zoneDomainName
+// hold them, or, for a record written into its root host's authoritative record (whose name and
+// root host those are), the coredns zone hostZone that record is served in.
+func publishes(rec *v1alpha1.DNSRecord, host, zoneFlag, hostZone string) bool {
 	if rec.Labels[v1alpha1.AuthoritativeRecordLabel] == "true" {
 		// A coredns zone's (or root host's) authoritative record holds what its contributors
 		// publish; the contributors are the records that publish the host.
 		return false
 	}
-	if zoneFlag != "" && rec.Status.ZoneID != zoneFlag && v1alpha1.NormalizeName(rec.Status.ZoneDomainName) != v1alpha1.NormalizeName(zoneFlag) {
+	if zoneFlag != "" && rec.Status.ZoneID != zoneFlag && v1alpha1.NormalizeName(rec.Status.ZoneDomainName) != v1alpha1.NormalizeName(zoneFlag) &&
+		(hostZone == "" || hostZone != v1alpha1.NormalizeName(zoneFlag)) {
 		return false
 	}
 	if host == "" {

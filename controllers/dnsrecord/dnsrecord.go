@@ -291,6 +291,11 @@ func bookkept(st v1alpha1.DNSRecordStatus) v1alpha1.DNSRecordStatus {
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
+	// Its probes go first, whichever way it is released: a record that never found a zone has
+	// probes too (probeWithoutZone).
+	if err := r.deleteProbes(ctx, s.record); err != nil {
+		return ctrl.Result{}, err
+	}
 	patch := client.MergeFrom(s.record.DeepCopy())
 	controllerutil.RemoveFinalizer(s.record, v1alpha1.RecordFinalizer)
 	if err := r.Client.Patch(ctx, s.record, patch); err != nil && !apierrors.IsNotFound(err) {

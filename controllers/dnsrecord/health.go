@@ -105,6 +105,21 @@ func (r *Reconciler) ensureProbes(ctx context.Context, s *scope) (ctrl.Result, e
 	return ctrl.Result{}, nil, false
 }
 
+// probeWithoutZone ensures the probes of a record whose backend holds no zone for it (yet), as
+// Kuadrant's dns-operator makes a record's probes before it looks for a zone: each address is
+// checked, and seen to be, while the record waits for its zone. The finalizer comes first, so the
+// probes go with the record (removeFinalizer deletes them).
+func (r *Reconciler) probeWithoutZone(ctx context.Context, s *scope) error {
+	if !probed(s.record) || s.backend.Records != nil {
+		return nil
+	}
+	if _, err, _ := r.ensureFinalizer(ctx, s); err != nil {
+		return err
+	}
+	_, err, _ := r.ensureProbes(ctx, s)
+	return err
+}
+
 // probes returns the record's probes by name: those with its owner label that it controls.
 func (r *Reconciler) probes(ctx context.Context, rec *v1alpha1.DNSRecord) (map[string]*v1alpha1.DNSHealthCheckProbe, error) {
 	var list v1alpha1.DNSHealthCheckProbeList

@@ -64,6 +64,10 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error,
 		hz, err := s.backend.Hosts.HostZone(rec.Spec.RootHost)
 		if err != nil {
 			r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonDNSProviderError, fmt.Sprintf(v1alpha1.MessageNoZone, zoneProblem(s, err)))
+			s.provider = s.backend.HostProvider
+			if perr := r.probeWithoutZone(ctx, s); perr != nil {
+				return ctrl.Result{}, perr, true
+			}
 			return ctrl.Result{}, reconcile.TerminalError(err), true
 		}
 		s.provider, s.zone = s.backend.HostProvider, hz.Zone
@@ -72,6 +76,9 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error,
 	}
 	if s.zone, err = r.chooseZone(ctx, s); err != nil {
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonDNSProviderError, fmt.Sprintf(v1alpha1.MessageNoZone, zoneProblem(s, err)))
+		if !isAuthoritative(rec) {
+			err = errors.Join(err, r.probeWithoutZone(ctx, s))
+		}
 		return ctrl.Result{}, err, true
 	}
 	rec.Status.ZoneID, rec.Status.ZoneDomainName = s.zone.ID, s.zone.DNSName

@@ -326,3 +326,68 @@ func TestNothingToProbe(t *testing.T) {
 		t.Errorf("probes %v for an IPv6 address", got)
 	}
 }
+
+// A record whose Secret reaches no zone holding its host still gets its probes, as Kuadrant's
+// dns-operator makes them before it looks for a zone (its e2e suite's health_checks specs wait for
+// them with the endpoint backend and no zone record): they are checked while the record waits, the
+// record publishes once a zone appears, and a record that never found one takes its probes with it
+// when deleted.
+func TestProbesWithoutAZone(t *testing.T) {
+	store := inmemory.NewStore()
+	cl := startClusters(t, 1, store, fastOptions(), nil)[0]
+	const z, host, lost = "late.example.com", "app.late.example.com", "lost.nowhere.example"
+	cl.secret(t, "other.example.com")
+	gw := startGateways(t, "127.0.0.1")
+	for name, h := range map[string]string{"web": host, "lost": lost} {
+		rec := &v1alpha1.DNSRecord{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cl.ns},
+			Spec: v1alpha1.DNSRecordSpec{RootHost: h, ProviderRef: &v1alpha1.ProviderRef{Name: "provider"}, HealthCheck: healthCheck(gw.port),
+				Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(h, "A", 60, "127.0.0.1")}},
+		}
+		if err := cl.c.Create(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, func() string {
+		for _, name := range []string{"web", "lost"} {
+			r := cl.get(t, name)
+			if c := ready(r); c == nil || c.Reason != v1alpha1.ReasonDNSProviderError {
+				return fmt.Sprintf("%s: ready %s, want DNSProviderError", name, condition(r, v1alpha1.ConditionTypeReady))
+			}
+			p := &v1alpha1.DNSHealthCheckProbe{}
+			if err := cl.c.Get(context.Background(), client.ObjectKey{Namespace: cl.ns, Name: name + "-127.0.0.1"}, p); err != nil {
+				return fmt.Sprintf("%s: no probe: %v", name, err)
+			}
+			if p.Status.Healthy == nil || !*p.Status.Healthy || p.Spec.Hostname != r.Spec.RootHost {
+				return fmt.Sprintf("%s: probe %s for %s, healthy %v", name, p.Name, p.Spec.Hostname, p.Status.Healthy)
+			}
+		}
+		return ""
+	})
+	if got := cl.get(t, "lost"); !slices.Contains(got.Finalizers, v1alpha1.RecordFinalizer) {
+		t.Fatalf("a record with probes has no finalizer to take them with it: %v", got.Finalizers)
+	}
+
+	store.EnsureZone(z)
+	eventually(t, 30*time.Second, func() string {
+		r := cl.get(t, "web")
+		if c := ready(r); c == nil || c.Status != metav1.ConditionTrue {
+			return fmt.Sprintf("web after its zone appeared: ready %s", condition(r, v1alpha1.ConditionTypeReady))
+		}
+		return same(records(t, store, z), []string{host + " A 60 127.0.0.1"})
+	})
+
+	if err := cl.c.Delete(context.Background(), cl.get(t, "lost")); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() string {
+		if names := cl.probeNames(t); !slices.Equal(names, []string{"web-127.0.0.1"}) {
+			return fmt.Sprintf("probes %v after lost was deleted, want only web's", names)
+		}
+		var r v1alpha1.DNSRecord
+		if err := cl.c.Get(context.Background(), client.ObjectKey{Namespace: cl.ns, Name: "lost"}, &r); err == nil {
+			return fmt.Sprintf("lost is still there: finalizers %v", r.Finalizers)
+		}
+		return ""
+	})
+}
