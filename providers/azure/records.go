@@ -80,7 +80,8 @@ func (p *Provider) read(ctx context.Context, zone providers.Zone) (*state, error
 				continue
 			}
 			recordType := (*rs.Type)[strings.LastIndex(*rs.Type, "/")+1:]
-			if !supportedType(recordType) {
+			if !supportedType(recordType) || *rs.Name == "@" && recordType == v1alpha1.RecordTypeNS {
+				// The apex NS set is Azure's own, like the SOA: it can be neither deleted nor owned.
 				continue
 			}
 			name := st.zoneName
@@ -118,7 +119,8 @@ func (p *Provider) read(ctx context.Context, zone providers.Zone) (*state, error
 }
 
 func supportedType(t string) bool {
-	return t == v1alpha1.RecordTypeA || t == v1alpha1.RecordTypeAAAA || t == v1alpha1.RecordTypeCNAME || t == v1alpha1.RecordTypeTXT
+	return t == v1alpha1.RecordTypeA || t == v1alpha1.RecordTypeAAAA || t == v1alpha1.RecordTypeCNAME || t == v1alpha1.RecordTypeTXT ||
+		t == v1alpha1.RecordTypeNS
 }
 
 // txtSet is one TXT set with a set identifier, as kept in a record set's metadata.
@@ -167,6 +169,10 @@ func decodeSet(key groupKey, rs *armdns.RecordSet, profiles map[string]*armtraff
 	case v1alpha1.RecordTypeCNAME:
 		if props.CnameRecord != nil {
 			targets = append(targets, deref(props.CnameRecord.Cname))
+		}
+	case v1alpha1.RecordTypeNS:
+		for _, r := range props.NsRecords {
+			targets = append(targets, deref(r.Nsdname))
 		}
 	case v1alpha1.RecordTypeTXT:
 		for _, r := range props.TxtRecords {
@@ -346,6 +352,8 @@ func fillRecords(key groupKey, props *armdns.RecordSetProperties, targets []stri
 				return providers.Errorf(providers.Permanent, "azure: CNAME %s has %d targets; a CNAME has one", key.name, len(targets))
 			}
 			props.CnameRecord = &armdns.CnameRecord{Cname: ptr(t)}
+		case v1alpha1.RecordTypeNS:
+			props.NsRecords = append(props.NsRecords, &armdns.NsRecord{Nsdname: ptr(t)})
 		case v1alpha1.RecordTypeTXT:
 			var chunks []*string
 			for len(t) > txtChunk {
@@ -399,7 +407,7 @@ func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.
 		ep := in.DeepCopy()
 		ep.DNSName = v1alpha1.NormalizeName(ep.DNSName)
 		if !supportedType(ep.RecordType) {
-			return nil, providers.Errorf(providers.Permanent, "azure: %s: record type %s is not supported (A, AAAA, CNAME, TXT)", ep, ep.RecordType)
+			return nil, providers.Errorf(providers.Permanent, "azure: %s: record type %s is not supported (A, AAAA, CNAME, NS, TXT)", ep, ep.RecordType)
 		}
 		if len(ep.Targets) > recordsPerSet {
 			return nil, providers.Errorf(providers.Permanent, "azure: %s has %d values; an Azure record set holds at most %d", ep, len(ep.Targets), recordsPerSet)
@@ -425,6 +433,10 @@ func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.
 			}
 		}
 		ep.ProviderSpecific = kept
+		if ep.SetIdentifier != "" && ep.RecordType == v1alpha1.RecordTypeNS {
+			// Traffic Manager routes names to endpoints; a delegation is one NS set.
+			return nil, providers.Errorf(providers.Permanent, "azure: %s: an NS set cannot be weighted or geo routed", ep)
+		}
 		if ep.SetIdentifier != "" && ep.RecordType != v1alpha1.RecordTypeTXT {
 			if err := checkRoutedSet(ep); err != nil {
 				return nil, err
