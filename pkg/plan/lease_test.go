@@ -305,3 +305,21 @@ func TestGoneClusterLeavesTheWeightedSet(t *testing.T) {
 		t.Errorf("c's batch does not depend on a's member's claim: requires %v", lines(res.Changes.Require))
 	}
 }
+
+// The default geo that only a gone cluster published stays: without it the clients of every geo no
+// other cluster serves would get no answer. The gone cluster's own geo entry goes.
+func TestGoneClusterKeepsTheDefaultGeo(t *testing.T) {
+	z := newZone()
+	a, b := &owner{id: "a"}, &owner{id: "b"}
+	step(t, z, a, loadbalanced("JP", "aaaaaa-111111", "1.1.1.1", true))
+	treeB := loadbalanced("US", "bbbbbb-222222", "2.2.2.2", false)
+	step(t, z, b, treeB)
+	step(t, z, b, treeB, "a")
+	got := z.records()
+	if !slices.Contains(got, "klb.app.example.com CNAME [default] 300 jp.klb.app.example.com {geo-code=*}") {
+		t.Errorf("the default geo left with a:\n%s", strings.Join(got, "\n"))
+	}
+	if slices.Contains(got, "klb.app.example.com CNAME [JP] 300 jp.klb.app.example.com {geo-code=JP}") {
+		t.Errorf("a's JP entry stays:\n%s", strings.Join(got, "\n"))
+	}
+}

@@ -284,11 +284,13 @@ func (p *planner) gatherClaimants(s *slot) {
 // withdrawGoneMembers withdraws, with their owners, the members of a set group (the weighted or geo
 // sets of one name and type) that only gone owners hold, where a live owner holds another member
 // that is published: a dead cluster's weighted leaf, or the geo only it served, would otherwise keep
-// drawing a share of the answers. The live members keep the name.
+// drawing a share of the answers. The live members keep the name. The default geo is not one: it is
+// where every client no other geo takes goes, and without it they would get no answer at all.
 func (p *planner) withdrawGoneMembers(slots []*slot) {
 	live := func(c claimant) bool { return !c.expired }
 	for _, s := range slots {
-		if s.key.SetIdentifier == "" || s.human || s.current == nil || len(s.claimants) == 0 || slices.ContainsFunc(s.claimants, live) {
+		if s.key.SetIdentifier == "" || s.human || s.current == nil || len(s.claimants) == 0 || slices.ContainsFunc(s.claimants, live) ||
+			registry.DefaultGeo(s.current) {
 			continue
 		}
 		for _, o := range slots {

@@ -419,11 +419,11 @@ func (g *gate) checkWithdrawals() error {
 }
 
 // goneMember reports whether r is a member of a set group (the weighted or geo sets of one name and
-// type) whose every claim is of an expired owner and deleted by the batch, while another member of
+// type), other than the default geo, whose every claim is of an expired owner and deleted by the batch, while another member of
 // the group stays published, held by a live owner that the batch requires or is: the plan's rule for
 // withdrawing a gone cluster's leaf or geo, which never leaves the group to gone owners alone.
 func (g *gate) goneMember(r *Record) bool {
-	if r == nil || r.Key.SetIdentifier == "" || !r.Owned() {
+	if r == nil || r.Key.SetIdentifier == "" || !r.Owned() || r.Endpoint == nil || DefaultGeo(r.Endpoint) {
 		return false
 	}
 	for _, c := range r.Claims {
@@ -442,6 +442,13 @@ func (g *gate) goneMember(r *Record) bool {
 		}
 	}
 	return false
+}
+
+// DefaultGeo reports whether e is the default geo's set: the one clients of every geo no other set
+// names are answered from.
+func DefaultGeo(e *v1alpha1.Endpoint) bool {
+	code, ok := e.GetProviderSpecific(v1alpha1.ProviderSpecificGeoCode)
+	return ok && code == v1alpha1.WildcardGeo
 }
 
 // winningKindRequired reports whether a claimed record of the other kind than key's (CNAME vs.

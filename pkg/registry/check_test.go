@@ -221,6 +221,16 @@ func TestCheckGoneMember(t *testing.T) {
 	if err := alone.Check([]string{"o1"}, []string{"o3"}, &last); err == nil {
 		t.Error("o1 leaving took o3's member with its own: the group was left empty")
 	}
+	def := ep("klb.example.com", "CNAME", "jp.klb.example.com").WithSetIdentifier("default").WithProviderSpecific("geo-code", "*")
+	jp := ep("klb.example.com", "CNAME", "jp.klb.example.com").WithSetIdentifier("JP").WithProviderSpecific("geo-code", "JP")
+	us := ep("klb.example.com", "CNAME", "us.klb.example.com").WithSetIdentifier("US").WithProviderSpecific("geo-code", "US")
+	geos := Read([]*v1alpha1.Endpoint{def, mustTXT(t, "o3", def), jp, mustTXT(t, "o3", jp), us, mustTXT(t, "o1", us)})
+	if err := geos.Check([]string{"o1"}, []string{"o3"}, &batch.Changes{Delete: []*v1alpha1.Endpoint{jp, mustTXT(t, "o3", jp)}}); err != nil {
+		t.Errorf("o1 withdraws the expired o3's JP geo: %v", err)
+	}
+	if err := geos.Check([]string{"o1"}, []string{"o3"}, &batch.Changes{Delete: []*v1alpha1.Endpoint{def, mustTXT(t, "o3", def)}}); err == nil {
+		t.Error("o1 withdrew the default geo, which only the expired o3 held")
+	}
 	notMember := Read([]*v1alpha1.Endpoint{ep("x.example.com", "A", "3.3.3.3"), mustTXT(t, "o3", ep("x.example.com", "A", "3.3.3.3")),
 		ep("x.example.com", "AAAA", "2001:db8::1"), mustTXT(t, "o1", ep("x.example.com", "AAAA", "2001:db8::1"))})
 	plain := batch.Changes{Delete: []*v1alpha1.Endpoint{ep("x.example.com", "A", "3.3.3.3"), mustTXT(t, "o3", ep("x.example.com", "A", "3.3.3.3"))}}
