@@ -41,6 +41,9 @@ type slot struct {
 	withdrawn []*registry.Claim
 	// blocker is a record nobody owns that keeps this key from being published.
 	blocker *v1alpha1.Endpoint
+	// needsKind: claims leave the key, which lost its name's record-type conflict, so the batch must
+	// depend on a record of the kind that won (requireWinningKind).
+	needsKind bool
 	// keptBy, for a member of a set group that only gone owners held, is the member a live owner
 	// holds, for whose sake it is withdrawn (withdrawGoneMembers).
 	keptBy *slot
@@ -62,12 +65,12 @@ func (s *slot) candidate() bool {
 // a CNAME shares its name with nothing.
 func (p *planner) planName(name string) error {
 	slots := p.slots(name)
-	p.withdrawGoneMembers(slots)
 	unclaimed := p.zone.Unclaimed(name)
 	sortByKey(unclaimed)
 	for _, s := range slots {
 		s.blocker = blocker(s, unclaimed)
 	}
+	p.withdrawGoneMembers(slots)
 
 	// The kind (CNAME, or everything else) published at the name is the one of the lowest eligible
 	// claimant: every owner reads the same claims and so picks the same.
@@ -123,6 +126,12 @@ func (p *planner) planName(name string) error {
 			for _, c := range s.claimants {
 				p.owners[c.owner] = true
 			}
+		}
+	}
+	// Only now is every record the batch deletes at the name known: one of them cannot hold the key.
+	for _, s := range slots {
+		if s.needsKind {
+			p.requireWinningKind(s)
 		}
 	}
 	return nil
@@ -283,7 +292,7 @@ func (p *planner) gatherClaimants(s *slot) {
 
 // withdrawGoneMembers withdraws, with their owners, the members of a set group (the weighted or geo
 // sets of one name and type) that only gone owners hold, where a live owner holds another member
-// that is published: a dead cluster's weighted leaf, or the geo only it served, would otherwise keep
+// that is published (or that we publish now): a dead cluster's weighted leaf, or the geo only it served, would otherwise keep
 // drawing a share of the answers. The live members keep the name. The default geo is not one: it is
 // where every client no other geo takes goes, and without it they would get no answer at all.
 func (p *planner) withdrawGoneMembers(slots []*slot) {
@@ -294,7 +303,10 @@ func (p *planner) withdrawGoneMembers(slots []*slot) {
 			continue
 		}
 		for _, o := range slots {
-			if o != s && o.key.RecordType == s.key.RecordType && o.key.SetIdentifier != "" && !o.human && o.current != nil &&
+			// Published, or ours and about to be: the plan must not find another member to withdraw
+			// for when it is planned again.
+			stays := o.current != nil || o.ours != nil && o.taken == nil && o.blocker == nil
+			if o != s && o.key.RecordType == s.key.RecordType && o.key.SetIdentifier != "" && !o.human && stays &&
 				slices.ContainsFunc(o.claimants, live) {
 				s.keptBy = o
 				break
@@ -525,7 +537,7 @@ func (p *planner) requireRemainingClaim(s *slot, deleted map[*registry.Claim]boo
 	gone := s.current == nil || slices.ContainsFunc(p.changes.Delete, func(e *v1alpha1.Endpoint) bool { return e == s.current })
 	if gone && !created {
 		if s.current == nil && len(deleted) > 0 {
-			p.requireWinningKind(s)
+			s.needsKind = true // once every change at the name is known (planName)
 		}
 		return
 	}

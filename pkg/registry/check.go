@@ -426,10 +426,16 @@ func (g *gate) goneMember(r *Record) bool {
 	if r == nil || r.Key.SetIdentifier == "" || !r.Owned() || r.Endpoint == nil || DefaultGeo(r.Endpoint) {
 		return false
 	}
+	gone := false
 	for _, c := range r.Claims {
-		if c.Legacy || !g.expired[c.Owner] || !g.deleted[c.TXT.Key()] {
+		// Every claim goes: an expired owner's, or one of the batch's owners leaving.
+		if c.Legacy || !g.expired[c.Owner] && !g.owners[c.Owner] || !g.deleted[c.TXT.Key()] {
 			return false
 		}
+		gone = gone || g.expired[c.Owner]
+	}
+	if !gone {
+		return false
 	}
 	for _, m := range g.zone.byName[r.Key.DNSName] {
 		if m == r || m.Key.RecordType != r.Key.RecordType || m.Key.SetIdentifier == "" || !g.existsAfter(m.Key) {
@@ -439,6 +445,14 @@ func (g *gate) goneMember(r *Record) bool {
 			if !g.expired[c.Owner] && !g.deleted[c.TXT.Key()] && (g.owners[c.Owner] || g.required[c.TXT.Key()]) {
 				return true
 			}
+		}
+	}
+	// Or a member the batch itself creates, with its owner's claim.
+	for _, e := range g.createdAt[r.Key.DNSName] {
+		k := e.Key()
+		if k.RecordType == r.Key.RecordType && k.SetIdentifier != "" && k != r.Key &&
+			slices.ContainsFunc(g.newClaims[k], func(c *Claim) bool { return g.owners[c.Owner] }) {
+			return true
 		}
 	}
 	return false
@@ -486,7 +500,9 @@ func (g *gate) checkHeld(changes *batch.Changes) error {
 		touched[c.Record] = true
 	}
 	for _, c := range g.withdrawn {
-		if !g.existsAfter(c.Record) && len(g.claimsAfter(c.Record)) == 0 {
+		if after := g.claimsAfter(c.Record); !g.existsAfter(c.Record) && len(after) == 0 || g.ownersClaim(after) {
+			// Gone with its last claim, or held by a claim of the batch's own owners, which
+			// nobody else can withdraw at this moment.
 			continue
 		}
 		published := g.zone.records[c.Record] != nil && g.zone.records[c.Record].Endpoint != nil
