@@ -121,8 +121,16 @@ controls { };
 };
 `, z.Name, primary.Addr(), primary.Port(), z.KeyName, dir)
 	}
+	return Run(t, named, dir, conf.String())
+}
+
+// Run writes conf as named.conf in dir and runs named with it in the foreground until the test
+// ends (SIGTERM, then SIGKILL after 5 s); its output is returned and logged when the test failed
+// or NAMED_LOG is set.
+func Run(t testing.TB, named, dir, conf string) *Log {
+	t.Helper()
 	path := filepath.Join(dir, "named.conf")
-	if err := os.WriteFile(path, []byte(conf.String()), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	log := &Log{}

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -528,30 +527,7 @@ func startMCResolver(t *testing.T, ip string, port int, servers []string) string
 controls { };
 zone "%[4]s" { type primary; file "%[1]s/parent.db"; };
 `, dir, port, ip, mcParent)
-	path := filepath.Join(dir, "named.conf")
-	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	log := &bind.Log{}
-	cmd := exec.Command(named, "-c", path, "-g", "-n", "1")
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() || os.Getenv("NAMED_LOG") != "" {
-			t.Logf("named log:\n%s", log)
-		}
-	})
+	bind.Run(t, named, dir, conf)
 	addr := net.JoinHostPort(ip, strconv.Itoa(port))
 	eventually(t, 30*time.Second, func() string {
 		m := new(dns.Msg)
