@@ -28,6 +28,15 @@ const (
 type Options struct {
 	// Peers are the other clusters' servers, per zone.
 	Peers []Peer
+	// Discover finds more peers, per zone, in the NS set delegating the zone, asked again every
+	// DiscoverInterval (DefaultDiscoverInterval). A discovered peer leaves when the NS set no longer
+	// names it; a lookup that fails changes nothing.
+	Discover         []Discovery
+	DiscoverInterval time.Duration
+	// Own are addresses (host:port) of this cluster's server: found in an NS set, they are this
+	// cluster's own, never pulled. Behind other addresses (a load balancer's, NAT) its own server
+	// is recognised by its export, which names this cluster.
+	Own []string
 	// Interval between two pulls of one peer (DefaultInterval); each pull is bounded by Timeout
 	// (DefaultTimeout) and MaxRecords (DefaultMaxRecords).
 	Interval, Timeout time.Duration
@@ -54,6 +63,8 @@ type Pool struct {
 	mu    sync.Mutex
 	judge lease.Judge
 	peers []*peerState
+	// discoveries counts the lookups of each zone's NS set, by result ("ok" or "failed").
+	discoveries map[string]map[string]uint64
 	// local is, by zone, this cluster's lease key and owners, as its last export said.
 	local map[string]localState
 	// merged is, by zone, the last merge.
@@ -67,6 +78,12 @@ type localState struct {
 
 type peerState struct {
 	peer Peer
+	// discovered: found in the zone's NS set, not configured; stop ends its puller when the NS
+	// set no longer names it.
+	discovered bool
+	stop       context.CancelFunc
+	// self: a discovered server whose export names this cluster, this cluster's own server.
+	self bool
 	// last is the last export accepted, at lastOK.
 	last   *Pulled
 	lastOK time.Time
@@ -101,21 +118,32 @@ func New(opts Options) *Pool {
 	if opts.Changed == nil {
 		opts.Changed = func(string) {}
 	}
-	p := &Pool{opts: opts, local: map[string]localState{}, merged: map[string]lastMerge{}}
+	if opts.DiscoverInterval <= 0 {
+		opts.DiscoverInterval = DefaultDiscoverInterval
+	}
+	p := &Pool{opts: opts, local: map[string]localState{}, merged: map[string]lastMerge{}, discoveries: map[string]map[string]uint64{}}
 	p.judge.Tolerance = opts.Tolerance
 	for _, peer := range opts.Peers {
 		peer.Zone = v1alpha1.NormalizeName(peer.Zone)
 		p.peers = append(p.peers, &peerState{peer: peer, pulls: map[string]uint64{}})
 	}
+	for i := range p.opts.Discover {
+		p.opts.Discover[i].Zone = v1alpha1.NormalizeName(p.opts.Discover[i].Zone)
+	}
 	return p
 }
 
-// Zones lists the zones that have peers.
+// Zones lists the zones that have peers, configured or to be discovered.
 func (p *Pool) Zones() []string {
 	var zones []string
 	for _, st := range p.peers {
 		if !slices.Contains(zones, st.peer.Zone) {
 			zones = append(zones, st.peer.Zone)
+		}
+	}
+	for _, d := range p.opts.Discover {
+		if !slices.Contains(zones, d.Zone) {
+			zones = append(zones, d.Zone)
 		}
 	}
 	slices.Sort(zones)
@@ -127,24 +155,103 @@ func (p *Pool) HasPeers(zone string) bool {
 	return slices.Contains(p.Zones(), v1alpha1.NormalizeName(zone))
 }
 
-// Run pulls every peer until ctx ends: the first pull at once, then every Interval (±10%).
+// Run pulls every peer until ctx ends: the first pull at once, then every Interval (±10%). It
+// looks up the NS sets of Options.Discover at once, then every DiscoverInterval, and pulls the
+// peers found from then on.
 func (p *Pool) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
+	p.mu.Lock()
 	for _, st := range p.peers {
+		p.start(ctx, &wg, st)
+	}
+	p.mu.Unlock()
+	for _, d := range p.opts.Discover {
 		wg.Go(func() {
 			for {
-				p.PullOnce(ctx, st.peer)
-				jitter := time.Duration(rand.Int64N(int64(p.opts.Interval)/5+1)) - p.opts.Interval/10
+				p.DiscoverOnce(ctx, &wg, d)
 				select {
 				case <-ctx.Done():
 					return
-				case <-time.After(p.opts.Interval + jitter):
+				case <-time.After(p.opts.DiscoverInterval):
 				}
 			}
 		})
 	}
 	wg.Wait()
 	return nil
+}
+
+// start runs a peer's puller on wg until ctx ends or the peer leaves. Called with p.mu held.
+func (p *Pool) start(ctx context.Context, wg *sync.WaitGroup, st *peerState) {
+	ctx, st.stop = context.WithCancel(ctx)
+	wg.Go(func() {
+		for {
+			p.PullOnce(ctx, st.peer)
+			jitter := time.Duration(rand.Int64N(int64(p.opts.Interval)/5+1)) - p.opts.Interval/10
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(p.opts.Interval + jitter):
+			}
+		}
+	})
+}
+
+// DiscoverOnce looks up d's NS set now: a server it names that is no peer yet becomes one (pulled
+// on wg until ctx ends), a discovered peer it no longer names leaves, and its export leaves the
+// merge. A failed lookup is logged and counted and changes nothing: the peers found before are
+// kept, so that a parent that cannot be reached withdraws no cluster.
+func (p *Pool) DiscoverOnce(ctx context.Context, wg *sync.WaitGroup, d Discovery) {
+	addrs, skipped, err := Lookup(ctx, d, p.opts.Timeout)
+	if ctx.Err() != nil {
+		return
+	}
+	p.mu.Lock()
+	if p.discoveries[d.Zone] == nil {
+		p.discoveries[d.Zone] = map[string]uint64{}
+	}
+	if err != nil {
+		p.discoveries[d.Zone]["failed"]++
+		p.mu.Unlock()
+		p.opts.Log.Error(err, "looking up a zone's peers in its NS set; the peers found before are kept", "zone", d.Zone)
+		return
+	}
+	p.discoveries[d.Zone]["ok"]++
+	var added, removed []string
+	kept := p.peers[:0]
+	for _, st := range p.peers {
+		if st.discovered && st.peer.Zone == d.Zone && !slices.Contains(addrs, st.peer.Addr) {
+			st.stop()
+			removed = append(removed, st.peer.Addr)
+			continue
+		}
+		kept = append(kept, st)
+	}
+	clear(p.peers[len(kept):])
+	p.peers = kept
+	for _, addr := range addrs {
+		if p.state(Peer{Zone: d.Zone, Addr: addr}) != nil {
+			continue
+		}
+		st := &peerState{peer: Peer{Zone: d.Zone, Addr: addr, Key: d.Key}, discovered: true, pulls: map[string]uint64{}}
+		p.peers = append(p.peers, st)
+		if slices.Contains(p.opts.Own, addr) {
+			st.self, st.stop = true, func() {}
+			continue
+		}
+		p.start(ctx, wg, st)
+		added = append(added, addr)
+	}
+	p.mu.Unlock()
+	if len(skipped) > 0 {
+		p.opts.Log.Info("servers of a zone's NS set do not resolve; the others are peers", "zone", d.Zone, "unresolved", skipped)
+	}
+	if len(added) > 0 || len(removed) > 0 {
+		p.opts.Log.Info("the zone's NS set changed its peers", "zone", d.Zone, "added", added, "removed", removed)
+	}
+	if len(removed) > 0 {
+		p.opts.Changed(d.Zone)
+	}
 }
 
 // PullOnce pulls one peer now and takes in what it got.
@@ -190,6 +297,18 @@ func (p *Pool) take(peer Peer, pulled *Pulled, err error) {
 			pulled, owners = st.last, st.owners
 		}
 	} else if err == nil {
+		if st.discovered && p.isSelf(st, pulled.Export) {
+			// It stays listed, unpulled, so that the NS set does not make it a peer again.
+			p.opts.Log.Info("a server of the zone's NS set is this cluster's own: not a peer", "zone", peer.Zone, "server", peer.Addr)
+			changed := st.last != nil
+			st.self, st.last, st.err, st.stale = true, nil, nil, false
+			st.stop()
+			p.mu.Unlock()
+			if changed {
+				p.opts.Changed(peer.Zone)
+			}
+			return
+		}
 		owners, err = p.check(st, pulled.Export)
 	}
 	changed := false
@@ -220,6 +339,13 @@ func (p *Pool) take(peer Peer, pulled *Pulled, err error) {
 	if changed {
 		p.opts.Changed(peer.Zone)
 	}
+}
+
+// isSelf says whether an export is this cluster's own, as its last merge named it. Called with
+// p.mu held.
+func (p *Pool) isSelf(st *peerState, ex dnsserver.Export) bool {
+	local, ok := p.local[st.peer.Zone]
+	return ok && ex.Cluster != "" && ex.Cluster == local.cluster
 }
 
 func errText(err error) string {
@@ -261,7 +387,7 @@ func (p *Pool) check(st *peerState, ex dnsserver.Export) (map[string]bool, error
 // its owners. Called with p.mu held.
 func (p *Pool) conflict(st *peerState) error {
 	for _, other := range p.peers {
-		if other == st || other.peer.Zone != st.peer.Zone || other.cluster == "" {
+		if other == st || other.self || other.peer.Zone != st.peer.Zone || other.cluster == "" {
 			continue
 		}
 		if other.cluster == st.cluster {
@@ -330,19 +456,22 @@ type PeerStatus struct {
 	Stale bool
 	// Error is why the last pull failed, "" after a good one.
 	Error string
+	// Discovered: found in the zone's NS set, not configured.
+	Discovered bool
 }
 
-// Status reports the peers of a zone, by address.
+// Status reports the peers of a zone, by address; this cluster's own server, found in the NS set,
+// is none.
 func (p *Pool) Status(zone string) []PeerStatus {
 	zone = v1alpha1.NormalizeName(zone)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var out []PeerStatus
 	for _, st := range p.peers {
-		if st.peer.Zone != zone {
+		if st.peer.Zone != zone || st.self {
 			continue
 		}
-		s := PeerStatus{Peer: st.peer, LastPull: st.lastOK, Stale: st.stale, Error: errText(st.err)}
+		s := PeerStatus{Peer: st.peer, LastPull: st.lastOK, Stale: st.stale, Error: errText(st.err), Discovered: st.discovered}
 		if st.last != nil {
 			s.Cluster, s.Serial, s.Records = st.last.Export.Cluster, st.last.Serial, st.last.Records
 		}
@@ -364,6 +493,12 @@ func (p *Pool) Merge(zone string, local dnsserver.Export) (*Merged, error) {
 	contributions := []Contribution{{Cluster: local.Cluster, Changed: local.Changed, Endpoints: local.Endpoints}}
 	for _, st := range p.peers {
 		if st.peer.Zone != zone || st.last == nil {
+			continue
+		}
+		// A discovered server pulled before this cluster's first merge may be this cluster's own.
+		if st.discovered && p.isSelf(st, st.last.Export) {
+			st.self, st.last, st.err, st.stale = true, nil, nil, false
+			st.stop()
 			continue
 		}
 		// An export accepted before this cluster claimed one of its owners, or before another
@@ -437,6 +572,8 @@ var (
 		"Records in a peer's last accepted export.", []string{"zone", "peer"}, nil)
 	descStale = prometheus.NewDesc("dnspolicy_peer_stale",
 		"1 while a peer counts as gone (its export not pulled, or its lease not changing, for its lease duration).", []string{"zone", "peer"}, nil)
+	descDiscoveries = prometheus.NewDesc("dnspolicy_peer_discoveries_total",
+		"Lookups of a zone's NS set for its peers, by result (ok, failed).", []string{"zone", "result"}, nil)
 )
 
 // Collector exports the pool's metrics.
@@ -445,7 +582,7 @@ func (p *Pool) Collector() prometheus.Collector { return collector{p} }
 type collector struct{ p *Pool }
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descPulls, descLastPull, descSerial, descRecords, descStale} {
+	for _, d := range []*prometheus.Desc{descPulls, descLastPull, descSerial, descRecords, descStale, descDiscoveries} {
 		ch <- d
 	}
 }
@@ -453,7 +590,15 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	c.p.mu.Lock()
 	defer c.p.mu.Unlock()
+	for _, d := range c.p.opts.Discover {
+		for _, result := range []string{"ok", "failed"} {
+			ch <- prometheus.MustNewConstMetric(descDiscoveries, prometheus.CounterValue, float64(c.p.discoveries[d.Zone][result]), d.Zone, result)
+		}
+	}
 	for _, st := range c.p.peers {
+		if st.self {
+			continue
+		}
 		zone, addr := st.peer.Zone, st.peer.Addr
 		for _, result := range []string{"ok", ReasonUnreachable, ReasonRefused, ReasonTSIG, ReasonGarbage, ReasonOwners} {
 			ch <- prometheus.MustNewConstMetric(descPulls, prometheus.CounterValue, float64(st.pulls[result]), zone, addr, result)

@@ -89,6 +89,12 @@ func statusOf(t *testing.T, p *Pool, addr string) PeerStatus {
 // pulls reads dnspolicy_peer_pulls_total for a peer and result.
 func pulls(t *testing.T, p *Pool, addr, result string) float64 {
 	t.Helper()
+	return counter(t, p, "dnspolicy_peer_pulls_total", map[string]string{"peer": addr, "result": result})
+}
+
+// counter reads the pool's counter name with the labels given.
+func counter(t *testing.T, p *Pool, name string, labels map[string]string) float64 {
+	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
 	if err := reg.Register(p.Collector()); err != nil {
 		t.Fatal(err)
@@ -98,13 +104,17 @@ func pulls(t *testing.T, p *Pool, addr, result string) float64 {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() != "dnspolicy_peer_pulls_total" {
+		if f.GetName() != name {
 			continue
 		}
+	metrics:
 		for _, m := range f.Metric {
-			if label(m, "peer") == addr && label(m, "result") == result {
-				return m.GetCounter().GetValue()
+			for k, v := range labels {
+				if label(m, k) != v {
+					continue metrics
+				}
 			}
+			return m.GetCounter().GetValue()
 		}
 	}
 	return 0

@@ -340,9 +340,11 @@ func (z *zoneReader) state(t *testing.T) (a *v1alpha1.Endpoint, claims map[strin
 // controllerProcess is one cluster's controller binary, which the test can kill and start again.
 type controllerProcess struct {
 	cluster *conflictCluster
-	start   func(t *testing.T) (*exec.Cmd, chan error)
-	cmd     *exec.Cmd
-	exited  chan error
+	// args are the controller's own flags; a restart runs with them as they are then.
+	args   []string
+	start  func(t *testing.T) (*exec.Cmd, chan error)
+	cmd    *exec.Cmd
+	exited chan error
 }
 
 // startControllerProcess starts the controller for env's cluster as its own process, with args.
@@ -352,7 +354,7 @@ func startControllerProcess(t *testing.T, bin, name string, env *testenv.Env, pr
 	kubeconfig := writeKubeconfig(t, dir, name, env)
 	metrics := freeport.Addr(t)
 	cl := &conflictCluster{name: name, c: env.Client, clusterID: clusterID(t, env), metrics: metrics}
-	p := &controllerProcess{cluster: cl}
+	p := &controllerProcess{cluster: cl, args: args}
 	runs := 0
 	p.start = func(t *testing.T) (*exec.Cmd, chan error) {
 		runs++
@@ -362,7 +364,7 @@ func startControllerProcess(t *testing.T, bin, name string, env *testenv.Env, pr
 			t.Fatal(err)
 		}
 		cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", metrics,
-			"--health-probe-bind-address", freeport.Addr(t), "--log-format", "console", "--providers", provider}, args...)...)
+			"--health-probe-bind-address", freeport.Addr(t), "--log-format", "console", "--providers", provider}, p.args...)...)
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -381,6 +381,52 @@ func TestMultiClusterDNS(t *testing.T) {
 	if converged > mcPull+5*time.Second {
 		t.Errorf("the servers converged %v after the heal, more than one pull (%v) and 5 s", converged, mcPull)
 	}
+
+	// Peers from the NS set: cluster 1 starts again with no peer listed, asking BIND (the resolver
+	// following the delegation) for the zone's NS set. It finds clusters 2 and 3 there, and its own
+	// server, which it leaves out; the three serve the same zone again.
+	first := clusters[0]
+	first.proc.kill(t)
+	peersAt := slices.Index(first.proc.args, "--dns-peers")
+	first.proc.args = append(slices.Delete(slices.Clone(first.proc.args), peersAt, peersAt+2),
+		"--dns-peer-discovery", mcZone+"="+resolver, "--dns-peer-port", strconv.Itoa(port), "--dns-peer-discovery-interval", mcPull.String())
+	first.proc.restart(t)
+	restarted = time.Now()
+	others := []string{clusters[1].addr, clusters[2].addr}
+	eventually(t, time.Minute, func() string {
+		samples, err := first.proc.cluster.scrape()
+		if err != nil {
+			return err.Error()
+		}
+		if samples[fmt.Sprintf(`dnspolicy_peer_discoveries_total{result="ok",zone=%q}`, mcZone)] == 0 {
+			return "no NS set looked up yet"
+		}
+		for _, addr := range append(slices.Clone(others), first.addr) {
+			_, pulled := samples[fmt.Sprintf(`dnspolicy_peer_records{peer=%q,zone=%q}`, addr, mcZone)]
+			if own := addr == first.addr; pulled == own {
+				return fmt.Sprintf("%s: records of %s reported %t, want %t", first.addr, addr, pulled, !own)
+			}
+		}
+		_, z0, err0 := mcTransfer(first.addr, secret)
+		for _, c := range clusters[1:] {
+			if _, z, err := mcTransfer(c.addr, secret); err != nil || err0 != nil || z != z0 {
+				return fmt.Sprintf("%s's zone differs from %s's (%v, %v)", c.addr, first.addr, err, err0)
+			}
+		}
+		if got := mcAnswerSet(t, first.addr, mcShared, netip.Prefix{}, 1); !slices.Equal(got, all) {
+			return fmt.Sprintf("%s answers %v", first.addr, got)
+		}
+		rec := first.proc.cluster.record(t, mcNS, authoritative)
+		if rec == nil {
+			return "no authoritative record"
+		}
+		if got := condition(rec, dnsserver.ConditionPeers); !strings.HasPrefix(got, "True "+dnsserver.ReasonPeersLive) || !strings.Contains(got, "exports of 2 peers") {
+			return fmt.Sprintf("%s: Peers is %s, want True %s with 2 peers", first.addr, got, dnsserver.ReasonPeersLive)
+		}
+		return ""
+	})
+	t.Logf("peers from the NS set: %s found %v through BIND and served the same zone as they do %v after its restart",
+		first.addr, others, time.Since(restarted).Round(100*time.Millisecond))
 }
 
 // mcLink forwards TCP connections to a server; cut refuses new ones and ends open ones, heal

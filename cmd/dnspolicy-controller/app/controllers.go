@@ -145,14 +145,14 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 		if r.LeaseEvery <= 0 {
 			r.LeaseEvery = lease.DefaultEvery
 		}
-		if len(r.Exports) > 0 || len(o.DNSServer.Peers) > 0 {
+		if len(r.Exports) > 0 || o.DNSServer.hasPeers() {
 			// Exports name this cluster and carry its lease: without its ID there is neither.
 			id, err := clusterID(mgr.GetAPIReader())
 			if err != nil {
 				return fmt.Errorf("dns server: exports and peers need the cluster ID (the UID of Namespace kube-system): %w", err)
 			}
 			r.ClusterID = id
-			if r.Peers, err = o.DNSServer.peerPool(keys, o.OwnerLeases.Duration, r.PeersChanged, mgr.GetLogger().WithName("peers")); err != nil {
+			if r.Peers, err = o.DNSServer.peerPool(keys, o.DNSServerAddress, o.OwnerLeases.Duration, r.PeersChanged, mgr.GetLogger().WithName("peers")); err != nil {
 				return fmt.Errorf("dns server: %w", err)
 			}
 		}

@@ -56,20 +56,28 @@ type DNSServerOptions struct {
 	// PeerPullInterval and PeerPullTimeout pace and bound the pulls of each peer.
 	PeerPullInterval time.Duration
 	PeerPullTimeout  time.Duration
+	// PeerDiscovery lists, by zone, the servers (host:port) asked for the zone's NS set, whose
+	// servers other than this cluster's are peers too; PeerPort is the port they serve on, and
+	// PeerDiscoveryInterval how often the NS set is asked again.
+	PeerDiscovery         map[string][]string
+	PeerPort              int
+	PeerDiscoveryInterval time.Duration
 }
 
 func defaultDNSServerOptions() DNSServerOptions {
 	return DNSServerOptions{
-		GeoIPReloadInterval: dnsserver.DefaultGeoIPReloadInterval,
-		MaxUDPSize:          1232,
-		MaxTCPConnections:   dnsserver.DefaultMaxTCPConnections,
-		MaxTCPPerSource:     dnsserver.DefaultMaxTCPConnectionsPerSource,
-		MaxTCPQueries:       dnsserver.DefaultMaxTCPQueries,
-		TCPIdleTimeout:      dnsserver.DefaultTCPIdleTimeout,
-		TCPWriteTimeout:     dnsserver.DefaultTCPWriteTimeout,
-		RateLimit:           dnsserver.RateLimit{Slip: 2, IPv4PrefixLength: 24, IPv6PrefixLength: 56},
-		PeerPullInterval:    peers.DefaultInterval,
-		PeerPullTimeout:     peers.DefaultTimeout,
+		GeoIPReloadInterval:   dnsserver.DefaultGeoIPReloadInterval,
+		MaxUDPSize:            1232,
+		MaxTCPConnections:     dnsserver.DefaultMaxTCPConnections,
+		MaxTCPPerSource:       dnsserver.DefaultMaxTCPConnectionsPerSource,
+		MaxTCPQueries:         dnsserver.DefaultMaxTCPQueries,
+		TCPIdleTimeout:        dnsserver.DefaultTCPIdleTimeout,
+		TCPWriteTimeout:       dnsserver.DefaultTCPWriteTimeout,
+		RateLimit:             dnsserver.RateLimit{Slip: 2, IPv4PrefixLength: 24, IPv6PrefixLength: 56},
+		PeerPullInterval:      peers.DefaultInterval,
+		PeerPullTimeout:       peers.DefaultTimeout,
+		PeerPort:              53,
+		PeerDiscoveryInterval: peers.DefaultDiscoverInterval,
 	}
 }
 
@@ -98,6 +106,9 @@ func (d *DNSServerOptions) dnsServerFlags(fs *flag.FlagSet) func() error {
 	exportPrefixes := fs.String("dns-export-prefixes", "", "Comma-separated zone=prefix pairs (a zone may repeat): source prefixes (CIDR) from which other clusters may pull this cluster's export of the zone unsigned.")
 	fs.DurationVar(&d.PeerPullInterval, "dns-peer-pull-interval", d.PeerPullInterval, "How often each peer's export is pulled.")
 	fs.DurationVar(&d.PeerPullTimeout, "dns-peer-pull-timeout", d.PeerPullTimeout, "Time one pull of a peer's export may take, dial included.")
+	discovery := fs.String("dns-peer-discovery", "", "Comma-separated zone=host:port pairs (a zone may repeat): servers asked, in turn, for the zone's NS set (the parent zone's servers, or a resolver); the servers it names are peers too, all but this cluster's own, which its export names.")
+	fs.IntVar(&d.PeerPort, "dns-peer-port", d.PeerPort, "Port the servers of a zone's NS set serve on (--dns-peer-discovery).")
+	fs.DurationVar(&d.PeerDiscoveryInterval, "dns-peer-discovery-interval", d.PeerDiscoveryInterval, "How often a zone's NS set is asked for its peers again; a failed lookup keeps the peers found before.")
 	return func() error {
 		var err error
 		if d.ZoneNamespaces, err = zoneList("--dns-zone-namespaces", *zoneNamespaces); err != nil {
@@ -112,6 +123,22 @@ func (d *DNSServerOptions) dnsServerFlags(fs *flag.FlagSet) func() error {
 					return fmt.Errorf("--dns-peers: peer %q of zone %s is not host:port", a, zone)
 				}
 			}
+		}
+		if d.PeerDiscovery, err = zoneList("--dns-peer-discovery", *discovery); err != nil {
+			return err
+		}
+		for zone, addrs := range d.PeerDiscovery {
+			for _, a := range addrs {
+				if _, _, err := net.SplitHostPort(a); err != nil {
+					return fmt.Errorf("--dns-peer-discovery: server %q of zone %s is not host:port", a, zone)
+				}
+			}
+		}
+		if d.PeerPort < 1 || d.PeerPort > 65535 {
+			return fmt.Errorf("--dns-peer-port: %d is not a port", d.PeerPort)
+		}
+		if d.PeerDiscoveryInterval <= 0 {
+			return fmt.Errorf("--dns-peer-discovery-interval must be positive")
 		}
 		if d.PeerKeys, err = zoneList("--dns-peer-keys", *peerKeys); err != nil {
 			return err
@@ -258,13 +285,16 @@ func (d DNSServerOptions) exportedZones() []string {
 }
 
 // peerPool makes the pool pulling the peers' exports, nil without peers. The key signing a zone's
-// pulls must be one of keys.
-func (d DNSServerOptions) peerPool(keys []dnsserver.TSIGKey, leaseDuration time.Duration, changed func(zone string), log logr.Logger) (*peers.Pool, error) {
-	if len(d.Peers) == 0 {
+// pulls must be one of keys; own is the address this cluster's server listens on.
+func (d DNSServerOptions) peerPool(keys []dnsserver.TSIGKey, own string, leaseDuration time.Duration, changed func(zone string), log logr.Logger) (*peers.Pool, error) {
+	if !d.hasPeers() {
 		return nil, nil
 	}
 	var list []peers.Peer
-	for _, zone := range slices.Sorted(maps.Keys(d.Peers)) {
+	var discover []peers.Discovery
+	zones := slices.Concat(slices.Collect(maps.Keys(d.Peers)), slices.Collect(maps.Keys(d.PeerDiscovery)))
+	slices.Sort(zones)
+	for _, zone := range slices.Compact(zones) {
 		var key *dnsserver.TSIGKey
 		if names := d.PeerKeys[zone]; len(names) > 0 {
 			for i := range keys {
@@ -279,7 +309,13 @@ func (d DNSServerOptions) peerPool(keys []dnsserver.TSIGKey, leaseDuration time.
 		for _, addr := range d.Peers[zone] {
 			list = append(list, peers.Peer{Zone: zone, Addr: addr, Key: key})
 		}
+		if servers := d.PeerDiscovery[zone]; len(servers) > 0 {
+			discover = append(discover, peers.Discovery{Zone: zone, Servers: servers, Port: d.PeerPort, Key: key})
+		}
 	}
-	return peers.New(peers.Options{Peers: list, Interval: d.PeerPullInterval, Timeout: d.PeerPullTimeout,
-		Duration: leaseDuration, Changed: changed, Log: log}), nil
+	return peers.New(peers.Options{Peers: list, Discover: discover, DiscoverInterval: d.PeerDiscoveryInterval, Own: []string{own},
+		Interval: d.PeerPullInterval, Timeout: d.PeerPullTimeout, Duration: leaseDuration, Changed: changed, Log: log}), nil
 }
+
+// hasPeers says whether any zone has peers, configured or to be discovered.
+func (d DNSServerOptions) hasPeers() bool { return len(d.Peers) > 0 || len(d.PeerDiscovery) > 0 }

@@ -3,6 +3,9 @@ package app
 import (
 	"reflect"
 	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
 )
 
 func env(vars map[string]string) func(string) (string, bool) {
@@ -121,7 +124,30 @@ func TestParsePeerFlags(t *testing.T) {
 	if got := d.exportedZones(); !reflect.DeepEqual(got, []string{"gslb.example.com"}) {
 		t.Errorf("exported zones %v", got)
 	}
+	if !d.hasPeers() || d.PeerDiscovery != nil || d.PeerPort != 53 || d.PeerDiscoveryInterval.String() != "1m0s" {
+		t.Errorf("peer discovery defaults %+v", d)
+	}
+
+	// Peers found in the NS set: the servers asked, the port, the pace; the pool has the zone.
+	o, err = Parse([]string{"--dns-peer-discovery=gslb.example.com=192.0.2.53:53,gslb.example.com=[2001:db8::53]:53",
+		"--dns-peer-port=5353", "--dns-peer-discovery-interval=30s"}, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d = o.DNSServer
+	if !reflect.DeepEqual(d.PeerDiscovery, map[string][]string{"gslb.example.com": {"192.0.2.53:53", "[2001:db8::53]:53"}}) ||
+		d.PeerPort != 5353 || d.PeerDiscoveryInterval.String() != "30s" || !d.hasPeers() {
+		t.Errorf("parsed %+v", d)
+	}
+	pool, err := d.peerPool(nil, "127.0.0.2:53", time.Minute, nil, logr.Discard())
+	if err != nil || pool == nil || !pool.HasPeers("gslb.example.com") {
+		t.Errorf("pool %v, %v: want one with peers of gslb.example.com", pool, err)
+	}
+
 	for _, bad := range [][]string{
+		{"--dns-peer-discovery=gslb.example.com=no-port"},
+		{"--dns-peer-port=0"},
+		{"--dns-peer-discovery-interval=0s"},
 		{"--dns-peers=gslb.example.com=no-port"},
 		{"--dns-peers=192.0.2.3:53"},
 		{"--dns-export-prefixes=gslb.example.com=300.0.0.0/8"},
