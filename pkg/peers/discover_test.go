@@ -2,11 +2,7 @@ package peers
 
 import (
 	"context"
-	"fmt"
 	"net"
-	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -17,7 +13,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/miekg/dns"
 
-	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/test/bind"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 )
@@ -140,9 +135,7 @@ func TestLookup(t *testing.T) {
 // A real BIND holding the parent zone answers the NS set as a referral with glue, and a name of the
 // parent zone outside the delegation as authoritative data: Lookup finds all three servers.
 func TestLookupThroughBIND(t *testing.T) {
-	named := bind.Tool(t, "named")
-	dir := t.TempDir()
-	listen := netip.MustParseAddrPort(freeport.Addr(t))
+	addr := freeport.Addr(t)
 	db := `$TTL 60
 @ IN SOA ns.example.com. hostmaster.example.com. 1 60 60 600 60
 @ IN NS ns.example.com.
@@ -155,24 +148,8 @@ ns2.gslb IN A 127.0.0.3
 ns2.gslb IN AAAA ::1
 ns3 IN A 127.0.0.4
 `
-	if err := os.WriteFile(filepath.Join(dir, "example.com.db"), []byte(db), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	conf := fmt.Sprintf(`options {
-	directory "%[1]s";
-	pid-file "%[1]s/named.pid";
-	session-keyfile "%[1]s/session.key";
-	listen-on port %[2]d { 127.0.0.1; };
-	listen-on-v6 { none; };
-	recursion no;
-	notify no;
-	dnssec-validation no;
-};
-controls { };
-zone "example.com" { type primary; file "%[1]s/example.com.db"; };
-`, dir, listen.Port())
-	bind.Run(t, named, dir, conf)
-	d := Discovery{Zone: testZone, Servers: []string{listen.String()}, Port: 26199}
+	bind.StartPrimary(t, addr, "example.com", db)
+	d := Discovery{Zone: testZone, Servers: []string{addr}, Port: 26199}
 	want := []string{"127.0.0.2:26199", "127.0.0.3:26199", "127.0.0.4:26199", "[::1]:26199"}
 	var addrs []string
 	var err error
@@ -185,27 +162,6 @@ zone "example.com" { type primary; file "%[1]s/example.com.db"; };
 	if err != nil || !slices.Equal(addrs, want) {
 		t.Fatalf("Lookup through BIND: %v, %v; want %v", addrs, err, want)
 	}
-}
-
-// serveOn starts an embedded server on addr exporting ex for testZone to peer-key.
-func serveOn(t *testing.T, addr string, ex *dnsserver.Export) *dnsserver.Server {
-	t.Helper()
-	s, err := dnsserver.New(dnsserver.Options{Addr: addr, TSIGKeys: []dnsserver.TSIGKey{peerKey},
-		Exports:      map[string]dnsserver.ExportAccess{testZone: {Keys: []string{peerKey.Name}}},
-		TransferKeys: map[string][]string{dnsserver.ExportName(testZone): {peerKey.Name}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = s.Shutdown(ctx)
-	})
-	setExport(t, s, ex)
-	return s
 }
 
 // A pool discovering its peers in the NS set: this cluster's own server (behind an address it

@@ -26,7 +26,13 @@ var (
 // serve starts an embedded server on loopback exporting ex for testZone to peer-key.
 func serve(t *testing.T, ex *dnsserver.Export) *dnsserver.Server {
 	t.Helper()
-	s, err := dnsserver.New(dnsserver.Options{Addr: freeport.Addr(t), TSIGKeys: []dnsserver.TSIGKey{peerKey},
+	return serveOn(t, freeport.Addr(t), ex)
+}
+
+// serveOn is serve on addr.
+func serveOn(t *testing.T, addr string, ex *dnsserver.Export) *dnsserver.Server {
+	t.Helper()
+	s, err := dnsserver.New(dnsserver.Options{Addr: addr, TSIGKeys: []dnsserver.TSIGKey{peerKey},
 		Exports:      map[string]dnsserver.ExportAccess{testZone: {Keys: []string{peerKey.Name}}},
 		TransferKeys: map[string][]string{dnsserver.ExportName(testZone): {peerKey.Name}}})
 	if err != nil {

@@ -92,18 +92,7 @@ func StartSecondaryZones(t testing.TB, addr string, primary netip.AddrPort, zone
 	dir := t.TempDir()
 	listen := netip.MustParseAddrPort(addr)
 	var conf strings.Builder
-	fmt.Fprintf(&conf, `options {
-	directory "%[1]s";
-	pid-file "%[1]s/named.pid";
-	session-keyfile "%[1]s/session.key";
-	listen-on port %[2]d { 127.0.0.1; };
-	listen-on-v6 { none; };
-	recursion no;
-	notify no;
-	dnssec-validation no;
-};
-controls { };
-`, dir, listen.Port())
+	conf.WriteString(options(dir, listen.Port()))
 	keys := map[string]bool{}
 	for _, z := range zones {
 		alg := z.Algorithm
@@ -122,6 +111,36 @@ controls { };
 `, z.Name, primary.Addr(), primary.Port(), z.KeyName, dir)
 	}
 	return Run(t, named, dir, conf.String())
+}
+
+// StartPrimary runs named on addr (on 127.0.0.1) as the primary of zone, loaded from db (a zone
+// file's text), answering authoritatively and never recursing.
+func StartPrimary(t testing.TB, addr, zone, db string) *Log {
+	t.Helper()
+	named := Tool(t, "named")
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "primary.db"), []byte(db), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conf := options(dir, netip.MustParseAddrPort(addr).Port()) + fmt.Sprintf("zone %q { type primary; file \"%s/primary.db\"; };\n", zone, dir)
+	return Run(t, named, dir, conf)
+}
+
+// options is named.conf's options for a server in dir listening on 127.0.0.1:port, with no
+// recursion, NOTIFY or control channel.
+func options(dir string, port uint16) string {
+	return fmt.Sprintf(`options {
+	directory "%[1]s";
+	pid-file "%[1]s/named.pid";
+	session-keyfile "%[1]s/session.key";
+	listen-on port %[2]d { 127.0.0.1; };
+	listen-on-v6 { none; };
+	recursion no;
+	notify no;
+	dnssec-validation no;
+};
+controls { };
+`, dir, port)
 }
 
 // Run writes conf as named.conf in dir and runs named with it in the foreground until the test

@@ -114,25 +114,11 @@ func (d *DNSServerOptions) dnsServerFlags(fs *flag.FlagSet) func() error {
 		if d.ZoneNamespaces, err = zoneList("--dns-zone-namespaces", *zoneNamespaces); err != nil {
 			return err
 		}
-		if d.Peers, err = zoneList("--dns-peers", *peerList); err != nil {
+		if d.Peers, err = serverList("--dns-peers", *peerList); err != nil {
 			return err
 		}
-		for zone, addrs := range d.Peers {
-			for _, a := range addrs {
-				if _, _, err := net.SplitHostPort(a); err != nil {
-					return fmt.Errorf("--dns-peers: peer %q of zone %s is not host:port", a, zone)
-				}
-			}
-		}
-		if d.PeerDiscovery, err = zoneList("--dns-peer-discovery", *discovery); err != nil {
+		if d.PeerDiscovery, err = serverList("--dns-peer-discovery", *discovery); err != nil {
 			return err
-		}
-		for zone, addrs := range d.PeerDiscovery {
-			for _, a := range addrs {
-				if _, _, err := net.SplitHostPort(a); err != nil {
-					return fmt.Errorf("--dns-peer-discovery: server %q of zone %s is not host:port", a, zone)
-				}
-			}
 		}
 		if d.PeerPort < 1 || d.PeerPort > 65535 {
 			return fmt.Errorf("--dns-peer-port: %d is not a port", d.PeerPort)
@@ -181,6 +167,22 @@ func (d *DNSServerOptions) dnsServerFlags(fs *flag.FlagSet) func() error {
 		}
 		return nil
 	}
+}
+
+// serverList is zoneList for values that are servers' host:port.
+func serverList(flagName, s string) (map[string][]string, error) {
+	list, err := zoneList(flagName, s)
+	if err != nil {
+		return nil, err
+	}
+	for zone, addrs := range list {
+		for _, a := range addrs {
+			if _, _, err := net.SplitHostPort(a); err != nil {
+				return nil, fmt.Errorf("%s: server %q of zone %s is not host:port", flagName, a, zone)
+			}
+		}
+	}
+	return list, nil
 }
 
 // zoneList reads comma-separated zone=value pairs into values by zone; a zone may repeat.
