@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/maxmind/mmdbwriter"
-	"github.com/maxmind/mmdbwriter/mmdbtype"
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,6 +23,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis"
 	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/test/geodb"
 )
 
 // The demo a local control plane is seeded with: two Gateways standing for two clusters, one in
@@ -54,35 +53,14 @@ var demoGateways = []struct {
 
 // writeDemoGeoDB writes the demo MaxMind-format country database to path.
 func writeDemoGeoDB(path string) error {
-	// Reserved networks are left out of a database by default; the documentation ranges are reserved.
-	w, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "GeoLite2-Country", IncludeReservedNetworks: true, RecordSize: 24})
-	if err != nil {
-		return err
-	}
+	var networks []geodb.Network
 	for _, n := range demoNetworks {
-		_, network, err := net.ParseCIDR(n.cidr)
-		if err != nil {
-			return err
-		}
-		if err := w.Insert(network, mmdbtype.Map{
-			"country":   mmdbtype.Map{"iso_code": mmdbtype.String(n.country)},
-			"continent": mmdbtype.Map{"code": mmdbtype.String(n.continent)},
-		}); err != nil {
-			return err
-		}
+		networks = append(networks, geodb.Network{CIDR: n.cidr, Country: n.country, Continent: n.continent})
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := w.WriteTo(f); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+	return geodb.Write(path, networks...)
 }
 
 // seedDemo creates the demo namespace, the default provider Secret of type kuadrant.io/coredns, the

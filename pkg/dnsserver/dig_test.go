@@ -3,7 +3,6 @@
 package dnsserver
 
 import (
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,10 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maxmind/mmdbwriter"
-	"github.com/maxmind/mmdbwriter/mmdbtype"
-
 	"github.com/dnspolicy/dnspolicy-controller/test/bind"
+	"github.com/dnspolicy/dnspolicy-controller/test/geodb"
 )
 
 // digResult is what dig printed, read back from its standard output.
@@ -208,38 +205,11 @@ func TestKuadrantTXTWithDig(t *testing.T) {
 	}
 }
 
-// writeCountries writes a country database mapping each network to a country and continent, by
+// writeCountries writes a country database placing one network in a country and continent, by
 // writing a new file and renaming it over path, as a Secret or ConfigMap volume is updated.
-func writeCountries(t *testing.T, path string, networks map[string][2]string) {
+func writeCountries(t *testing.T, path string, n geodb.Network) {
 	t.Helper()
-	w, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "GeoLite2-Country", IncludeReservedNetworks: true, RecordSize: 24})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for cidr, loc := range networks {
-		_, network, err := net.ParseCIDR(cidr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Insert(network, mmdbtype.Map{
-			"country":   mmdbtype.Map{"iso_code": mmdbtype.String(loc[0])},
-			"continent": mmdbtype.Map{"code": mmdbtype.String(loc[1])},
-		}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tmp := path + ".new"
-	f, err := os.Create(tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.WriteTo(f); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := geodb.Write(path, n); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -248,7 +218,7 @@ func writeCountries(t *testing.T, path string, networks map[string][2]string) {
 // sees them; a replacement that does not parse is ignored and the last good one kept.
 func TestGeoDatabaseReload(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "geo.mmdb")
-	writeCountries(t, path, map[string][2]string{"81.17.0.0/16": {"IE", "EU"}})
+	writeCountries(t, path, geodb.Network{CIDR: "81.17.0.0/16", Country: "IE", Continent: "EU"})
 	s := startServer(t, Options{GeoIPDatabase: path, GeoIPReloadInterval: 50 * time.Millisecond})
 	setZone(t, s, "example.com", ZoneData{Endpoints: loadbalancedAPI()})
 	ask := func() string {
@@ -259,7 +229,7 @@ func TestGeoDatabaseReload(t *testing.T) {
 	if got := ask(); !strings.HasPrefix(got, ie) {
 		t.Fatalf("before the change: %q", got)
 	}
-	writeCountries(t, path, map[string][2]string{"81.17.0.0/16": {"US", "NA"}})
+	writeCountries(t, path, geodb.Network{CIDR: "81.17.0.0/16", Country: "US", Continent: "NA"})
 	deadline := time.Now().Add(10 * time.Second)
 	for ask() != us {
 		if time.Now().After(deadline) {

@@ -6,18 +6,16 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/netip"
-	"os"
 	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/maxmind/mmdbwriter"
-	"github.com/maxmind/mmdbwriter/mmdbtype"
 	"github.com/miekg/dns"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
+	"github.com/dnspolicy/dnspolicy-controller/test/geodb"
 )
 
 // Client addresses by location in the test database.
@@ -34,46 +32,19 @@ var (
 	ecsOff       = netip.MustParseAddr("198.51.100.42") // used with source prefix 0
 )
 
-// writeGeoDB builds a small MaxMind-format country database with mmdbwriter.
+// writeGeoDB builds a small MaxMind-format country database.
 func writeGeoDB(t testing.TB) string {
 	t.Helper()
-	w, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "GeoLite2-Country", IncludeReservedNetworks: true, RecordSize: 24})
-	if err != nil {
-		t.Fatal(err)
-	}
-	record := func(country, continent string) mmdbtype.Map {
-		m := mmdbtype.Map{"continent": mmdbtype.Map{"code": mmdbtype.String(continent)}}
-		if country != "" {
-			m["country"] = mmdbtype.Map{"iso_code": mmdbtype.String(country)}
-		}
-		return m
-	}
-	for _, n := range []struct{ cidr, country, continent string }{
-		{"81.17.0.0/16", "IE", "EU"},
-		{"127.0.100.0/24", "IE", "EU"},
-		{"8.8.0.0/16", "US", "NA"},
-		{"5.9.0.0/16", "DE", "EU"},
-		{"2a01:4f8::/32", "DE", "EU"},
-		{"133.0.0.0/8", "JP", "AS"},
-		{"41.32.0.0/11", "", "AF"},
-	} {
-		_, network, err := net.ParseCIDR(n.cidr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Insert(network, record(n.country, n.continent)); err != nil {
-			t.Fatal(err)
-		}
-	}
 	path := filepath.Join(t.TempDir(), "geo.mmdb")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.WriteTo(f); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
+	if err := geodb.Write(path,
+		geodb.Network{CIDR: "81.17.0.0/16", Country: "IE", Continent: "EU"},
+		geodb.Network{CIDR: "127.0.100.0/24", Country: "IE", Continent: "EU"},
+		geodb.Network{CIDR: "8.8.0.0/16", Country: "US", Continent: "NA"},
+		geodb.Network{CIDR: "5.9.0.0/16", Country: "DE", Continent: "EU"},
+		geodb.Network{CIDR: "2a01:4f8::/32", Country: "DE", Continent: "EU"},
+		geodb.Network{CIDR: "133.0.0.0/8", Country: "JP", Continent: "AS"},
+		geodb.Network{CIDR: "41.32.0.0/11", Continent: "AF"},
+	); err != nil {
 		t.Fatal(err)
 	}
 	return path

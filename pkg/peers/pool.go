@@ -298,11 +298,8 @@ func (p *Pool) take(peer Peer, pulled *Pulled, err error) {
 		}
 	} else if err == nil {
 		if st.discovered && p.isSelf(st, pulled.Export) {
-			// It stays listed, unpulled, so that the NS set does not make it a peer again.
-			p.opts.Log.Info("a server of the zone's NS set is this cluster's own: not a peer", "zone", peer.Zone, "server", peer.Addr)
 			changed := st.last != nil
-			st.self, st.last, st.err, st.stale = true, nil, nil, false
-			st.stop()
+			p.markSelf(st)
 			p.mu.Unlock()
 			if changed {
 				p.opts.Changed(peer.Zone)
@@ -346,6 +343,14 @@ func (p *Pool) take(peer Peer, pulled *Pulled, err error) {
 func (p *Pool) isSelf(st *peerState, ex dnsserver.Export) bool {
 	local, ok := p.local[st.peer.Zone]
 	return ok && ex.Cluster != "" && ex.Cluster == local.cluster
+}
+
+// markSelf makes a discovered peer this cluster's own server: it stays listed, unpulled, so
+// that the NS set does not make it a peer again. Called with p.mu held.
+func (p *Pool) markSelf(st *peerState) {
+	p.opts.Log.Info("a server of the zone's NS set is this cluster's own: not a peer", "zone", st.peer.Zone, "server", st.peer.Addr)
+	st.self, st.last, st.err, st.stale = true, nil, nil, false
+	st.stop()
 }
 
 func errText(err error) string {
@@ -497,8 +502,7 @@ func (p *Pool) Merge(zone string, local dnsserver.Export) (*Merged, error) {
 		}
 		// A discovered server pulled before this cluster's first merge may be this cluster's own.
 		if st.discovered && p.isSelf(st, st.last.Export) {
-			st.self, st.last, st.err, st.stale = true, nil, nil, false
-			st.stop()
+			p.markSelf(st)
 			continue
 		}
 		// An export accepted before this cluster claimed one of its owners, or before another

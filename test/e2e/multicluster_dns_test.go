@@ -20,8 +20,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/maxmind/mmdbwriter"
-	"github.com/maxmind/mmdbwriter/mmdbtype"
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +35,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/providers/coredns"
 	"github.com/dnspolicy/dnspolicy-controller/test/bind"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
+	"github.com/dnspolicy/dnspolicy-controller/test/geodb"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -266,12 +265,7 @@ func TestMultiClusterDNS(t *testing.T) {
 	}
 	// The survivors still agree with each other, and say which peer is stale.
 	eventually(t, 30*time.Second, func() string {
-		_, a, errA := mcTransfer(clusters[0].addr, secret)
-		_, b, errB := mcTransfer(clusters[1].addr, secret)
-		if errA != nil || errB != nil || a != b {
-			return fmt.Sprintf("the survivors' zones differ (%v, %v)", errA, errB)
-		}
-		return ""
+		return mcSameZone(clusters[:2], secret)
 	})
 	authoritative := coredns.RecordName(mcShared)
 	for i, c := range clusters[:2] {
@@ -368,13 +362,7 @@ func TestMultiClusterDNS(t *testing.T) {
 				return fmt.Sprintf("%s answers %v", c.addr, got)
 			}
 		}
-		_, z0, err0 := mcTransfer(clusters[0].addr, secret)
-		for _, c := range clusters[1:] {
-			if _, z, err := mcTransfer(c.addr, secret); err != nil || err0 != nil || z != z0 {
-				return fmt.Sprintf("%s's zone differs from %s's (%v, %v)", c.addr, clusters[0].addr, err, err0)
-			}
-		}
-		return ""
+		return mcSameZone(clusters, secret)
 	})
 	converged := time.Since(healed)
 	t.Logf("partition healed: all three servers served the same zone again %v later (pull every %v)", converged.Round(100*time.Millisecond), mcPull)
@@ -407,11 +395,8 @@ func TestMultiClusterDNS(t *testing.T) {
 				return fmt.Sprintf("%s: records of %s reported %t, want %t", first.addr, addr, pulled, !own)
 			}
 		}
-		_, z0, err0 := mcTransfer(first.addr, secret)
-		for _, c := range clusters[1:] {
-			if _, z, err := mcTransfer(c.addr, secret); err != nil || err0 != nil || z != z0 {
-				return fmt.Sprintf("%s's zone differs from %s's (%v, %v)", c.addr, first.addr, err, err0)
-			}
+		if differ := mcSameZone(clusters, secret); differ != "" {
+			return differ
 		}
 		if got := mcAnswerSet(t, first.addr, mcShared, netip.Prefix{}, 1); !slices.Equal(got, all) {
 			return fmt.Sprintf("%s answers %v", first.addr, got)
@@ -504,31 +489,9 @@ func (l *mcLink) cut() {
 // writeMCGeoDB writes a country database placing the test's client subnets.
 func writeMCGeoDB(t *testing.T, dir string) string {
 	t.Helper()
-	w, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "GeoLite2-Country", RecordSize: 24})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range []struct{ cidr, country, continent string }{
-		{"81.17.0.0/16", "IE", "EU"}, {"8.8.0.0/16", "US", "NA"}, {"133.0.0.0/8", "JP", "AS"},
-	} {
-		_, network, err := net.ParseCIDR(n.cidr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.Insert(network, mmdbtype.Map{"country": mmdbtype.Map{"iso_code": mmdbtype.String(n.country)},
-			"continent": mmdbtype.Map{"code": mmdbtype.String(n.continent)}}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	path := filepath.Join(dir, "geo.mmdb")
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := w.WriteTo(f); err != nil {
-		t.Fatal(err)
-	}
-	if err := f.Close(); err != nil {
+	if err := geodb.Write(path, geodb.Network{CIDR: "81.17.0.0/16", Country: "IE", Continent: "EU"},
+		geodb.Network{CIDR: "8.8.0.0/16", Country: "US", Continent: "NA"}, geodb.Network{CIDR: "133.0.0.0/8", Country: "JP", Continent: "AS"}); err != nil {
 		t.Fatal(err)
 	}
 	return path
@@ -593,6 +556,18 @@ zone "%[4]s" { type primary; file "%[1]s/parent.db"; };
 		return ""
 	})
 	return addr
+}
+
+// mcSameZone says how the zones the servers transfer differ in content (serials aside), "" when
+// they do not.
+func mcSameZone(servers []*mcCluster, secret string) string {
+	_, z0, err0 := mcTransfer(servers[0].addr, secret)
+	for _, c := range servers[1:] {
+		if _, z, err := mcTransfer(c.addr, secret); err != nil || err0 != nil || z != z0 {
+			return fmt.Sprintf("%s's zone differs from %s's (%v, %v)", c.addr, servers[0].addr, err, err0)
+		}
+	}
+	return ""
 }
 
 // mcTransfer transfers the zone from a server (the static view a secondary gets) and returns its

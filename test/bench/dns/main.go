@@ -35,8 +35,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/maxmind/mmdbwriter"
-	"github.com/maxmind/mmdbwriter/mmdbtype"
 	"github.com/miekg/dns"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -53,6 +51,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
+	"github.com/dnspolicy/dnspolicy-controller/test/geodb"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -284,30 +283,8 @@ func writeZoneFile(path string, eps []*v1alpha1.Endpoint) error {
 }
 
 func writeGeoDB(path string) error {
-	w, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "GeoLite2-Country", IncludeReservedNetworks: true, RecordSize: 24})
-	if err != nil {
-		return err
-	}
-	for _, n := range []struct{ cidr, country, continent string }{
-		{"192.0.2.0/24", "IE", "EU"}, {"198.51.100.0/24", "US", "NA"},
-	} {
-		_, network, _ := net.ParseCIDR(n.cidr)
-		if err := w.Insert(network, mmdbtype.Map{
-			"country":   mmdbtype.Map{"iso_code": mmdbtype.String(n.country)},
-			"continent": mmdbtype.Map{"code": mmdbtype.String(n.continent)},
-		}); err != nil {
-			return err
-		}
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	if _, err := w.WriteTo(f); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
+	return geodb.Write(path, geodb.Network{CIDR: "192.0.2.0/24", Country: "IE", Continent: "EU"},
+		geodb.Network{CIDR: "198.51.100.0/24", Country: "US", Continent: "NA"})
 }
 
 // withOurServer serves the zone from an embedded server on a loopback port while measure runs.

@@ -17,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/maxmind/mmdbwriter"
-	"github.com/maxmind/mmdbwriter/mmdbtype"
 	"github.com/miekg/dns"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +33,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
+	"github.com/dnspolicy/dnspolicy-controller/test/geodb"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -67,39 +66,14 @@ var (
 	clientJP = netip.MustParseAddr("133.1.2.3")
 )
 
-// writeGeoDB builds a small MaxMind-format country database with mmdbwriter.
+// writeGeoDB builds a small MaxMind-format country database.
 func writeGeoDB(dir string) (string, error) {
-	w, err := mmdbwriter.New(mmdbwriter.Options{DatabaseType: "GeoLite2-Country", RecordSize: 24})
-	if err != nil {
-		return "", err
-	}
-	for _, n := range []struct{ cidr, country, continent string }{
-		{"81.17.0.0/16", "IE", "EU"},
-		{"8.8.0.0/16", "US", "NA"},
-		{"5.9.0.0/16", "DE", "EU"},
-		{"133.0.0.0/8", "JP", "AS"},
-	} {
-		_, network, err := net.ParseCIDR(n.cidr)
-		if err != nil {
-			return "", err
-		}
-		if err := w.Insert(network, mmdbtype.Map{
-			"country":   mmdbtype.Map{"iso_code": mmdbtype.String(n.country)},
-			"continent": mmdbtype.Map{"code": mmdbtype.String(n.continent)},
-		}); err != nil {
-			return "", err
-		}
-	}
 	path := filepath.Join(dir, "geo.mmdb")
-	f, err := os.Create(path)
-	if err != nil {
-		return "", err
-	}
-	if _, err := w.WriteTo(f); err != nil {
-		_ = f.Close()
-		return "", err
-	}
-	return path, f.Close()
+	return path, geodb.Write(path,
+		geodb.Network{CIDR: "81.17.0.0/16", Country: "IE", Continent: "EU"},
+		geodb.Network{CIDR: "8.8.0.0/16", Country: "US", Continent: "NA"},
+		geodb.Network{CIDR: "5.9.0.0/16", Country: "DE", Continent: "EU"},
+		geodb.Network{CIDR: "133.0.0.0/8", Country: "JP", Continent: "AS"})
 }
 
 // manager is one running controller process.
