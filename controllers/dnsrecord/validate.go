@@ -18,7 +18,7 @@ const (
 	// MinTargets and MaxTargets bound the targets of one endpoint. 1,000 is Route 53's limit of
 	// values per record set (and more than any gateway has addresses); a record set with no value
 	// cannot be published.
-	MinTargets, MaxTargets = 1, 1000
+	MinTargets, MaxTargets = 1, v1alpha1.MaxTargets
 	// maxNameLength and maxLabelLength are DNS's limits on a name in text form without the final
 	// dot (RFC 1035 section 2.3.4: 255 octets on the wire).
 	maxNameLength  = 253

@@ -36,10 +36,20 @@ type responder struct {
 	rcode int
 	// shard is this responder's copy of the query counters.
 	shard int
+	// overflow: a record set was left out because the answer would have grown past the largest
+	// message; the answer is sent truncated.
+	overflow bool
 }
 
+// maxAnswer is the most bytes the sections of an answer may take: a whole DNS message. Nothing is
+// copied past it, so a responder's buffer keeps its size whatever the zone holds.
+const maxAnswer = dns.MaxMsgSize
+
+// answerBufferSize is a responder's buffer: an answer and the OPT record finish adds after it.
+const answerBufferSize = maxAnswer + optReserve
+
 func newResponder(s *Server) *responder {
-	return &responder{s: s, out: make([]byte, 0, dns.MaxMsgSize), cands: make([]int, 0, 16),
+	return &responder{s: s, out: make([]byte, 0, answerBufferSize), cands: make([]int, 0, 16),
 		shard: int(s.stats.nextShard.Add(1) % statShards)}
 }
 
@@ -104,7 +114,7 @@ func (r *responder) count(out []byte) {
 func (r *responder) answer(signer *tsigSigner) []byte {
 	q := &r.req
 	r.signer = signer
-	r.located, r.tailored = false, false
+	r.located, r.tailored, r.overflow = false, false, false
 	r.counts = [3]uint16{}
 	r.begin(true)
 	if q.edns && q.version != 0 {
@@ -192,7 +202,7 @@ func (r *responder) resolve(snap *snapshot) (int, uint16) {
 		}
 		set := r.pick(n.cname)
 		rdata := r.putSet(set, namePos, 0)
-		if !set.inZone || step+1 == maxChain {
+		if !set.inZone || step+1 == maxChain || r.overflow {
 			return dns.RcodeSuccess, flagAA
 		}
 		// Follow the alias: the next owner is the target just written, uncompressed, in the answer.
@@ -201,17 +211,21 @@ func (r *responder) resolve(snap *snapshot) (int, uint16) {
 	}
 }
 
-// putGlue adds the addresses of nameservers to the additional section, unless they would not fit:
-// glue helps resolvers but is not needed for a correct answer, so it never makes one truncated.
+// putGlue adds the addresses of nameservers to the additional section, a whole nameserver's at a
+// time, as many as fit: glue helps resolvers but is not needed for a correct answer, so it never
+// makes one truncated. Each is measured before it is copied, so a referral to thousands of
+// addresses costs what one message holds.
 func (r *responder) putGlue(gl []glue) {
-	mark, count := len(r.out), r.counts[2]
+	room := r.limit() - optReserve - len(r.out)
 	for _, g := range gl {
+		size := g.size()
+		if size > room {
+			continue
+		}
+		room -= size
 		for _, set := range g.sets {
 			r.putSetNamed(set, g.name, 2)
 		}
-	}
-	if len(r.out)+optReserve > r.limit() {
-		r.out, r.counts[2] = r.out[:mark], count
 	}
 }
 
@@ -342,6 +356,9 @@ func (r *responder) putSet(s *rrset, ownerPos, sec int) int {
 	if ownerPos > 0x3FFF {
 		return r.putSetNamed(s, r.nameAt(ownerPos), sec)
 	}
+	if !r.fits(len(s.wire)) {
+		return 0
+	}
 	r.counts[sec] += uint16(len(s.starts))
 	base := len(r.out)
 	r.out = append(r.out, s.wire...)
@@ -354,6 +371,9 @@ func (r *responder) putSet(s *rrset, ownerPos, sec int) int {
 
 // putSetNamed appends a record set with its owner name written out in full.
 func (r *responder) putSetNamed(s *rrset, name []byte, sec int) int {
+	if !r.fits(s.namedSize(name)) {
+		return 0
+	}
 	r.counts[sec] += uint16(len(s.starts))
 	rdata := 0
 	for i, st := range s.starts {
@@ -366,6 +386,16 @@ func (r *responder) putSetNamed(s *rrset, name []byte, sec int) int {
 		r.out = append(r.out, s.wire[st+2:end]...)
 	}
 	return rdata
+}
+
+// fits says whether n more bytes keep the answer within maxAnswer; when they would not, the answer
+// is marked to be sent truncated and nothing is copied.
+func (r *responder) fits(n int) bool {
+	if len(r.out)+n > maxAnswer {
+		r.overflow = true
+		return false
+	}
+	return true
 }
 
 // nameAt returns the uncompressed name written at pos. Only names we wrote uncompressed (the
@@ -390,7 +420,7 @@ func (r *responder) finish(rcode int, flags uint16) []byte {
 	if q.edns {
 		r.putOPT(rcode)
 	}
-	if len(r.out) > r.limit() {
+	if r.overflow || len(r.out) > r.limit() {
 		// Too large: send the question alone with TC set, so the client retries over TCP (RFC 7766).
 		return r.truncate()
 	}

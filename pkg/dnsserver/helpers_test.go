@@ -68,6 +68,9 @@ func seededRandom(seed uint64) func(uint64) uint64 {
 // and was handed queries meant for the server ("query response not set").
 func startServer(t testing.TB, opts Options) *Server {
 	t.Helper()
+	if opts.NameserverAddresses == nil {
+		opts.NameserverAddresses = testNameserverAddresses
+	}
 	var s *Server
 	for attempt := 0; ; attempt++ {
 		opts.Addr = freeport.Addr(t)
@@ -210,9 +213,12 @@ func weightedEP(name, target string, weight int) *v1alpha1.Endpoint {
 // exampleZone is a zone exercising every answer shape: simple and chained names, empty
 // non-terminals, wildcards, a delegation, a large set, and a loadbalanced host in Kuadrant's shape
 // (geo IE, US, JP, GEO-EU and the "*" default; weights within IE).
+// testNameserverAddresses are the addresses of example.com's nameserver, served from the server's
+// configuration as glue and as its A record.
+var testNameserverAddresses = map[string][]netip.Addr{"ns1.example.com": {netip.MustParseAddr("192.0.2.1")}}
+
 func exampleZone() []*v1alpha1.Endpoint {
 	eps := []*v1alpha1.Endpoint{
-		ep("ns1.example.com", "A", 60, "192.0.2.1"),
 		ep("www.example.com", "A", 60, "192.0.2.10", "192.0.2.11"),
 		ep("www.example.com", "AAAA", 60, "2001:db8::10"),
 		ep("app.example.com", "CNAME", 60, "www.example.com"),

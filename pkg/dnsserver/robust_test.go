@@ -11,27 +11,36 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 )
 
-// A set of 5,000 addresses and a TXT of over 64 KiB cannot be sent in one DNS message. The zone is
-// built without them: their names answer SERVFAIL over UDP and TCP (well-formed, never a denial a
-// resolver would cache, never a partial set), each source says why, and the rest of the zone
-// answers as before.
+// A set of 5,000 addresses and a TXT of over 64 KiB cannot be sent in one DNS message, and an
+// endpoint of more than v1alpha1.MaxTargets targets is over the bound every DNSRecord is held to.
+// The zone is built without them: their names answer SERVFAIL over UDP and TCP (well-formed, never
+// a denial a resolver would cache, never a partial set), each source says why, and the rest of the
+// zone answers as before. Endpoints of at most 1,000 targets each make the large sets, as a
+// validated record can hold no more per endpoint.
 func TestOversizedSetsAreRefused(t *testing.T) {
 	s := startServer(t, Options{})
 	var many []string
 	for i := range 5000 {
 		many = append(many, fmt.Sprintf("10.%d.%d.%d", i/65536, i/256%256, i%256))
 	}
+	thousands := func(name string, n int) []*v1alpha1.Endpoint {
+		var out []*v1alpha1.Endpoint
+		for i := 0; i < n; i += v1alpha1.MaxTargets {
+			out = append(out, ep(name, "A", 60, many[i:i+v1alpha1.MaxTargets]...))
+		}
+		return out
+	}
 	st := setZone(t, s, "example.com", ZoneData{Sources: []Source{
-		{Name: "tenant/big", Endpoints: []*v1alpha1.Endpoint{ep("big.example.com", "A", 60, many...)}},
+		{Name: "tenant/big", Endpoints: thousands("big.example.com", 5000)},
 		{Name: "tenant/txt", Endpoints: []*v1alpha1.Endpoint{ep("txt.example.com", "TXT", 60, strings.Repeat("x", 70*1024))}},
-		{Name: "tenant/ok", Endpoints: []*v1alpha1.Endpoint{
-			ep("www.example.com", "A", 60, "192.0.2.10"),
-			// Fits: 3,000 addresses are 48 KB over TCP.
-			ep("wide.example.com", "A", 60, many[:3000]...),
-		}},
+		{Name: "tenant/wide", Endpoints: []*v1alpha1.Endpoint{ep("over.example.com", "A", 60, many[:v1alpha1.MaxTargets+1]...)}},
+		// wide fits: 3,000 addresses are 48 KB over TCP.
+		{Name: "tenant/ok", Endpoints: append([]*v1alpha1.Endpoint{ep("www.example.com", "A", 60, "192.0.2.10")},
+			thousands("wide.example.com", 3000)...)},
 	}})
-	for _, src := range []string{"tenant/big", "tenant/txt"} {
-		if len(st.Refused[src]) != 1 || !strings.Contains(strings.Join(st.Refused[src], ""), "one DNS message can carry") {
+	for src, why := range map[string]string{"tenant/big": "one DNS message can carry", "tenant/txt": "one DNS message can carry",
+		"tenant/wide": "1001 targets, more than the 1000 one endpoint may have"} {
+		if len(st.Refused[src]) != 1 || !strings.Contains(strings.Join(st.Refused[src], ""), why) {
 			t.Errorf("%s: refusals %q", src, st.Refused[src])
 		}
 	}
@@ -42,7 +51,7 @@ func TestOversizedSetsAreRefused(t *testing.T) {
 		for _, q := range []struct {
 			name  string
 			qtype uint16
-		}{{"big.example.com.", dns.TypeA}, {"txt.example.com.", dns.TypeTXT}, {"big.example.com.", dns.TypeANY}} {
+		}{{"big.example.com.", dns.TypeA}, {"txt.example.com.", dns.TypeTXT}, {"big.example.com.", dns.TypeANY}, {"over.example.com.", dns.TypeA}} {
 			if r := exchange(t, s, q.name, q.qtype, queryOpts{tcp: tcp, edns: true}); r.Rcode != dns.RcodeServerFailure || len(r.Answer) != 0 {
 				t.Errorf("%s %s (tcp=%v): %s with %d answers, want SERVFAIL", q.name, dns.TypeToString[q.qtype], tcp, dns.RcodeToString[r.Rcode], len(r.Answer))
 			}
@@ -57,7 +66,7 @@ func TestOversizedSetsAreRefused(t *testing.T) {
 	if r := exchange(t, s, "wide.example.com.", dns.TypeA, queryOpts{tcp: true}); len(r.Answer) != 3000 {
 		t.Errorf("3,000 addresses over TCP: %d answers", len(r.Answer))
 	}
-	if v := metricValue(t, s, "dnspolicy_dnsserver_zone_refused_records", `zone="example.com."`); v != 2 {
+	if v := metricValue(t, s, "dnspolicy_dnsserver_zone_refused_records", `zone="example.com."`); v != 3 {
 		t.Errorf("refused records metric %v", v)
 	}
 }

@@ -87,6 +87,11 @@ type Options struct {
 	// Exports says, by zone, who may pull the zone's export (ZoneData.Export): peers of other
 	// clusters. A zone not listed exports to nobody.
 	Exports map[string]ExportAccess
+	// NameserverAddresses are the addresses of nameserver names (ZoneData.Nameservers), by name. A
+	// zone whose nameserver name is inside it answers that name's A and AAAA queries from here, and
+	// sends them as glue with its NS answers, so that a delegation to it is not lame; records at
+	// such a name are refused.
+	NameserverAddresses map[string][]netip.Addr
 	// MaxUDPSize caps UDP answers; larger ones are truncated so the client retries over TCP. Default 1232.
 	MaxUDPSize int
 	// MaxTCPConnections, MaxTCPConnectionsPerSource and MaxTCPQueries bound TCP clients; 0 means the
@@ -121,18 +126,20 @@ type Server struct {
 	transferKeys map[string][]string // by canonical zone name, canonical key names
 	// exportPrefixes are, by canonical export name, the sources that may pull it unsigned.
 	exportPrefixes map[string][]netip.Prefix
-	maxUDP         int
-	maxConns       int
-	maxPerSource   int
-	maxQueries     int
-	idleTimeout    time.Duration
-	writeTimeout   time.Duration
-	rrl            *rateLimiter
-	notifyTimeout  time.Duration
-	random         func(uint64) uint64
-	now            func() time.Time
-	log            logr.Logger
-	stats          serverStats
+	// nsAddrs are Options.NameserverAddresses by canonical name.
+	nsAddrs       map[string][]netip.Addr
+	maxUDP        int
+	maxConns      int
+	maxPerSource  int
+	maxQueries    int
+	idleTimeout   time.Duration
+	writeTimeout  time.Duration
+	rrl           *rateLimiter
+	notifyTimeout time.Duration
+	random        func(uint64) uint64
+	now           func() time.Time
+	log           logr.Logger
+	stats         serverStats
 
 	zones atomic.Pointer[zoneTable]
 	mu    sync.Mutex // serialises changes to zones
@@ -198,6 +205,21 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.now == nil {
 		s.now = time.Now
+	}
+	s.nsAddrs = map[string][]netip.Addr{}
+	for name, addrs := range opts.NameserverAddresses {
+		ns, err := canonicalName(name)
+		if err != nil {
+			return nil, fmt.Errorf("nameserver address of %q: %w", name, err)
+		}
+		for _, a := range addrs {
+			if !a.IsValid() || a.Zone() != "" {
+				return nil, fmt.Errorf("nameserver %s: %q is not an address", name, a)
+			}
+			if a = a.Unmap(); !slices.Contains(s.nsAddrs[ns], a) {
+				s.nsAddrs[ns] = append(s.nsAddrs[ns], a)
+			}
+		}
 	}
 	for _, k := range opts.TSIGKeys {
 		key, err := newTSIGKey(k)
@@ -319,7 +341,7 @@ func (s *Server) SetZone(name string, data ZoneData) (ZoneStatus, error) {
 	if prev != nil && !serialNewer(serial, prev.serial) {
 		serial = prev.serial + 1
 	}
-	snap, refused, err := buildZone(origin, data, serial)
+	snap, refused, err := buildZone(origin, data, serial, s.nsAddrs)
 	if err != nil {
 		if entry != nil {
 			entry.stats.buildsFailed.Add(1)

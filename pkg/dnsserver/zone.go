@@ -207,6 +207,10 @@ type Source struct {
 	// Name identifies the source in ZoneStatus.Refused, e.g. "namespace/name".
 	Name      string
 	Endpoints []*v1alpha1.Endpoint
+	// Created is when the source came to be (a DNSRecord's creationTimestamp). Where two sources'
+	// records cannot both be served, the earlier source keeps the name (ties by Name), so a newer
+	// one can never take away what an older one serves (see claims).
+	Created time.Time
 }
 
 // group is the endpoints of one name and type, keyed by set identifier, while a zone is built.
@@ -261,8 +265,9 @@ func (r *refusals) add(sources []string, msg string) {
 }
 
 // buildZone turns endpoints into a snapshot. Endpoints and record sets that cannot be served are
-// left out and described in the refusals; the rest of the zone is served.
-func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, refused refusals, err error) {
+// left out and described in the refusals; the rest of the zone is served. nsAddrs are the addresses
+// of nameserver names, by canonical name (Options.NameserverAddresses).
+func buildZone(origin string, data ZoneData, serial uint32, nsAddrs map[string][]netip.Addr) (snap *snapshot, refused refusals, err error) {
 	apex, err := wireName(origin)
 	if err != nil {
 		return nil, refused, fmt.Errorf("zone %q: %w", origin, err)
@@ -283,12 +288,42 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ref
 		}
 	}
 
-	sources := data.Sources
+	// The zone's nameserver names inside it belong to the server: resolvers sent to the zone look
+	// their addresses up there, so a record holding one, or delegating a name above one, would
+	// take the whole zone. Their addresses come from the server's configuration.
+	reserved := map[string]bool{}
+	groups := map[string]*group{}
+	for _, ns := range nameservers {
+		if !dns.IsSubDomain(origin, ns) || reserved[ns] {
+			continue
+		}
+		reserved[ns] = true
+		for _, addr := range nsAddrs[ns] {
+			rrtype, rr := dns.TypeAAAA, dns.RR(&dns.AAAA{Hdr: header(ns, dns.TypeAAAA, soaMinimum), AAAA: addr.AsSlice()})
+			if addr.Is4() {
+				rrtype, rr = dns.TypeA, &dns.A{Hdr: header(ns, dns.TypeA, soaMinimum), A: addr.AsSlice()}
+			}
+			key := ns + "/" + strconv.Itoa(int(rrtype))
+			g := groups[key]
+			if g == nil {
+				g = &group{name: ns, rrtype: rrtype, members: map[string]*draft{"": {ttl: soaMinimum, records: map[string]dns.RR{}}}}
+				groups[key] = g
+			}
+			g.members[""].records[addr.String()] = rr
+		}
+	}
+
+	// Sources in the order they came to be: where two cannot both be served, the earlier keeps
+	// the name. Endpoints without a source come first.
+	sources := slices.Clone(data.Sources)
+	slices.SortStableFunc(sources, func(a, b Source) int {
+		return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.Name, b.Name))
+	})
 	if len(data.Endpoints) > 0 {
 		sources = append([]Source{{Endpoints: data.Endpoints}}, sources...)
 	}
-	groups := map[string]*group{}
-	for _, src := range sources {
+	held := newClaims(origin)
+	for i, src := range sources {
 		srcs := []string{src.Name}
 		if src.Name == "" {
 			srcs = nil
@@ -328,6 +363,14 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ref
 				skip(ep, "a CNAME cannot be at the zone apex")
 				continue
 			}
+			if why := reservedProblem(name, rrtype, origin, reserved); why != "" {
+				skip(ep, "%s", why)
+				continue
+			}
+			if why := held.conflict(i, name, rrtype); why != "" {
+				skip(ep, "%s", why)
+				continue
+			}
 			if ep.RecordTTL < 0 {
 				skip(ep, "negative TTL")
 				continue
@@ -336,7 +379,19 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ref
 			if ttl == 0 {
 				ttl = defaultTTL
 			}
-			values, rrs, problems, tooLarge := parseTargets(name, rrtype, ttl, ep.Targets)
+			var values []string
+			var rrs []dns.RR
+			var problems []string
+			var tooLarge bool
+			if len(ep.Targets) > v1alpha1.MaxTargets {
+				// The bound every DNSRecord is validated against; authoritative records, whose
+				// endpoints the record controller does not validate, are held to it here, before
+				// their targets cost anything. Like a set too large to send, the set is not served.
+				tooLarge = true
+				skip(ep, "%d targets, more than the %d one endpoint may have", len(ep.Targets), v1alpha1.MaxTargets)
+			} else {
+				values, rrs, problems, tooLarge = parseTargets(name, rrtype, ttl, ep.Targets)
+			}
 			for _, p := range problems {
 				skip(ep, "%s", p)
 			}
@@ -346,6 +401,7 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ref
 				}
 				continue
 			}
+			held.add(i, name, rrtype)
 			key := name + "/" + strconv.Itoa(int(rrtype))
 			g := groups[key]
 			if g == nil {
@@ -413,6 +469,11 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ref
 		return n
 	}
 	nodeAt(origin)
+	// A nameserver name exists even without configured addresses (NODATA), so that no wildcard
+	// answers for it.
+	for ns := range reserved {
+		nodeAt(ns)
+	}
 
 	keys := make([]string, 0, len(groups))
 	for k := range groups {
@@ -528,6 +589,102 @@ func buildZone(origin string, data ZoneData, serial uint32) (snap *snapshot, ref
 	snap.transfer = snap.transferRecords()
 	copy(snap.digest[:], digest.Sum(nil))
 	return snap, refused, nil
+}
+
+// reservedProblem says why a record cannot be at name: the name is one of the zone's own
+// nameservers, or a delegation there would take one out of the zone. Empty when it can.
+func reservedProblem(name string, rrtype uint16, origin string, reserved map[string]bool) string {
+	if reserved[name] && (name != origin || rrtype == dns.TypeA || rrtype == dns.TypeAAAA) {
+		return fmt.Sprintf("%s is a nameserver of zone %s: its addresses come from the server's configuration (--dns-nameserver-addresses), not from records", name, origin)
+	}
+	if rrtype == dns.TypeNS && name != origin {
+		for ns := range reserved {
+			if dns.IsSubDomain(name, ns) {
+				return fmt.Sprintf("a delegation at %s would take the zone's nameserver %s out of zone %s", name, ns, origin)
+			}
+		}
+	}
+	return ""
+}
+
+// claims is which sources hold what, while a zone is built, so that a record of one source never
+// takes away what another serves. Three kinds of record exclude the records of others: a delegation
+// (NS below the apex) hides every name at and below it, a CNAME excludes any other data at its name,
+// and data at a name excludes another's CNAME there or delegation at or above it. Of two sources
+// whose records exclude each other, the one processed first (the earlier created) keeps its
+// records; the other's are refused. Records of one source at one name and type merge, and several
+// sources may share a name with other types, as the grants allow them to.
+type claims struct {
+	origin string
+	// cut and alias are the source holding a delegation or a CNAME at a name.
+	cut, alias map[string]int
+	// at and below are the sources holding records at a name, and at or below it.
+	at, below map[string][]int
+}
+
+func newClaims(origin string) *claims {
+	return &claims{origin: origin, cut: map[string]int{}, alias: map[string]int{}, at: map[string][]int{}, below: map[string][]int{}}
+}
+
+// conflict says why source src may not hold a record of rrtype at name, given what earlier sources
+// hold; empty when it may.
+func (c *claims) conflict(src int, name string, rrtype uint16) string {
+	const keeps = "; the record created first keeps a name"
+	for n := name; ; {
+		if h, ok := c.cut[n]; ok && h != src {
+			return fmt.Sprintf("another record delegates %s%s", n, keeps)
+		}
+		if n == c.origin {
+			break
+		}
+		next, _ := dns.NextLabel(n, 0)
+		n = n[next:]
+	}
+	switch rrtype {
+	case dns.TypeNS:
+		if others(c.below[name], src) {
+			return fmt.Sprintf("another record has records at or below %s%s", name, keeps)
+		}
+	case dns.TypeCNAME:
+		if others(c.at[name], src) {
+			return fmt.Sprintf("another record has records at %s%s", name, keeps)
+		}
+	default:
+		if h, ok := c.alias[name]; ok && h != src {
+			return fmt.Sprintf("another record has a CNAME at %s%s", name, keeps)
+		}
+	}
+	return ""
+}
+
+// add records that source src holds a record of rrtype at name.
+func (c *claims) add(src int, name string, rrtype uint16) {
+	switch rrtype {
+	case dns.TypeNS:
+		c.cut[name] = src
+	case dns.TypeCNAME:
+		c.alias[name] = src
+	}
+	if !slices.Contains(c.at[name], src) {
+		c.at[name] = append(c.at[name], src)
+	}
+	for n := name; ; {
+		if slices.Contains(c.below[n], src) {
+			// Added before, with every ancestor.
+			break
+		}
+		c.below[n] = append(c.below[n], src)
+		if n == c.origin {
+			break
+		}
+		next, _ := dns.NextLabel(n, 0)
+		n = n[next:]
+	}
+}
+
+// others says whether a source other than src is among holders.
+func others(holders []int, src int) bool {
+	return slices.ContainsFunc(holders, func(h int) bool { return h != src })
 }
 
 func weightText(w *uint64) string {
@@ -766,9 +923,11 @@ func firstCNAME(rrs []dns.RR) (*dns.CNAME, bool) {
 	return c, ok
 }
 
-// glueFor finds static address records inside the zone for the targets of an NS set.
+// glueFor finds static address records inside the zone for the targets of an NS set: of as many
+// nameservers as one message can carry, as the rest could never be sent.
 func (z *snapshot) glueFor(ns *rrset) []glue {
 	var out []glue
+	size := 0
 	for _, rr := range ns.rrs {
 		target := rr.(*dns.NS).Ns
 		if !dns.IsSubDomain(z.origin, target) {
@@ -789,11 +948,26 @@ func (z *snapshot) glueFor(ns *rrset) []glue {
 				}
 			}
 		}
-		if len(g.sets) > 0 {
+		if gs := g.size(); len(g.sets) > 0 && size+gs <= maxSetWire {
+			size += gs
 			out = append(out, g)
 		}
 	}
 	return out
+}
+
+// size is how many bytes the glue takes in a message, its name written in full in every record.
+func (g *glue) size() int {
+	n := 0
+	for _, s := range g.sets {
+		n += s.namedSize(g.name)
+	}
+	return n
+}
+
+// namedSize is how many bytes the set takes with its owner name written in full (putSetNamed).
+func (s *rrset) namedSize(name []byte) int {
+	return len(s.wire) + len(s.starts)*(len(name)-2)
 }
 
 // transferRecords lists the zone for AXFR: SOA, apex NS, then every other record set by name.
