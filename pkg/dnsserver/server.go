@@ -761,52 +761,90 @@ func (s *Server) serveConn(c net.Conn, source netip.Addr) {
 			s.recovered("tcp", v, source)
 		}
 	}()
-	r := newResponder(s)
+	// The connection's buffers are taken for each query and given back once it is answered, so an
+	// idle connection holds none and a held one (a client that does not read) holds one answer.
+	r := &responder{s: s, cands: make([]int, 0, 16), shard: int(s.stats.nextShard.Add(1) % statShards)}
 	r.req.client = source
 	r.req.tcp = true
-	buf := make([]byte, dns.MaxMsgSize)
+	var length [2]byte
 	for queries := 0; ; queries++ {
 		if queries == s.maxQueries {
 			s.stats.connsQueryLimit.Add(1)
 			return
 		}
 		_ = c.SetReadDeadline(time.Now().Add(s.idleTimeout))
-		if _, err := io.ReadFull(c, buf[:2]); err != nil {
+		if _, err := io.ReadFull(c, length[:]); err != nil {
 			if isTimeout(err) {
 				s.stats.connsIdle.Add(1)
 			}
 			return
 		}
-		n := int(binary.BigEndian.Uint16(buf))
-		if _, err := io.ReadFull(c, buf[:n]); err != nil {
+		in := takeBuffer()
+		n := int(binary.BigEndian.Uint16(length[:]))
+		if _, err := io.ReadFull(c, (*in)[:n]); err != nil {
+			giveBuffer(in)
 			if isTimeout(err) {
 				s.stats.connsIdle.Add(1)
 			}
 			return
 		}
-		out := r.handle(buf[:n])
-		if x := r.xfr; x != nil {
-			if err := x.stream(c, &r.req, s.now, s.writeTimeout); err != nil {
-				x.entry.stats.transfersFailed.Add(1)
-				if isTimeout(err) {
-					s.stats.connsWriteTimout.Add(1)
-				}
-				s.log.Error(err, "zone transfer failed", "zone", x.snap.origin, "peer", c.RemoteAddr().String())
-				return
-			}
-			x.entry.stats.transfersOK.Add(1)
-			continue
+		outBuf := takeBuffer()
+		r.out = (*outBuf)[:0]
+		out := r.handle((*in)[:n])
+		// The answer holds copies of what it needs of the query.
+		r.req.msg = nil
+		giveBuffer(in)
+		err := s.respondTCP(c, r, out)
+		*outBuf = r.out
+		r.out = nil
+		giveBuffer(outBuf)
+		if err != nil {
+			return
 		}
-		if out == nil {
-			continue
-		}
-		_ = c.SetWriteDeadline(time.Now().Add(s.writeTimeout))
-		if err := writeTCP(c, out); err != nil {
+	}
+}
+
+// respondTCP sends a TCP connection's answer, or streams its zone transfer.
+func (s *Server) respondTCP(c net.Conn, r *responder, out []byte) error {
+	if x := r.xfr; x != nil {
+		if err := x.stream(c, &r.req, s.now, s.writeTimeout); err != nil {
+			x.entry.stats.transfersFailed.Add(1)
 			if isTimeout(err) {
 				s.stats.connsWriteTimout.Add(1)
 			}
-			return
+			s.log.Error(err, "zone transfer failed", "zone", x.snap.origin, "peer", c.RemoteAddr().String())
+			return err
 		}
+		x.entry.stats.transfersOK.Add(1)
+		return nil
+	}
+	if out == nil {
+		return nil
+	}
+	_ = c.SetWriteDeadline(time.Now().Add(s.writeTimeout))
+	if err := writeTCP(c, out); err != nil {
+		if isTimeout(err) {
+			s.stats.connsWriteTimout.Add(1)
+		}
+		return err
+	}
+	return nil
+}
+
+// tcpBuffers hold a query or an answer of a TCP connection while it is read, answered and sent.
+var tcpBuffers = sync.Pool{New: func() any { b := make([]byte, answerBufferSize); return &b }}
+
+func takeBuffer() *[]byte {
+	b := tcpBuffers.Get().(*[]byte)
+	*b = (*b)[:cap(*b)]
+	return b
+}
+
+// giveBuffer returns a buffer to the pool; one that grew past its size (it cannot, answers being
+// bounded, but a pool must never keep a grown buffer) is dropped for the collector.
+func giveBuffer(b *[]byte) {
+	if cap(*b) == answerBufferSize {
+		tcpBuffers.Put(b)
 	}
 }
 

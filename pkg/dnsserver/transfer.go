@@ -98,14 +98,15 @@ func (x *transfer) stream(c net.Conn, req *request, now func() time.Time, timeou
 	return nil
 }
 
+// writeTCP sends a message with its length in front, in one write (writev) and without copying it.
 func writeTCP(w io.Writer, msg []byte) error {
 	if len(msg) > dns.MaxMsgSize {
 		return fmt.Errorf("message of %d bytes is over the %d a TCP frame can carry", len(msg), dns.MaxMsgSize)
 	}
-	buf := make([]byte, 2+len(msg))
-	binary.BigEndian.PutUint16(buf, uint16(len(msg)))
-	copy(buf[2:], msg)
-	_, err := w.Write(buf)
+	var length [2]byte
+	binary.BigEndian.PutUint16(length[:], uint16(len(msg)))
+	bufs := net.Buffers{length[:], msg}
+	_, err := bufs.WriteTo(w)
 	return err
 }
 
