@@ -26,9 +26,10 @@ OPM = $(CACHE)/bin/opm-$(OPM_VERSION)
 PKGS = ./...
 # Test tiers. Plain `go test ./...` runs the unit tier, which needs nothing but Go. Test files that
 # need the envtest binaries (kube-apiserver, etcd), Debian's DNS tools or other built binaries start
-# with `//go:build integration`; test/e2e with `//go:build e2e` (test/tiers_test.go checks it). Tagged
+# with `//go:build integration`; test/e2e with `//go:build e2e`; the adversarial tier (test/install, teams
+# acting through the edit role) with `//go:build tenancy` (test/tiers_test.go checks it). Tagged
 # tests fail, never skip, when what they need is missing.
-TEST_TAGS = integration,e2e
+TEST_TAGS = integration,e2e,tenancy
 # The packages holding integration-tagged tests.
 INTEGRATION_PKGS = $(shell grep -rl --include='*_test.go' '^//go:build integration' . | xargs -r -n1 dirname | sort -u)
 
@@ -112,6 +113,10 @@ test-unit: ## Run the unit tier: every test that needs nothing but Go (what plai
 .PHONY: test-integration
 test-integration: envtest dns-tools ## Run the integration tier (real kube-apiserver + etcd, BIND, dig) in the packages that have one.
 	go test $(GO_TEST_FLAGS) -tags integration $(INTEGRATION_PKGS)
+
+.PHONY: test-tenancy
+test-tenancy: envtest dns-tools ## Run the adversarial tier: the installed controller against teams that act only through the edit role.
+	go test $(GO_TEST_FLAGS) -tags tenancy ./test/install/
 
 .PHONY: test-e2e
 test-e2e: envtest dns-tools ## Run the end-to-end tier: `make run` as a user runs it, real processes and tools.

@@ -1,4 +1,4 @@
-//go:build integration
+//go:build integration || tenancy
 
 // Package install_test applies what users install (the rendered kustomize overlays and Helm chart
 // under golden/, which `make verify` keeps equal to what config/ and charts/ render) to a real

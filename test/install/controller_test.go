@@ -1,4 +1,4 @@
-//go:build integration
+//go:build integration || tenancy
 
 package install_test
 
@@ -57,6 +57,13 @@ func containerArgs(t *testing.T, u *unstructured.Unstructured) ([]string, *appsv
 // its ServiceAccount token's folder, is named.
 func runController(t *testing.T, cp *controlPlane, deployment *unstructured.Unstructured) {
 	t.Helper()
+	startController(t, cp, deployment)
+}
+
+// startController is runController with more args after the Deployment's (the last value of a flag
+// wins), returning the running process.
+func startController(t *testing.T, cp *controlPlane, deployment *unstructured.Unstructured, extra ...string) *exec.Cmd {
+	t.Helper()
 	args, _ := containerArgs(t, deployment)
 	if _, err := app.Parse(args, func(string) (string, bool) { return "", false }); err != nil {
 		t.Fatalf("the Deployment's args %v do not parse: %v", args, err)
@@ -75,6 +82,7 @@ func runController(t *testing.T, cp *controlPlane, deployment *unstructured.Unst
 	}
 	args = append(args, "--kubeconfig="+kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
 		"--leader-election-namespace="+controllerNamespace, "--log-format=console")
+	args = append(args, extra...)
 	var logs bytes.Buffer
 	cmd := exec.Command(controllerBinary(t), args...)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
@@ -88,6 +96,7 @@ func runController(t *testing.T, cp *controlPlane, deployment *unstructured.Unst
 			t.Logf("controller log:\n%s", logs.String())
 		}
 	})
+	return cmd
 }
 
 var (

@@ -1,0 +1,414 @@
+//go:build tenancy
+
+// The adversarial tier (build tag tenancy, `make test-tenancy`): a control plane, the controller
+// running as its installed ServiceAccount (the kustomize render, as TestDefaultInstall runs it), and
+// teams that act only through their own credentials: a user per namespace bound to Kubernetes'
+// standard edit role there, impersonated. Each test is an attack a team can make with what edit lets
+// it create; each checks that the other teams' answers (asked of the embedded server with
+// miekg/dns), objects and status are unchanged, and that the attacker's own object says why it was
+// refused. docs/multi-tenancy.md's attack table names these tests.
+package install_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
+	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
+	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
+)
+
+const (
+	// demoZone is the zone the teams share, served by the embedded server.
+	demoZone = "demo.example.com"
+	// nsName and nsAddr are the zone's nameserver and its address, the server's configuration.
+	nsName = "ns1.demo.example.com"
+	nsAddr = "192.0.2.53"
+	// appAddr is team-a's answer, which no attack may change.
+	appAddr = "192.0.2.10"
+	// evilAddr is what attackers try to publish.
+	evilAddr = "203.0.113.66"
+)
+
+// tenancy is one cluster: the installed controller and three teams. The administrator granted
+// team-a the zone, team-b the subtree b.demo.example.com, and team-c nothing.
+type tenancy struct {
+	cp    *controlPlane
+	dns   string // host:port of the embedded server (loopback)
+	proc  *exec.Cmd
+	teams map[string]client.Client
+}
+
+func startTenancy(t *testing.T) *tenancy {
+	t.Helper()
+	cp := startControlPlane(t)
+	objs := golden(t, "kustomize-default.yaml")
+	cp.apply(t, objs)
+	aggregateUserRoles(t, cp.c)
+	e := &tenancy{cp: cp, teams: map[string]client.Client{}}
+	for _, ns := range []string{"team-a", "team-b", "team-c"} {
+		e.teams[ns] = cp.addTenant(t, ns)
+	}
+	cp.waitAllowed(t, tenantUser("team-c"), []string{"system:authenticated"},
+		access{verb: "create", group: "kuadrant.io", resource: "dnsrecords", namespace: "team-c"})
+	port := freeport.PortOn(t, "127.0.0.1")
+	e.dns = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	e.proc = startController(t, cp, find(t, objs, "Deployment", "dnspolicy-controller"),
+		"--dns-server-address="+e.dns,
+		"--dns-nameservers="+nsName, "--dns-nameserver-addresses="+nsName+"="+nsAddr,
+		"--grant=team-a="+demoZone, "--grant=team-b=b."+demoZone)
+	// team-a publishes its application through the coredns backend, as any team would.
+	e.publish(t, "team-a", "app."+demoZone, v1alpha1.NewEndpoint("app."+demoZone, "A", 60, appAddr))
+	e.eventuallyAnswers(t, "app."+demoZone, dns.TypeA, "NOERROR "+appAddr)
+	return e
+}
+
+// publish creates, as the team, a kuadrant.io/coredns provider Secret for the zone and a DNSRecord
+// that uses it, and waits for the record to be Ready.
+func (e *tenancy) publish(t *testing.T, ns, rootHost string, eps ...*v1alpha1.Endpoint) *v1alpha1.DNSRecord {
+	t.Helper()
+	c := e.teams[ns]
+	ctx := context.Background()
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "zone"},
+		Type:       v1alpha1.SecretTypeCoreDNS,
+		StringData: map[string]string{v1alpha1.CoreDNSZonesKey: demoZone},
+	}
+	if err := c.Create(ctx, secret); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+	rec := &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rec-" + hash.Base36(rootHost, 8)},
+		Spec: v1alpha1.DNSRecordSpec{
+			RootHost:    rootHost,
+			ProviderRef: &v1alpha1.ProviderRef{Name: "zone"},
+			Endpoints:   eps,
+		},
+	}
+	if err := c.Create(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	e.waitCondition(t, c, rec, string(v1alpha1.ConditionTypeReady), "True")
+	return rec
+}
+
+// authoritative creates, as the team, a DNSRecord labelled as a zone's authoritative record, the
+// shape the embedded server serves (any team may write one: edit allows it).
+func (e *tenancy) authoritative(t *testing.T, ns, zone, rootHost string, eps ...*v1alpha1.Endpoint) *v1alpha1.DNSRecord {
+	t.Helper()
+	rec := &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: ns,
+			Name:      "authoritative-record-" + hash.Base36(rootHost+"/"+zone, 8),
+			Labels: map[string]string{
+				v1alpha1.AuthoritativeRecordLabel:       "true",
+				"kuadrant.io/authoritative-record-hash": hash.Base36(rootHost, 8),
+				v1alpha1.CoreDNSZoneNameLabel:           zone,
+			},
+		},
+		Spec: v1alpha1.DNSRecordSpec{RootHost: rootHost, Endpoints: eps},
+	}
+	if err := e.teams[ns].Create(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+// waitCondition waits until the object's condition has the status, and its "status reason:
+// message" contains every one of want.
+func (e *tenancy) waitCondition(t *testing.T, c client.Client, rec *v1alpha1.DNSRecord, cond, status string, want ...string) {
+	t.Helper()
+	testenv.Eventually(t, 60*time.Second, func() string {
+		got := &v1alpha1.DNSRecord{}
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(rec), got); err != nil {
+			return err.Error()
+		}
+		cnd := meta.FindStatusCondition(got.Status.Conditions, cond)
+		if cnd == nil {
+			return fmt.Sprintf("%s/%s has no %s condition", rec.Namespace, rec.Name, cond)
+		}
+		desc := string(cnd.Status) + " " + cnd.Reason + ": " + cnd.Message
+		if string(cnd.Status) != status {
+			return fmt.Sprintf("%s/%s %s = %q, want %s", rec.Namespace, rec.Name, cond, desc, status)
+		}
+		for _, w := range want {
+			if !strings.Contains(desc, w) {
+				return fmt.Sprintf("%s/%s %s = %q, want it to contain %q", rec.Namespace, rec.Name, cond, desc, w)
+			}
+		}
+		return ""
+	})
+}
+
+// query asks the embedded server over UDP (TCP when tcp) and returns the answer.
+func (e *tenancy) query(t *testing.T, name string, qtype uint16, tcp bool) (*dns.Msg, error) {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	m.SetEdns0(1232, false)
+	c := &dns.Client{Timeout: 5 * time.Second}
+	if tcp {
+		c.Net = "tcp"
+	}
+	r, _, err := c.Exchange(m, e.dns)
+	return r, err
+}
+
+// short is an answer as "RCODE value | value", values sorted.
+func short(r *dns.Msg) string {
+	var values []string
+	for _, rr := range r.Answer {
+		values = append(values, strings.TrimPrefix(rr.String(), rr.Header().String()))
+	}
+	slices.Sort(values)
+	return strings.TrimSpace(dns.RcodeToString[r.Rcode] + " " + strings.Join(values, " | "))
+}
+
+// answers checks the server's answer over UDP and TCP.
+func (e *tenancy) answers(t *testing.T, name string, qtype uint16, want string) {
+	t.Helper()
+	for _, tcp := range []bool{false, true} {
+		r, err := e.query(t, name, qtype, tcp)
+		if err != nil {
+			t.Errorf("%s %s (tcp %v): %v", name, dns.TypeToString[qtype], tcp, err)
+			continue
+		}
+		if got := short(r); got != want {
+			t.Errorf("%s %s (tcp %v): %q, want %q", name, dns.TypeToString[qtype], tcp, got, want)
+		}
+	}
+}
+
+func (e *tenancy) eventuallyAnswers(t *testing.T, name string, qtype uint16, want string) {
+	t.Helper()
+	testenv.Eventually(t, 60*time.Second, func() string {
+		r, err := e.query(t, name, qtype, false)
+		if err != nil {
+			return err.Error()
+		}
+		if got := short(r); got != want {
+			return fmt.Sprintf("%s %s: %q, want %q", name, dns.TypeToString[qtype], got, want)
+		}
+		return ""
+	})
+}
+
+// snapshot is every DNSRecord of a namespace, spec and status, to show an attack changed nothing.
+func (e *tenancy) snapshot(t *testing.T, ns string) map[string]v1alpha1.DNSRecord {
+	t.Helper()
+	var list v1alpha1.DNSRecordList
+	if err := e.cp.c.List(context.Background(), &list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]v1alpha1.DNSRecord{}
+	for _, r := range list.Items {
+		out[r.Name] = r
+	}
+	return out
+}
+
+// unchanged fails the test for every record of the namespace whose spec, labels or conditions
+// differ from the snapshot (status timestamps of a periodic re-check aside).
+func (e *tenancy) unchanged(t *testing.T, ns string, before map[string]v1alpha1.DNSRecord) {
+	t.Helper()
+	after := e.snapshot(t, ns)
+	if len(after) != len(before) {
+		t.Errorf("namespace %s holds %d records, had %d", ns, len(after), len(before))
+	}
+	for name, b := range before {
+		a, ok := after[name]
+		if !ok {
+			t.Errorf("%s/%s is gone", ns, name)
+			continue
+		}
+		if !equality.Semantic.DeepEqual(a.Spec, b.Spec) || !equality.Semantic.DeepEqual(a.Labels, b.Labels) {
+			t.Errorf("%s/%s changed: spec %+v, labels %v", ns, name, a.Spec, a.Labels)
+		}
+		for _, c := range b.Status.Conditions {
+			now := meta.FindStatusCondition(a.Status.Conditions, c.Type)
+			if now == nil || now.Status != c.Status || now.Reason != c.Reason {
+				t.Errorf("%s/%s condition %s: %+v, was %s %s", ns, name, c.Type, now, c.Status, c.Reason)
+			}
+		}
+	}
+}
+
+// The attacks of issue "Tenants kept apart" on embedded zones, each by a team acting through edit.
+func TestTenancyEmbeddedZones(t *testing.T) {
+	e := startTenancy(t)
+	app := "app." + demoZone
+
+	// A team with no grant writes its own coredns Secret naming the zone (it holds no credential)
+	// and an authoritative record over team-a's name and a name of its own: nothing is served, and
+	// its record says which grant is missing.
+	t.Run("own Secret does not entitle", func(t *testing.T) {
+		before := e.snapshot(t, "team-a")
+		if err := e.teams["team-c"].Create(context.Background(), &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-c", Name: "zone"},
+			Type:       v1alpha1.SecretTypeCoreDNS,
+			StringData: map[string]string{v1alpha1.CoreDNSZonesKey: demoZone},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		rec := e.authoritative(t, "team-c", demoZone, app,
+			v1alpha1.NewEndpoint(app, "A", 60, evilAddr), v1alpha1.NewEndpoint("c."+demoZone, "A", 60, evilAddr))
+		e.waitCondition(t, e.teams["team-c"], rec, "Served", "False", "NotGranted", "team-c", app)
+		e.answers(t, app, dns.TypeA, "NOERROR "+appAddr)
+		e.answers(t, "c."+demoZone, dns.TypeA, "NXDOMAIN")
+		e.unchanged(t, "team-a", before)
+	})
+
+	// The zone's nameserver name is the server's: not even the team granted the whole zone can put
+	// an address there (it would go out as glue and take the zone's resolvers).
+	t.Run("nameserver name is the server's", func(t *testing.T) {
+		rec := e.authoritative(t, "team-a", demoZone, nsName, v1alpha1.NewEndpoint(nsName, "A", 60, evilAddr))
+		e.waitCondition(t, e.teams["team-a"], rec, "Served", "False", nsName)
+		e.answers(t, nsName, dns.TypeA, "NOERROR "+nsAddr)
+		r, err := e.query(t, demoZone, dns.TypeNS, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := short(r); got != "NOERROR "+nsName+"." {
+			t.Errorf("NS: %q", got)
+		}
+		var glue []string
+		for _, rr := range r.Extra {
+			if a, ok := rr.(*dns.A); ok {
+				glue = append(glue, a.Hdr.Name+" "+a.A.String())
+			}
+		}
+		if want := []string{nsName + ". " + nsAddr}; !slices.Equal(glue, want) {
+			t.Errorf("glue %v, want %v", glue, want)
+		}
+	})
+
+	// A team granted a subtree publishes there, and nowhere else in the shared zone: not over
+	// another team's name, not a CNAME beside it, not a delegation of it.
+	t.Run("granted subtree only", func(t *testing.T) {
+		before := e.snapshot(t, "team-a")
+		own := e.authoritative(t, "team-b", demoZone, "b."+demoZone, v1alpha1.NewEndpoint("www.b."+demoZone, "A", 60, "192.0.2.20"))
+		e.waitCondition(t, e.teams["team-b"], own, "Served", "True")
+		e.answers(t, "www.b."+demoZone, dns.TypeA, "NOERROR 192.0.2.20")
+		for i, ep := range []*v1alpha1.Endpoint{
+			v1alpha1.NewEndpoint(app, "A", 60, evilAddr),
+			v1alpha1.NewEndpoint(app, "CNAME", 60, "evil.example.net"),
+			v1alpha1.NewEndpoint(app, "NS", 60, "ns.evil.example.net"),
+		} {
+			rec := e.authoritative(t, "team-b", demoZone, fmt.Sprintf("x%d.%s", i, app), ep)
+			e.waitCondition(t, e.teams["team-b"], rec, "Served", "False", "NotGranted", app)
+		}
+		e.answers(t, app, dns.TypeA, "NOERROR "+appAddr)
+		e.answers(t, app, dns.TypeCNAME, "NOERROR")
+		e.unchanged(t, "team-a", before)
+	})
+
+	// A team declares a zone nested in the shared one, over another team's name: it is not served,
+	// so it shadows nothing.
+	t.Run("nested zone does not shadow", func(t *testing.T) {
+		before := e.snapshot(t, "team-a")
+		rec := e.authoritative(t, "team-b", app, app, v1alpha1.NewEndpoint(app, "A", 60, evilAddr))
+		e.waitCondition(t, e.teams["team-b"], rec, "Served", "False", "NotGranted")
+		e.answers(t, app, dns.TypeA, "NOERROR "+appAddr)
+		r, err := e.query(t, "nothing."+app, dns.TypeA, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Ns) == 0 || r.Ns[0].Header().Name != demoZone+"." {
+			t.Errorf("a name under the nested zone is answered by %v, want the authority of %s", r.Ns, demoZone)
+		}
+		e.unchanged(t, "team-a", before)
+	})
+
+	// One record of about 1.2 MB of referral glue, in the team's own subtree, plus 48 TCP queries
+	// that never read their answers: the controller's memory grows by less than 64 MiB and the
+	// server answers throughout.
+	t.Run("one record cannot exhaust the server", func(t *testing.T) {
+		settled := func() int64 { return rss(t, e.proc.Process.Pid) }
+		base := settled()
+		sub := "deep.b." + demoZone
+		targets := make([]string, 250)
+		eps := []*v1alpha1.Endpoint{}
+		for i := range targets {
+			targets[i] = fmt.Sprintf("ns%d.%s", i, sub)
+			addrs := make([]string, 300)
+			for j := range addrs {
+				addrs[j] = netip.AddrFrom4([4]byte{10, byte(i), byte(j >> 8), byte(j)}).String()
+			}
+			eps = append(eps, v1alpha1.NewEndpoint(targets[i], "A", 60, addrs...))
+		}
+		eps = append(eps, v1alpha1.NewEndpoint(sub, "NS", 60, targets...))
+		big := e.authoritative(t, "team-b", demoZone, sub, eps...)
+		e.waitCondition(t, e.teams["team-b"], big, "Served", "True")
+		// Held queries: each asks for the referral and reads nothing, so the server's write waits.
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				_ = c.Close()
+			}
+		}()
+		q := new(dns.Msg)
+		q.SetQuestion("www."+sub+".", dns.TypeA)
+		wire, err := q.Pack()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 48; i++ {
+			c, err := net.Dial("tcp", e.dns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conns = append(conns, c)
+			// A burst of the same query on each connection, none read.
+			for k := 0; k < 8; k++ {
+				if _, err := c.Write(append([]byte{byte(len(wire) >> 8), byte(len(wire))}, wire...)); err != nil {
+					break
+				}
+			}
+		}
+		for i := 0; i < 20; i++ {
+			e.answers(t, app, dns.TypeA, "NOERROR "+appAddr)
+		}
+		grown := settled() - base
+		t.Logf("RSS grew %d MiB with the 1.2 MB record and 48 held TCP connections", grown>>20)
+		if grown >= 64<<20 {
+			t.Errorf("RSS grew %d MiB, want < 64", grown>>20)
+		}
+	})
+}
+
+// rss is a process's resident set size in bytes, from /proc.
+func rss(t *testing.T, pid int) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[0] == "VmRSS:" {
+			kb, err := strconv.ParseInt(f[1], 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmRSS in /proc/%d/status", pid)
+	return 0
+}
