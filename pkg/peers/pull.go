@@ -40,8 +40,11 @@ const (
 	ReasonTSIG = "tsig"
 	// ReasonGarbage: the answer is not an export of the zone.
 	ReasonGarbage = "garbage"
-	// ReasonOwners: the export claims owners or a lease of this cluster or of another peer.
+	// ReasonOwners: the export claims owners or a lease of this cluster.
 	ReasonOwners = "owners"
+	// ReasonClaimed: the export claims an owner, or names a cluster, that another peer's export
+	// claimed first (Pool.Merge); the earlier one keeps it.
+	ReasonClaimed = "claimed"
 )
 
 // PullError is why a pull failed.
