@@ -318,6 +318,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionTrue, Reason: ReasonServed,
 			Message: fmt.Sprintf("served in zone %s by the embedded DNS server", zone)}
 	}
+	sources, local, ownRefused := r.ownRecordsOnly(zone, sources)
+	endpoints = len(local)
 	data := dnsserver.ZoneData{
 		Sources:     sources,
 		Nameservers: r.Nameservers,
@@ -356,6 +358,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			peerCondition = &c
 		}
 	}
+	for name, reasons := range ownRefused {
+		verdicts[keyOf(name)] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonRecordsRefused,
+			Message: refusedMessage(zone, reasons)}
+	}
 	if endpoints == 0 {
 		r.Server.RemoveZone(zone)
 		return result, r.report(ctx, list.Items, verdicts, peerCondition)
@@ -370,7 +376,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		_ = r.report(ctx, list.Items, verdicts, peerCondition)
 		return ctrl.Result{}, fmt.Errorf("serving zone %s: %w", zone, err)
 	}
-	for name, reasons := range st.Refused {
+	for name, reasons := range withRefused(st.Refused, ownRefused) {
 		verdicts[keyOf(name)] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonRecordsRefused,
 			Message: refusedMessage(zone, reasons)}
 	}

@@ -604,6 +604,21 @@ func (p *Pool) claimFirst(zone string, candidates []*peerState) []*peerState {
 	return merged
 }
 
+// PeerOwners are the owners the peers' exports merged in zone's last merge claim: statements this
+// cluster exports for them would contradict their own.
+func (p *Pool) PeerOwners(zone string) map[string]bool {
+	zone = v1alpha1.NormalizeName(zone)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]bool{}
+	for c := range p.holders[zone] {
+		if !c.cluster {
+			out[c.id] = true
+		}
+	}
+	return out
+}
+
 // lastMerge is a zone's last merge and what it was merged from.
 type lastMerge struct {
 	key    string
