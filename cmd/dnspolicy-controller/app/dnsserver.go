@@ -49,6 +49,9 @@ type DNSServerOptions struct {
 	Peers map[string][]string
 	// PeerKeys names, by zone, the TSIG key that signs pulls of its peers' exports (the first).
 	PeerKeys map[string][]string
+	// PeerAllowUnsigned lets a zone with peers and no key in PeerKeys pull unsigned; without it
+	// such a zone is a start-up error, so that no pull is unsigned by omission.
+	PeerAllowUnsigned bool
 	// ExportKeys and ExportPrefixes say, by zone, who may pull this cluster's export: peers
 	// signing with one of the keys, or unsigned from one of the prefixes.
 	ExportKeys     map[string][]string
@@ -101,7 +104,8 @@ func (d *DNSServerOptions) dnsServerFlags(fs *flag.FlagSet) func() error {
 	fs.IntVar(&d.RateLimit.IPv4PrefixLength, "dns-rrl-ipv4-prefix-length", d.RateLimit.IPv4PrefixLength, "IPv4 prefix length that groups clients for rate limiting.")
 	fs.IntVar(&d.RateLimit.IPv6PrefixLength, "dns-rrl-ipv6-prefix-length", d.RateLimit.IPv6PrefixLength, "IPv6 prefix length that groups clients for rate limiting.")
 	peerList := fs.String("dns-peers", "", "Comma-separated zone=host:port pairs (a zone may repeat): other clusters' DNS servers serving the zone, whose exports are pulled and merged with this cluster's records (docs/multicluster-dns.md).")
-	peerKeys := fs.String("dns-peer-keys", "", "Comma-separated zone=keyname pairs: the TSIG key that signs pulls of the zone's peers' exports. A zone not listed is pulled unsigned (the peers must allow our address).")
+	peerKeys := fs.String("dns-peer-keys", "", "Comma-separated zone=keyname pairs: the TSIG key that signs pulls of the zone's peers' exports. A zone with peers must have one unless --dns-peer-allow-unsigned is set.")
+	fs.BoolVar(&d.PeerAllowUnsigned, "dns-peer-allow-unsigned", d.PeerAllowUnsigned, "Let zones with peers and no --dns-peer-keys key pull their exports unsigned (the peers must then allow our source address, --dns-export-prefixes); without it such a zone is a start-up error.")
 	exportKeys := fs.String("dns-export-keys", "", "Comma-separated zone=keyname pairs (a zone may repeat): the TSIG keys with which other clusters may pull this cluster's export of the zone.")
 	exportPrefixes := fs.String("dns-export-prefixes", "", "Comma-separated zone=prefix pairs (a zone may repeat): source prefixes (CIDR) from which other clusters may pull this cluster's export of the zone unsigned.")
 	fs.DurationVar(&d.PeerPullInterval, "dns-peer-pull-interval", d.PeerPullInterval, "How often each peer's export is pulled.")
@@ -148,6 +152,9 @@ func (d *DNSServerOptions) dnsServerFlags(fs *flag.FlagSet) func() error {
 				d.ExportPrefixes[zone] = append(d.ExportPrefixes[zone], p)
 			}
 		}
+		if err := d.signedPulls(); err != nil {
+			return err
+		}
 		if (len(d.PeerKeys) > 0 || len(d.ExportKeys) > 0) && d.TSIGKeyFile == "" && d.TSIGSecret == "" {
 			return fmt.Errorf("--dns-peer-keys and --dns-export-keys need the keys: --dns-tsig-key-file or --dns-tsig-secret")
 		}
@@ -167,6 +174,23 @@ func (d *DNSServerOptions) dnsServerFlags(fs *flag.FlagSet) func() error {
 		}
 		return nil
 	}
+}
+
+// signedPulls refuses a zone with peers whose pulls no key signs, unless unsigned pulls are
+// allowed: an unsigned transfer can be answered by anyone on the path, and what it answers is
+// merged into the zone.
+func (d DNSServerOptions) signedPulls() error {
+	if d.PeerAllowUnsigned {
+		return nil
+	}
+	zones := slices.Concat(slices.Collect(maps.Keys(d.Peers)), slices.Collect(maps.Keys(d.PeerDiscovery)))
+	slices.Sort(zones)
+	for _, zone := range slices.Compact(zones) {
+		if len(d.PeerKeys[zone]) == 0 {
+			return fmt.Errorf("peer pulls of zone %s are unsigned; give --dns-peer-keys or --dns-peer-allow-unsigned", zone)
+		}
+	}
+	return nil
 }
 
 // serverList is zoneList for values that are servers' host:port.

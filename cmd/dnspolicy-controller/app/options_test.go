@@ -129,8 +129,9 @@ func TestParsePeerFlags(t *testing.T) {
 	}
 
 	// Peers found in the NS set: the servers asked, the port, the pace; the pool has the zone.
+	// Pulled unsigned, which must be asked for.
 	o, err = Parse([]string{"--dns-peer-discovery=gslb.example.com=192.0.2.53:53,gslb.example.com=[2001:db8::53]:53",
-		"--dns-peer-port=5353", "--dns-peer-discovery-interval=30s"}, env(nil))
+		"--dns-peer-port=5353", "--dns-peer-discovery-interval=30s", "--dns-peer-allow-unsigned"}, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,12 +145,22 @@ func TestParsePeerFlags(t *testing.T) {
 		t.Errorf("pool %v, %v: want one with peers of gslb.example.com", pool, err)
 	}
 
+	// Without it, a zone with peers and no key is a start-up error that names the zone.
+	for _, unsigned := range [][]string{
+		{"--dns-peers=gslb.example.com=192.0.2.3:53"},
+		{"--dns-peer-discovery=gslb.example.com=192.0.2.53:53"},
+		{"--dns-tsig-key-file=/keys/tsig.conf", "--dns-peer-keys=other.example.com=peer", "--dns-peers=gslb.example.com=192.0.2.3:53,other.example.com=192.0.2.4:53"},
+	} {
+		if _, err := Parse(unsigned, env(nil)); err == nil || err.Error() != "peer pulls of zone gslb.example.com are unsigned; give --dns-peer-keys or --dns-peer-allow-unsigned" {
+			t.Errorf("Parse(%v): %v", unsigned, err)
+		}
+	}
 	for _, bad := range [][]string{
-		{"--dns-peer-discovery=gslb.example.com=no-port"},
+		{"--dns-peer-discovery=gslb.example.com=no-port", "--dns-peer-allow-unsigned"},
 		{"--dns-peer-port=0"},
 		{"--dns-peer-discovery-interval=0s"},
-		{"--dns-peers=gslb.example.com=no-port"},
-		{"--dns-peers=192.0.2.3:53"},
+		{"--dns-peers=gslb.example.com=no-port", "--dns-peer-allow-unsigned"},
+		{"--dns-peers=192.0.2.3:53", "--dns-peer-allow-unsigned"},
 		{"--dns-export-prefixes=gslb.example.com=300.0.0.0/8"},
 		{"--dns-peer-keys=gslb.example.com=peer"}, // no key file or Secret
 		{"--dns-peer-pull-timeout=0s"},
