@@ -40,9 +40,11 @@ type Options struct {
 	// is recognised by its export, which names this cluster.
 	Own []string
 	// Interval between two pulls of one peer (DefaultInterval); each pull is bounded by Timeout
-	// (DefaultTimeout) and MaxRecords (DefaultMaxRecords).
+	// (DefaultTimeout), MaxRecords (DefaultMaxRecords) and MaxBytes (DefaultMaxBytes). A pull
+	// over a bound fails, and the peer's last good export is kept.
 	Interval, Timeout time.Duration
 	MaxRecords        int
+	MaxBytes          int64
 	// Duration is how long a peer whose export carries no lease, or a lease that never expires,
 	// may go unpulled before it counts as gone (lease.DefaultDuration).
 	Duration time.Duration
@@ -278,7 +280,7 @@ func (p *Pool) PullOnce(ctx context.Context, peer Peer) {
 		have = st.last.Serial
 	}
 	p.mu.Unlock()
-	pulled, err := Pull(ctx, peer, p.opts.Timeout, p.opts.MaxRecords, have)
+	pulled, err := Pull(ctx, peer, p.opts.Timeout, p.opts.MaxRecords, p.opts.MaxBytes, have)
 	if ctx.Err() != nil {
 		return
 	}

@@ -2,6 +2,7 @@ package peers
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -292,26 +293,34 @@ func TestPull(t *testing.T) {
 	key := peerKey
 	s := serve(t, three[1].exportAt(t, time.Now()))
 	peer := Peer{Zone: testZone, Addr: s.Addr().String(), Key: &key}
-	if _, err := Pull(context.Background(), peer, 5*time.Second, 10, 0); ReasonOf(err) != ReasonGarbage || !strings.Contains(err.Error(), "more than 10 records") {
+	if _, err := Pull(context.Background(), peer, 5*time.Second, 10, 0, 0); ReasonOf(err) != ReasonGarbage || !strings.Contains(err.Error(), "more than 10 records") {
 		t.Errorf("pulling an export over a limit of 10 records: %v", err)
 	}
-	pulled, err := Pull(context.Background(), peer, 5*time.Second, 0, 0)
-	if err != nil || pulled.Records < 10 || pulled.Unchanged {
-		t.Fatalf("pulling within the default limit: %v", err)
+	pulled, err := Pull(context.Background(), peer, 5*time.Second, 0, 0, 0)
+	if err != nil || pulled.Records < 10 || pulled.Unchanged || pulled.Bytes < 1000 {
+		t.Fatalf("pulling within the default limit: %+v, %v", pulled, err)
+	}
+	// A bound of bytes cuts the transfer off at the first byte over; an export of exactly that
+	// many bytes is pulled.
+	if _, err := Pull(context.Background(), peer, 5*time.Second, 0, pulled.Bytes-1, 0); ReasonOf(err) != ReasonGarbage || !strings.Contains(err.Error(), fmt.Sprintf("larger than %d bytes", pulled.Bytes-1)) {
+		t.Errorf("pulling an export of %d bytes over a limit of one byte less: %v", pulled.Bytes, err)
+	}
+	if exact, err := Pull(context.Background(), peer, 5*time.Second, 0, pulled.Bytes, 0); err != nil || exact.Records != pulled.Records {
+		t.Errorf("pulling an export of %d bytes with that limit: %v", pulled.Bytes, err)
 	}
 	// Asked by IXFR with the serial it holds, the peer sends its SOA alone; once the export
 	// changed, all of it.
-	again, err := Pull(context.Background(), peer, 5*time.Second, 0, pulled.Serial)
+	again, err := Pull(context.Background(), peer, 5*time.Second, 0, 0, pulled.Serial)
 	if err != nil || !again.Unchanged || again.Serial != pulled.Serial {
 		t.Errorf("pulling again an unchanged export: %+v, %v", again, err)
 	}
 	// Asked about a serial newer than its own (it restarted with its clock behind), it is pulled whole.
-	older, err := Pull(context.Background(), peer, 5*time.Second, 0, pulled.Serial+100)
+	older, err := Pull(context.Background(), peer, 5*time.Second, 0, 0, pulled.Serial+100)
 	if err != nil || older.Unchanged || older.Serial != pulled.Serial || older.Records != pulled.Records {
 		t.Errorf("pulling with a serial ahead of the peer's: %+v, %v", older, err)
 	}
 	setExport(t, s, three[1].exportAt(t, time.Now().Add(time.Minute)))
-	changed, err := Pull(context.Background(), peer, 5*time.Second, 0, pulled.Serial)
+	changed, err := Pull(context.Background(), peer, 5*time.Second, 0, 0, pulled.Serial)
 	if err != nil || changed.Unchanged || changed.Records != pulled.Records || changed.Serial == pulled.Serial {
 		t.Errorf("pulling a changed export by IXFR: %+v, %v", changed, err)
 	}
@@ -469,5 +478,38 @@ func TestPoolFirstClaimerKeeps(t *testing.T) {
 	}
 	if st := statusOf(t, r, addrs[1]); !strings.Contains(st.Error, "names cluster "+lease.Key(three[1].id)+", which peer "+addrs[0]+" claimed first") {
 		t.Errorf("the second address of one cluster: %+v", st)
+	}
+}
+
+// TestPoolBoundsBytes: a peer whose export grows past the pool's bound of bytes is refused at its
+// pull, counted as failed, and its last good export stays merged.
+func TestPoolBoundsBytes(t *testing.T) {
+	key := peerKey
+	renewed := time.Now()
+	two := serve(t, three[1].exportAt(t, renewed))
+	peer := Peer{Zone: testZone, Addr: two.Addr().String(), Key: &key}
+	first, err := Pull(context.Background(), peer, 5*time.Second, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(Options{Peers: []Peer{peer}, Interval: time.Hour, Timeout: 3 * time.Second, MaxBytes: first.Bytes + 512})
+	local := three[0].exportAt(t, renewed)
+	p.PullOnce(context.Background(), peer)
+	m, err := p.Merge(testZone, *local)
+	if err != nil || !strings.Contains(strings.Join(records(m.Endpoints), "\n"), "[10.0.1.1 10.0.2.1]") {
+		t.Fatalf("within the bound: %v\n%s", err, strings.Join(records(m.Endpoints), "\n"))
+	}
+	// The peer's export grows by a record of 2 KiB.
+	grown := three[1].exportAt(t, renewed)
+	grown.Endpoints = append(grown.Endpoints, v1alpha1.NewEndpoint("big."+testZone, "TXT", 60, strings.Repeat("x", 2048)))
+	grown.Changed = grown.Changed.Add(time.Second)
+	setExport(t, two, grown)
+	p.PullOnce(context.Background(), peer)
+	st := statusOf(t, p, peer.Addr)
+	if !strings.HasPrefix(st.Error, ReasonGarbage+": the export is larger than") || st.Records != first.Records || pulls(t, p, peer.Addr, ReasonGarbage) != 1 {
+		t.Errorf("over the bound: %+v, %v pulls counted as %s", st, pulls(t, p, peer.Addr, ReasonGarbage), ReasonGarbage)
+	}
+	if m, err = p.Merge(testZone, *local); err != nil || !strings.Contains(strings.Join(records(m.Endpoints), "\n"), "[10.0.1.1 10.0.2.1]") {
+		t.Errorf("over the bound, the last good export is not merged: %v", err)
 	}
 }

@@ -59,6 +59,8 @@ type DNSServerOptions struct {
 	// PeerPullInterval and PeerPullTimeout pace and bound the pulls of each peer.
 	PeerPullInterval time.Duration
 	PeerPullTimeout  time.Duration
+	// PeerMaxBytes bounds one pull of a peer's export: a larger transfer is cut off and fails.
+	PeerMaxBytes int64
 	// PeerDiscovery lists, by zone, the servers (host:port) asked for the zone's NS set, whose
 	// servers other than this cluster's are peers too; PeerPort is the port they serve on, and
 	// PeerDiscoveryInterval how often the NS set is asked again.
@@ -79,6 +81,7 @@ func defaultDNSServerOptions() DNSServerOptions {
 		RateLimit:             dnsserver.RateLimit{Slip: 2, IPv4PrefixLength: 24, IPv6PrefixLength: 56},
 		PeerPullInterval:      peers.DefaultInterval,
 		PeerPullTimeout:       peers.DefaultTimeout,
+		PeerMaxBytes:          peers.DefaultMaxBytes,
 		PeerPort:              53,
 		PeerDiscoveryInterval: peers.DefaultDiscoverInterval,
 	}
@@ -110,6 +113,7 @@ func (d *DNSServerOptions) dnsServerFlags(fs *flag.FlagSet) func() error {
 	exportPrefixes := fs.String("dns-export-prefixes", "", "Comma-separated zone=prefix pairs (a zone may repeat): source prefixes (CIDR) from which other clusters may pull this cluster's export of the zone unsigned.")
 	fs.DurationVar(&d.PeerPullInterval, "dns-peer-pull-interval", d.PeerPullInterval, "How often each peer's export is pulled.")
 	fs.DurationVar(&d.PeerPullTimeout, "dns-peer-pull-timeout", d.PeerPullTimeout, "Time one pull of a peer's export may take, dial included.")
+	fs.Int64Var(&d.PeerMaxBytes, "dns-peer-max-bytes", d.PeerMaxBytes, "Bytes one pull of a peer's export may transfer: a larger one is cut off and fails, and the peer's last good export is kept (16 MiB holds some 100,000 endpoints).")
 	discovery := fs.String("dns-peer-discovery", "", "Comma-separated zone=host:port pairs (a zone may repeat): servers asked, in turn, for the zone's NS set (the parent zone's servers, or a resolver); the servers it names are peers too, all but this cluster's own, which its export names.")
 	fs.IntVar(&d.PeerPort, "dns-peer-port", d.PeerPort, "Port the servers of a zone's NS set serve on (--dns-peer-discovery).")
 	fs.DurationVar(&d.PeerDiscoveryInterval, "dns-peer-discovery-interval", d.PeerDiscoveryInterval, "How often a zone's NS set is asked for its peers again; a failed lookup keeps the peers found before.")
@@ -160,6 +164,9 @@ func (d *DNSServerOptions) dnsServerFlags(fs *flag.FlagSet) func() error {
 		}
 		if d.PeerPullInterval <= 0 || d.PeerPullTimeout <= 0 {
 			return fmt.Errorf("--dns-peer-pull-interval and --dns-peer-pull-timeout must be positive")
+		}
+		if d.PeerMaxBytes <= 0 {
+			return fmt.Errorf("--dns-peer-max-bytes must be positive")
 		}
 		if d.TransferKeys, err = zoneList("--dns-transfer-keys", *transferKeys); err != nil {
 			return err
@@ -340,7 +347,7 @@ func (d DNSServerOptions) peerPool(keys []dnsserver.TSIGKey, own string, leaseDu
 		}
 	}
 	return peers.New(peers.Options{Peers: list, Discover: discover, DiscoverInterval: d.PeerDiscoveryInterval, Own: []string{own},
-		Interval: d.PeerPullInterval, Timeout: d.PeerPullTimeout, Duration: leaseDuration, Changed: changed, Log: log}), nil
+		Interval: d.PeerPullInterval, Timeout: d.PeerPullTimeout, MaxBytes: d.PeerMaxBytes, Duration: leaseDuration, Changed: changed, Log: log}), nil
 }
 
 // hasPeers says whether any zone has peers, configured or to be discovered.

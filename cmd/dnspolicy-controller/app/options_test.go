@@ -107,14 +107,14 @@ func TestParsePeerFlags(t *testing.T) {
 		"--dns-peers=gslb.example.com=ns2.example.com:53,GSLB.example.com.=192.0.2.3:5353",
 		"--dns-peer-keys=gslb.example.com=peer", "--dns-export-keys=gslb.example.com=peer",
 		"--dns-export-prefixes=gslb.example.com=198.51.100.0/24,gslb.example.com=2001:db8::/32",
-		"--dns-peer-pull-interval=3s"}, env(nil))
+		"--dns-peer-pull-interval=3s", "--dns-peer-max-bytes=1048576"}, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := o.DNSServer
 	if !reflect.DeepEqual(d.Peers, map[string][]string{"gslb.example.com": {"ns2.example.com:53", "192.0.2.3:5353"}}) ||
 		!reflect.DeepEqual(d.PeerKeys, map[string][]string{"gslb.example.com": {"peer"}}) ||
-		d.PeerPullInterval.String() != "3s" || d.PeerPullTimeout.String() != "5s" {
+		d.PeerPullInterval.String() != "3s" || d.PeerPullTimeout.String() != "5s" || d.PeerMaxBytes != 1<<20 {
 		t.Errorf("parsed %+v", d)
 	}
 	access := d.exports()["gslb.example.com"]
@@ -137,7 +137,7 @@ func TestParsePeerFlags(t *testing.T) {
 	}
 	d = o.DNSServer
 	if !reflect.DeepEqual(d.PeerDiscovery, map[string][]string{"gslb.example.com": {"192.0.2.53:53", "[2001:db8::53]:53"}}) ||
-		d.PeerPort != 5353 || d.PeerDiscoveryInterval.String() != "30s" || !d.hasPeers() {
+		d.PeerPort != 5353 || d.PeerDiscoveryInterval.String() != "30s" || !d.hasPeers() || d.PeerMaxBytes != 16<<20 {
 		t.Errorf("parsed %+v", d)
 	}
 	pool, err := d.peerPool(nil, "127.0.0.2:53", time.Minute, nil, logr.Discard())
@@ -164,6 +164,7 @@ func TestParsePeerFlags(t *testing.T) {
 		{"--dns-export-prefixes=gslb.example.com=300.0.0.0/8"},
 		{"--dns-peer-keys=gslb.example.com=peer"}, // no key file or Secret
 		{"--dns-peer-pull-timeout=0s"},
+		{"--dns-peer-max-bytes=0"},
 	} {
 		if _, err := Parse(bad, env(nil)); err == nil {
 			t.Errorf("Parse(%v) accepted", bad)

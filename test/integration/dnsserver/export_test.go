@@ -51,7 +51,7 @@ func TestExportCarriesOwnLeaseOnly(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, servedCondition(t, www, "True Served"))
 
-	pulled, err := peers.Pull(context.Background(), peers.Peer{Zone: zone, Addr: m.addr}, 5*time.Second, 0, 0)
+	pulled, err := peers.Pull(context.Background(), peers.Peer{Zone: zone, Addr: m.addr}, 5*time.Second, 0, 0, 0)
 	if err != nil {
 		t.Fatalf("a peer's pull of the export: %v", err)
 	}
