@@ -293,6 +293,7 @@ func (o Options) dnsServerOptions(keys []dnsserver.TSIGKey) dnsserver.Options {
 		TCPWriteTimeout:            d.TCPWriteTimeout,
 		RateLimit:                  d.RateLimit,
 		Exports:                    d.exports(),
+		MaxTTL:                     o.MaxTTL,
 	}
 }
 

@@ -2,6 +2,7 @@ package app
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -168,6 +169,23 @@ func TestParsePeerFlags(t *testing.T) {
 	} {
 		if _, err := Parse(bad, env(nil)); err == nil {
 			t.Errorf("Parse(%v) accepted", bad)
+		}
+	}
+}
+
+// --max-ttl caps every record's TTL: a day by default, raised up to DNS's largest TTL, and handed
+// to the record controller and the embedded server.
+func TestParseMaxTTL(t *testing.T) {
+	o, err := Parse(nil, env(nil))
+	if err != nil || o.MaxTTL != 86400 || o.dnsServerOptions(nil).MaxTTL != 86400 {
+		t.Errorf("default: %v, %d", err, o.MaxTTL)
+	}
+	if o, err = Parse([]string{"--max-ttl=2147483647"}, env(nil)); err != nil || o.MaxTTL != 2147483647 || o.dnsServerOptions(nil).MaxTTL != 2147483647 {
+		t.Errorf("raised: %v, %d", err, o.MaxTTL)
+	}
+	for _, bad := range []string{"--max-ttl=0", "--max-ttl=2147483648"} {
+		if _, err := Parse([]string{bad}, env(nil)); err == nil || !strings.Contains(err.Error(), "--max-ttl must be from 1 to 2147483647") {
+			t.Errorf("Parse(%s): %v", bad, err)
 		}
 	}
 }
