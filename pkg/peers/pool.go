@@ -111,6 +111,8 @@ type peerState struct {
 	// err is the last pull's error, nil after a good one.
 	err   error
 	stale bool
+	// left: the last merge left its accepted export out for what it claims.
+	left  bool
 	pulls map[string]uint64 // by result: "ok" or a Reason
 }
 
@@ -489,6 +491,9 @@ type PeerStatus struct {
 	Records int
 	// Stale: the peer counts as gone (its owners are withdrawn where a live owner claims).
 	Stale bool
+	// Refused: nothing of the peer is merged for what its export claims (Error says what): the
+	// last merge left its export out, or none of its exports was ever accepted.
+	Refused bool
 	// Error is why the last pull failed, "" after a good one.
 	Error string
 	// Discovered: found in the zone's NS set, not configured.
@@ -506,7 +511,8 @@ func (p *Pool) Status(zone string) []PeerStatus {
 		if st.peer.Zone != zone || st.self {
 			continue
 		}
-		s := PeerStatus{Peer: st.peer, LastPull: st.lastOK, Stale: st.stale, Error: errText(st.err), Discovered: st.discovered}
+		s := PeerStatus{Peer: st.peer, LastPull: st.lastOK, Stale: st.stale, Error: errText(st.err), Discovered: st.discovered,
+			Refused: st.left || st.last == nil && st.err != nil && (ReasonOf(st.err) == ReasonOwners || ReasonOf(st.err) == ReasonClaimed)}
 		if st.last != nil {
 			s.Cluster, s.Serial, s.Records = st.last.Export.Cluster, st.last.Serial, st.last.Records
 		}
@@ -538,7 +544,7 @@ func (p *Pool) Merge(zone string, local dnsserver.Export) (*Merged, error) {
 		}
 		// An export accepted before this cluster claimed one of its owners is left out now.
 		if ex := st.last.Export; ex.Cluster == local.Cluster || overlaps(st.owners, localOwners) {
-			st.err = failed(ReasonOwners, "the export claims this cluster's owners or names it")
+			st.err, st.left = failed(ReasonOwners, "the export claims this cluster's owners or names it"), true
 			continue
 		}
 		candidates = append(candidates, st)
@@ -594,9 +600,10 @@ func (p *Pool) claimFirst(zone string, candidates []*peerState) []*peerState {
 				st.pulls[ReasonClaimed]++
 				p.opts.Log.Info("a peer's export is refused: another peer claimed first what it claims", "zone", zone, "peer", st.peer.Addr, "reason", ReasonClaimed, "error", err.Error())
 			}
-			st.err = err
+			st.err, st.left = err, true
 			continue
 		}
+		st.left = false
 		for _, c := range cs {
 			held[c] = st
 		}

@@ -443,10 +443,10 @@ func TestPoolFirstClaimerKeeps(t *testing.T) {
 	if got := shared(p); got != "10.0.1.1,10.0.2.1" {
 		t.Errorf("after the thief's pull the shared record is %s, want peer two's address kept and the thief's left out", got)
 	}
-	if st := statusOf(t, p, peerThief.Addr); !strings.HasPrefix(st.Error, ReasonClaimed+": the export claims owner owner-two, which peer "+peerTwo.Addr+" claimed first") || !st.LastPull.IsZero() {
+	if st := statusOf(t, p, peerThief.Addr); !strings.HasPrefix(st.Error, ReasonClaimed+": the export claims owner owner-two, which peer "+peerTwo.Addr+" claimed first") || !st.LastPull.IsZero() || !st.Refused {
 		t.Errorf("the thief: %+v", st)
 	}
-	if st := statusOf(t, p, peerTwo.Addr); st.Error != "" || st.Stale {
+	if st := statusOf(t, p, peerTwo.Addr); st.Error != "" || st.Stale || st.Refused {
 		t.Errorf("peer two was evicted: %+v", st)
 	}
 	if n := pulls(t, p, peerThief.Addr, ReasonClaimed); n != 1 {
@@ -460,7 +460,7 @@ func TestPoolFirstClaimerKeeps(t *testing.T) {
 	if got := shared(q); got != "10.0.1.1,10.0.5.1" {
 		t.Errorf("fresh start: the shared record is %s, want the earlier-changed export's address", got)
 	}
-	if st := statusOf(t, q, peerTwo.Addr); !strings.HasPrefix(st.Error, ReasonClaimed+":") {
+	if st := statusOf(t, q, peerTwo.Addr); !strings.HasPrefix(st.Error, ReasonClaimed+":") || !st.Refused || st.LastPull.IsZero() {
 		t.Errorf("fresh start: peer two %+v, want refused as %s", st, ReasonClaimed)
 	}
 
