@@ -1,6 +1,7 @@
 package dnsrecord
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"strconv"
@@ -64,8 +65,10 @@ func validateSpec(rec *v1alpha1.DNSRecord, maxTTL int64) error {
 			if ps.Name != v1alpha1.ProviderSpecificWeight {
 				continue
 			}
-			if w, err := strconv.ParseUint(strings.TrimSpace(ps.Value), 10, 64); err != nil || w > v1alpha1.MaxWeight {
-				add(fmt.Sprintf("%s.providerSpecific[%d]", field, j), "weight %.40q is not an integer from 0 to %d, the largest weight every provider accepts", ps.Value, v1alpha1.MaxWeight)
+			// A weight that is no number, or negative, is the backend's to refuse in Kuadrant's words
+			// (with a coredns Secret, on the authoritative record, as Kuadrant's suite checks).
+			if w, err := strconv.ParseUint(strings.TrimSpace(ps.Value), 10, 64); errors.Is(err, strconv.ErrRange) || err == nil && w > v1alpha1.MaxWeight {
+				add(fmt.Sprintf("%s.providerSpecific[%d]", field, j), "weight %.40s is more than %d, the largest weight every provider accepts", ps.Value, v1alpha1.MaxWeight)
 			}
 		}
 		if n := len(ep.Targets); n < MinTargets || n > MaxTargets {

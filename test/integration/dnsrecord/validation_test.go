@@ -66,7 +66,7 @@ func TestValidationBeforePlanning(t *testing.T) {
 		{"ttl-negative", func(r string) *v1alpha1.Endpoint { return a("x."+r, -5, "10.0.0.1") }, "spec.endpoints[1].recordTTL", "-5 is outside 0..86400"},
 		{"weight-256", func(r string) *v1alpha1.Endpoint {
 			return a("x."+r, 60, "10.0.0.1").WithSetIdentifier("x").WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "256")
-		}, "spec.endpoints[1].providerSpecific[0]", "not an integer from 0 to 255"},
+		}, "spec.endpoints[1].providerSpecific[0]", "weight 256 is more than 255"},
 		{"no-targets", func(r string) *v1alpha1.Endpoint { return a("x."+r, 60) }, "spec.endpoints[1].targets", "0 targets, want 1 to 1000"},
 		{"many-targets", func(r string) *v1alpha1.Endpoint { return a("x."+r, 60, ips(1001)...) }, "spec.endpoints[1].targets", "1001 targets, want 1 to 1000"},
 		{"duplicate", func(r string) *v1alpha1.Endpoint { return a(r, 300, "10.0.0.9") }, "spec.endpoints[1]", "the same record set as spec.endpoints[0]"},
