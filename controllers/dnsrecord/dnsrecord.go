@@ -86,6 +86,15 @@ type Options struct {
 	// KeepExpired turns lease expiry off for records whose Secret does not say
 	// (SecretKeyLeaseExpiry): they withdraw no other cluster's owner whose lease ran out.
 	KeepExpired bool
+	// MaxTTL caps the TTL of every endpoint (--max-ttl); 0 means v1alpha1.DefaultMaxTTL.
+	MaxTTL int64
+}
+
+func (o Options) maxTTL() int64 {
+	if o.MaxTTL <= 0 {
+		return v1alpha1.DefaultMaxTTL
+	}
+	return o.MaxTTL
 }
 
 // DefaultOptions are the production timings.

@@ -24,7 +24,7 @@ import (
 func (r *Reconciler) validate(_ context.Context, s *scope) (ctrl.Result, error, bool) {
 	rec := s.record
 	rec.Status.OwnerID = ownerID(rec)
-	if err := validateSpec(rec); err != nil {
+	if err := validateSpec(rec, r.Options.maxTTL()); err != nil {
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonValidationError, err.Error())
 		return ctrl.Result{}, reconcile.TerminalError(err), true
 	}

@@ -1,8 +1,10 @@
 package dnsrecord
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -12,9 +14,6 @@ import (
 // Bounds a DNSRecord's endpoints are held to before anything is planned (docs/troubleshooting.md,
 // ValidationError).
 const (
-	// MaxTTL is the largest TTL DNS carries (RFC 2181 section 8: 2^31 - 1 seconds). Backends may
-	// publish less; the TTL published is what the zone holds and the post-write check compares.
-	MaxTTL = 2147483647
 	// MinTargets and MaxTargets bound the targets of one endpoint. 1,000 is Route 53's limit of
 	// values per record set (and more than any gateway has addresses); a record set with no value
 	// cannot be published.
@@ -29,9 +28,10 @@ const (
 
 // validateSpec re-checks what the CRD validates (a CRD installed from an older version may not) and
 // what it cannot: target syntax by record type, name lengths including the ownership TXT the registry
-// writes beside each record, TTL and target count bounds, and duplicate record sets. Each problem
-// names its field (spec.endpoints[2].targets[0]).
-func validateSpec(rec *v1alpha1.DNSRecord) error {
+// writes beside each record, TTL (at most maxTTL, Options.MaxTTL), weight (v1alpha1.MaxWeight) and
+// target count bounds, and duplicate record sets. Each problem names its field
+// (spec.endpoints[2].targets[0]).
+func validateSpec(rec *v1alpha1.DNSRecord, maxTTL int64) error {
 	root := strings.ToLower(rec.RootHost())
 	owner := ownerID(rec)
 	seen := map[v1alpha1.EndpointKey]int{}
@@ -58,8 +58,18 @@ func validateSpec(rec *v1alpha1.DNSRecord) error {
 				add(field+".dnsName", "the ownership TXT record %s written beside it %s", txt, nameProblem(txt))
 			}
 		}
-		if ep.RecordTTL < 0 || ep.RecordTTL > MaxTTL {
-			add(field+".recordTTL", "%d is outside 0..%d", ep.RecordTTL, MaxTTL)
+		if ep.RecordTTL < 0 || int64(ep.RecordTTL) > maxTTL {
+			add(field+".recordTTL", "%d is outside 0..%d (the operator may raise the cap with --max-ttl)", ep.RecordTTL, maxTTL)
+		}
+		for j, ps := range ep.ProviderSpecific {
+			if ps.Name != v1alpha1.ProviderSpecificWeight {
+				continue
+			}
+			// A weight that is no number, or negative, is the backend's to refuse in Kuadrant's words
+			// (with a coredns Secret, on the authoritative record, as Kuadrant's suite checks).
+			if w, err := strconv.ParseUint(strings.TrimSpace(ps.Value), 10, 64); errors.Is(err, strconv.ErrRange) || err == nil && w > v1alpha1.MaxWeight {
+				add(fmt.Sprintf("%s.providerSpecific[%d]", field, j), "weight %.40s is more than %d, the largest weight every provider accepts", ps.Value, v1alpha1.MaxWeight)
+			}
 		}
 		if n := len(ep.Targets); n < MinTargets || n > MaxTargets {
 			add(field+".targets", "%d targets, want %d to %d", n, MinTargets, MaxTargets)

@@ -28,7 +28,8 @@ func TestValidateSpec(t *testing.T) {
 		{"AAAA with IPv6", v1alpha1.NewEndpoint(root, "AAAA", 60, "2001:db8::1"), "", ""},
 		{"CNAME", v1alpha1.NewEndpoint(root, "CNAME", 60, "lb.example.net"), "", ""},
 		{"wildcard", v1alpha1.NewEndpoint("*."+root, "A", 60, "10.0.0.1"), "", ""},
-		{"largest TTL", v1alpha1.NewEndpoint("www."+root, "A", MaxTTL, "10.0.0.1"), "", ""},
+		{"largest TTL", v1alpha1.NewEndpoint("www."+root, "A", v1alpha1.DefaultMaxTTL, "10.0.0.1"), "", ""},
+		{"largest weight", v1alpha1.NewEndpoint("w."+root, "A", 60, "10.0.0.1").WithSetIdentifier("a").WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "255"), "", ""},
 		{"A with a hostname", v1alpha1.NewEndpoint(root, "A", 60, "10.0.0.1", "lb.example.net"), "spec.endpoints[1].targets[1]", "is not an IPv4 address"},
 		{"A with IPv6", v1alpha1.NewEndpoint(root, "A", 60, "2001:db8::1"), "spec.endpoints[1].targets[0]", "is not an IPv4 address"},
 		{"AAAA with IPv4", v1alpha1.NewEndpoint(root, "AAAA", 60, "10.0.0.1"), "spec.endpoints[1].targets[0]", "is not an IPv6 address"},
@@ -36,8 +37,13 @@ func TestValidateSpec(t *testing.T) {
 		{"name over 253", v1alpha1.NewEndpoint(strings.Repeat(long+".", 4)+root, "A", 60, "10.0.0.1"), "spec.endpoints[1].dnsName", "more than the 253 a DNS name may have"},
 		{"ownership TXT name over 253", v1alpha1.NewEndpoint(nearLimit, "A", 60, "10.0.0.1"), "spec.endpoints[1].dnsName", "the ownership TXT record kuadrant-"},
 		{"ownership TXT label over 63", v1alpha1.NewEndpoint(strings.Repeat("c", 50)+"."+root, "AAAA", 60, "2001:db8::1"), "spec.endpoints[1].dnsName", "the ownership TXT record"},
-		{"negative TTL", v1alpha1.NewEndpoint(root, "CNAME", -1, "lb.example.net"), "spec.endpoints[1].recordTTL", "outside 0..2147483647"},
-		{"huge TTL", v1alpha1.NewEndpoint(root, "CNAME", MaxTTL+1, "lb.example.net"), "spec.endpoints[1].recordTTL", "outside 0..2147483647"},
+		{"negative TTL", v1alpha1.NewEndpoint(root, "CNAME", -1, "lb.example.net"), "spec.endpoints[1].recordTTL", "outside 0..86400"},
+		{"TTL over the cap", v1alpha1.NewEndpoint(root, "CNAME", v1alpha1.DefaultMaxTTL+1, "lb.example.net"), "spec.endpoints[1].recordTTL", "86401 is outside 0..86400 (the operator may raise the cap with --max-ttl)"},
+		{"huge TTL", v1alpha1.NewEndpoint(root, "CNAME", v1alpha1.MaxTTL, "lb.example.net"), "spec.endpoints[1].recordTTL", "outside 0..86400"},
+		{"weight over 255", v1alpha1.NewEndpoint("w."+root, "A", 60, "10.0.0.1").WithSetIdentifier("a").WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "256"), "spec.endpoints[1].providerSpecific[0]", "weight 256 is more than 255, the largest weight every provider accepts"},
+		{"weight of 2^64", v1alpha1.NewEndpoint("w."+root, "A", 60, "10.0.0.1").WithSetIdentifier("a").WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "18446744073709551616"), "spec.endpoints[1].providerSpecific[0]", "is more than 255"},
+		// Left to the backend, which refuses it in Kuadrant's words (invalid weight expected a value >= 0).
+		{"negative weight", v1alpha1.NewEndpoint("w."+root, "A", 60, "10.0.0.1").WithSetIdentifier("a").WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "-1"), "", ""},
 		{"no targets", v1alpha1.NewEndpoint(root, "CNAME", 60), "spec.endpoints[1].targets", "0 targets, want 1 to 1000"},
 		{"too many targets", v1alpha1.NewEndpoint(root, "AAAA", 60, manyIPv6(MaxTargets+1)...), "spec.endpoints[1].targets", "1001 targets, want 1 to 1000"},
 		{"duplicate", v1alpha1.NewEndpoint(root, "A", 300, "10.0.0.2"), "spec.endpoints[1]", "the same record set as spec.endpoints[0]"},
@@ -49,7 +55,7 @@ func TestValidateSpec(t *testing.T) {
 				eps = append(eps, tc.ep)
 			}
 			rec := &v1alpha1.DNSRecord{ObjectMeta: metav1.ObjectMeta{UID: "uid-1"}, Spec: v1alpha1.DNSRecordSpec{RootHost: root, Endpoints: eps}}
-			err := validateSpec(rec)
+			err := validateSpec(rec, v1alpha1.DefaultMaxTTL)
 			if tc.field == "" {
 				if err != nil {
 					t.Fatalf("valid spec refused: %v", err)
@@ -60,6 +66,13 @@ func TestValidateSpec(t *testing.T) {
 				t.Errorf("got %v\nwant a problem of %s saying %q", err, tc.field, tc.says)
 			}
 		})
+	}
+	// An operator who raised the cap (--max-ttl) may publish up to it, and DNS's largest TTL at most.
+	for ttl, want := range map[v1alpha1.TTL]bool{v1alpha1.MaxTTL: true, v1alpha1.MaxTTL + 1: false} {
+		rec := &v1alpha1.DNSRecord{Spec: v1alpha1.DNSRecordSpec{RootHost: root, Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(root, "A", ttl, "10.0.0.1")}}}
+		if err := validateSpec(rec, v1alpha1.MaxTTL); (err == nil) != want {
+			t.Errorf("TTL %d with the cap at %d: %v", ttl, v1alpha1.MaxTTL, err)
+		}
 	}
 	// The TXT case really is about the TXT: the record's own name fits.
 	if nameProblem(nearLimit) != "" || nameProblem(registry.TXTName(ownerID(&v1alpha1.DNSRecord{ObjectMeta: metav1.ObjectMeta{UID: "uid-1"}}), "A", nearLimit)) == "" {

@@ -83,6 +83,9 @@ const (
 	// ReasonPeerStale: a peer's export could not be pulled, or its lease did not change, for its
 	// lease duration; its owners are withdrawn where live owners still claim.
 	ReasonPeerStale = "PeerStale"
+	// ReasonPeerRefused: no peer is stale, but a peer's export is left out of the merge for what it
+	// claims: an owner or the name of this cluster, or what another peer claimed first.
+	ReasonPeerRefused = "PeerRefused"
 
 	fieldOwner = "dnspolicy-dnsserver"
 	// maxMessageReasons bounds how many refusals a condition message lists.
@@ -318,6 +321,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionTrue, Reason: ReasonServed,
 			Message: fmt.Sprintf("served in zone %s by the embedded DNS server", zone)}
 	}
+	sources, local, ownRefused := r.ownRecordsOnly(zone, sources)
+	endpoints = len(local)
 	data := dnsserver.ZoneData{
 		Sources:     sources,
 		Nameservers: r.Nameservers,
@@ -356,6 +361,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			peerCondition = &c
 		}
 	}
+	for name, reasons := range ownRefused {
+		verdicts[keyOf(name)] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonRecordsRefused,
+			Message: refusedMessage(zone, reasons)}
+	}
 	if endpoints == 0 {
 		r.Server.RemoveZone(zone)
 		return result, r.report(ctx, list.Items, verdicts, peerCondition)
@@ -370,7 +379,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		_ = r.report(ctx, list.Items, verdicts, peerCondition)
 		return ctrl.Result{}, fmt.Errorf("serving zone %s: %w", zone, err)
 	}
-	for name, reasons := range st.Refused {
+	for name, reasons := range withRefused(st.Refused, ownRefused) {
 		verdicts[keyOf(name)] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonRecordsRefused,
 			Message: refusedMessage(zone, reasons)}
 	}
@@ -436,32 +445,43 @@ func (r *Reconciler) exported(zone string) bool {
 // peersCondition says whether every peer of a zone is live. Its message names peers and reasons
 // only, never times or serials, so it changes only when a peer's state does.
 func peersCondition(zone string, peers []peers.PeerStatus) metav1.Condition {
-	var stale, failing []string
+	var stale, refused, failing []string
 	for _, p := range peers {
 		switch {
 		case p.Stale:
 			stale = append(stale, fmt.Sprintf("%s (%s)", p.Peer.Addr, cmp.Or(p.Error, "its lease stopped changing")))
+		case p.Refused:
+			refused = append(refused, fmt.Sprintf("%s (%s)", p.Peer.Addr, p.Error))
 		case p.LastPull.IsZero():
 			stale = append(stale, fmt.Sprintf("%s (never pulled: %s)", p.Peer.Addr, cmp.Or(p.Error, "not yet")))
 		case p.Error != "":
 			failing = append(failing, fmt.Sprintf("%s (%s)", p.Peer.Addr, p.Error))
 		}
 	}
+	refusedText := fmt.Sprintf("%d of %d peers of zone %s are refused, their exports not merged: %s", len(refused), len(peers), zone, strings.Join(refused, "; "))
 	if len(stale) > 0 {
 		msg := fmt.Sprintf("%d of %d peers of zone %s are stale, their owners withdrawn where live owners claim: %s", len(stale), len(peers), zone, strings.Join(stale, "; "))
-		if len(msg) > 4096 {
-			msg = msg[:4093] + "..."
+		if len(refused) > 0 {
+			msg += "; " + refusedText
 		}
-		return metav1.Condition{Type: ConditionPeers, Status: metav1.ConditionFalse, Reason: ReasonPeerStale, Message: msg}
+		return metav1.Condition{Type: ConditionPeers, Status: metav1.ConditionFalse, Reason: ReasonPeerStale, Message: limitMessage(msg)}
+	}
+	if len(refused) > 0 {
+		return metav1.Condition{Type: ConditionPeers, Status: metav1.ConditionFalse, Reason: ReasonPeerRefused, Message: limitMessage(refusedText)}
 	}
 	msg := fmt.Sprintf("zone %s is served merged with the exports of %d peers", zone, len(peers))
 	if len(failing) > 0 {
 		msg += fmt.Sprintf("; the last pull of %d failed, their last exports are used within their lease: %s", len(failing), strings.Join(failing, "; "))
 	}
+	return metav1.Condition{Type: ConditionPeers, Status: metav1.ConditionTrue, Reason: ReasonPeersLive, Message: limitMessage(msg)}
+}
+
+// limitMessage keeps a Peers message within 4 KiB.
+func limitMessage(msg string) string {
 	if len(msg) > 4096 {
-		msg = msg[:4093] + "..."
+		return msg[:4093] + "..."
 	}
-	return metav1.Condition{Type: ConditionPeers, Status: metav1.ConditionTrue, Reason: ReasonPeersLive, Message: msg}
+	return msg
 }
 
 func keyOf(source string) client.ObjectKey {

@@ -62,6 +62,17 @@ func TestPeersCondition(t *testing.T) {
 			t.Errorf("stale: %+v, want %q in the message", c, want)
 		}
 	}
+	// A peer refused for what its export claims is named with why, and is no failing pull.
+	thief := peers.PeerStatus{Peer: p("10.0.0.7:53"), LastPull: pulled, Refused: true,
+		Error: "claimed: the export claims owner o1, which peer 10.0.0.2:53 claimed first"}
+	r := peersCondition("z.example.com", []peers.PeerStatus{live, failing, thief})
+	if r.Status != metav1.ConditionFalse || r.Reason != ReasonPeerRefused ||
+		r.Message != "1 of 3 peers of zone z.example.com are refused, their exports not merged: 10.0.0.7:53 (claimed: the export claims owner o1, which peer 10.0.0.2:53 claimed first)" {
+		t.Errorf("refused: %+v", r)
+	}
+	if r := peersCondition("z.example.com", []peers.PeerStatus{live, stale, thief}); r.Reason != ReasonPeerStale || !strings.Contains(r.Message, "; 1 of 3 peers of zone z.example.com are refused") {
+		t.Errorf("stale and refused: %+v", r)
+	}
 	live.LastPull, live.Serial = pulled.Add(time.Minute), 8
 	if again := peersCondition("z.example.com", []peers.PeerStatus{live, stale, wedged, never}); again.Message != c.Message {
 		t.Errorf("a later pull changed the message:\n%s\n%s", again.Message, c.Message)

@@ -141,3 +141,35 @@ func TestQueryMetrics(t *testing.T) {
 		t.Errorf("refused = %v", v)
 	}
 }
+
+// An endpoint whose TTL is over the server's cap (a day unless Options.MaxTTL raises it) or whose
+// weight is over v1alpha1.MaxWeight is refused, as the record controller refuses any record's: its
+// source says why, and the rest of the zone is served.
+func TestTTLAndWeightCaps(t *testing.T) {
+	weighted := func(name, target, weight string) *v1alpha1.Endpoint {
+		return ep(name, "CNAME", 60, target).WithSetIdentifier(target).WithProviderSpecific(v1alpha1.ProviderSpecificWeight, weight)
+	}
+	data := ZoneData{Sources: []Source{
+		{Name: "tenant/ttl", Endpoints: []*v1alpha1.Endpoint{ep("long.example.com", "A", v1alpha1.DefaultMaxTTL+1, "192.0.2.1")}},
+		{Name: "tenant/weight", Endpoints: []*v1alpha1.Endpoint{weighted("heavy.example.com", "a.example.net", "256"),
+			weighted("heavy.example.com", "b.example.net", "18446744073709551616")}},
+		{Name: "tenant/ok", Endpoints: []*v1alpha1.Endpoint{ep("day.example.com", "A", v1alpha1.DefaultMaxTTL, "192.0.2.2"),
+			weighted("lb.example.com", "c.example.net", "255")}},
+	}}
+	st := setZone(t, startServer(t, Options{}), "example.com", data)
+	for src, want := range map[string][]string{
+		"tenant/ttl":    {"TTL 86401, more than the 86400 allowed (--max-ttl)"},
+		"tenant/weight": {"weight 256, more than the 255 every provider accepts", "weight 18446744073709551615, more than the 255"},
+	} {
+		if got := strings.Join(st.Refused[src], "; "); len(st.Refused[src]) != len(want) || !strings.Contains(got, want[0]) || !strings.Contains(got, want[len(want)-1]) {
+			t.Errorf("%s: refusals %q, want %q", src, st.Refused[src], want)
+		}
+	}
+	if len(st.Refused["tenant/ok"]) != 0 {
+		t.Errorf("tenant/ok refused: %q", st.Refused["tenant/ok"])
+	}
+	// An operator who raised the cap serves the longer TTL.
+	if st := setZone(t, startServer(t, Options{MaxTTL: v1alpha1.MaxTTL}), "example.com", data); len(st.Refused["tenant/ttl"]) != 0 {
+		t.Errorf("with the cap raised: %q", st.Refused["tenant/ttl"])
+	}
+}

@@ -45,6 +45,8 @@ import (
 	"github.com/miekg/dns"
 	"golang.org/x/net/ipv4"
 	"golang.org/x/net/ipv6"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 )
 
 const notifyAttempts = 5
@@ -104,6 +106,9 @@ type Options struct {
 	TCPWriteTimeout time.Duration
 	// RateLimit is response rate limiting over UDP; the zero value is off.
 	RateLimit RateLimit
+	// MaxTTL caps the TTL of every endpoint served, as the record controller caps every record's
+	// (--max-ttl); an endpoint above it is refused. 0 means v1alpha1.DefaultMaxTTL.
+	MaxTTL int64
 	// NotifyTimeout is how long to wait for a secondary to acknowledge a NOTIFY; default 2s, doubled
 	// per retry.
 	NotifyTimeout time.Duration
@@ -128,6 +133,7 @@ type Server struct {
 	exportPrefixes map[string][]netip.Prefix
 	// nsAddrs are Options.NameserverAddresses by canonical name.
 	nsAddrs       map[string][]netip.Addr
+	maxTTL        int64
 	maxUDP        int
 	maxConns      int
 	maxPerSource  int
@@ -202,6 +208,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.random == nil {
 		s.random = rand.Uint64N
+	}
+	if s.maxTTL = opts.MaxTTL; s.maxTTL <= 0 {
+		s.maxTTL = v1alpha1.DefaultMaxTTL
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -341,7 +350,7 @@ func (s *Server) SetZone(name string, data ZoneData) (ZoneStatus, error) {
 	if prev != nil && !serialNewer(serial, prev.serial) {
 		serial = prev.serial + 1
 	}
-	snap, refused, err := buildZone(origin, data, serial, s.nsAddrs)
+	snap, refused, err := buildZone(origin, data, serial, s.nsAddrs, s.maxTTL)
 	if err != nil {
 		if entry != nil {
 			entry.stats.buildsFailed.Add(1)

@@ -31,8 +31,6 @@ const (
 	defaultTTL = 60
 	// maxChain bounds how many CNAMEs one answer follows, so a loop in the data ends.
 	maxChain = 8
-	// maxWeight caps a weight (Route53 allows 255, Kuadrant defaults to 120).
-	maxWeight = 1 << 32
 )
 
 // rrset is one record set encoded for the wire once, when the zone is built. Every record starts with
@@ -248,6 +246,24 @@ func describe(ep *v1alpha1.Endpoint) string {
 	return s + fmt.Sprintf(" (%d targets)", len(ep.Targets))
 }
 
+// weightOver returns an endpoint's weight when it is over v1alpha1.MaxWeight. A weight too large
+// for 64 bits is over too.
+func weightOver(ep *v1alpha1.Endpoint) (uint64, bool) {
+	for _, p := range ep.ProviderSpecific {
+		if p.Name != v1alpha1.ProviderSpecificWeight {
+			continue
+		}
+		w, err := strconv.ParseUint(strings.TrimSpace(p.Value), 10, 64)
+		if errors.Is(err, strconv.ErrRange) {
+			return w, true
+		}
+		if err == nil && w > v1alpha1.MaxWeight {
+			return w, true
+		}
+	}
+	return 0, false
+}
+
 // refusals collects what a build left out, by source.
 type refusals struct {
 	all      []string
@@ -266,8 +282,9 @@ func (r *refusals) add(sources []string, msg string) {
 
 // buildZone turns endpoints into a snapshot. Endpoints and record sets that cannot be served are
 // left out and described in the refusals; the rest of the zone is served. nsAddrs are the addresses
-// of nameserver names, by canonical name (Options.NameserverAddresses).
-func buildZone(origin string, data ZoneData, serial uint32, nsAddrs map[string][]netip.Addr) (snap *snapshot, refused refusals, err error) {
+// of nameserver names, by canonical name (Options.NameserverAddresses); maxTTL caps every TTL
+// (Options.MaxTTL).
+func buildZone(origin string, data ZoneData, serial uint32, nsAddrs map[string][]netip.Addr, maxTTL int64) (snap *snapshot, refused refusals, err error) {
 	apex, err := wireName(origin)
 	if err != nil {
 		return nil, refused, fmt.Errorf("zone %q: %w", origin, err)
@@ -375,7 +392,17 @@ func buildZone(origin string, data ZoneData, serial uint32, nsAddrs map[string][
 				skip(ep, "negative TTL")
 				continue
 			}
-			ttl := uint32(min(int64(ep.RecordTTL), 1<<31-1))
+			// The caps every DNSRecord is validated against, which the record controller does not
+			// apply to authoritative records.
+			if int64(ep.RecordTTL) > maxTTL {
+				skip(ep, "TTL %d, more than the %d allowed (--max-ttl)", ep.RecordTTL, maxTTL)
+				continue
+			}
+			if w, over := weightOver(ep); over {
+				skip(ep, "weight %d, more than the %d every provider accepts", w, v1alpha1.MaxWeight)
+				continue
+			}
+			ttl := uint32(ep.RecordTTL)
 			if ttl == 0 {
 				ttl = defaultTTL
 			}
@@ -438,10 +465,9 @@ func buildZone(origin string, data ZoneData, serial uint32, nsAddrs map[string][
 						}
 					}
 				case v1alpha1.ProviderSpecificWeight:
-					// Kuadrant's plugin reads a weight it cannot parse as 0; so do we, so both serve the same.
-					// The cap keeps the sum of a set's weights from overflowing.
+					// Kuadrant's plugin reads a weight it cannot parse as 0; so do we, so both serve the
+					// same. Weights above v1alpha1.MaxWeight were refused, so a set's sum cannot overflow.
 					w, _ := strconv.ParseUint(strings.TrimSpace(p.Value), 10, 64)
-					w = min(w, maxWeight)
 					d.weight = &w
 				}
 			}

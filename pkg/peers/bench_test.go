@@ -77,7 +77,7 @@ func BenchmarkPullAndMerge(b *testing.B) {
 	pullAll := func(b *testing.B) []Contribution {
 		out := []Contribution{{Cluster: local.Cluster, Changed: local.Changed, Endpoints: local.Endpoints}}
 		for _, p := range peers {
-			pulled, err := Pull(ctx, p, 30*time.Second, 0, 0)
+			pulled, err := Pull(ctx, p, 30*time.Second, 0, 0, 0)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -106,7 +106,7 @@ func BenchmarkPullAndMerge(b *testing.B) {
 	b.Run("pull-unchanged", func(b *testing.B) {
 		serials := map[string]uint32{}
 		for _, p := range peers {
-			pulled, err := Pull(ctx, p, 30*time.Second, 0, 0)
+			pulled, err := Pull(ctx, p, 30*time.Second, 0, 0, 0)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -115,7 +115,7 @@ func BenchmarkPullAndMerge(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			for _, p := range peers {
-				if pulled, err := Pull(ctx, p, 30*time.Second, 0, serials[p.Addr]); err != nil || !pulled.Unchanged {
+				if pulled, err := Pull(ctx, p, 30*time.Second, 0, 0, serials[p.Addr]); err != nil || !pulled.Unchanged {
 					b.Fatalf("%+v, %v", pulled, err)
 				}
 			}

@@ -1,8 +1,10 @@
 package peers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -38,9 +40,11 @@ type Options struct {
 	// is recognised by its export, which names this cluster.
 	Own []string
 	// Interval between two pulls of one peer (DefaultInterval); each pull is bounded by Timeout
-	// (DefaultTimeout) and MaxRecords (DefaultMaxRecords).
+	// (DefaultTimeout), MaxRecords (DefaultMaxRecords) and MaxBytes (DefaultMaxBytes). A pull
+	// over a bound fails, and the peer's last good export is kept.
 	Interval, Timeout time.Duration
 	MaxRecords        int
+	MaxBytes          int64
 	// Duration is how long a peer whose export carries no lease, or a lease that never expires,
 	// may go unpulled before it counts as gone (lease.DefaultDuration).
 	Duration time.Duration
@@ -69,6 +73,22 @@ type Pool struct {
 	local map[string]localState
 	// merged is, by zone, the last merge.
 	merged map[string]lastMerge
+	// holders are, by zone, the peer holding each owner and cluster name its merged export claims:
+	// the first to claim one keeps it, and a later claimer is refused (see Merge).
+	holders map[string]map[claim]*peerState
+}
+
+// claim is what a peer's export claims alone among the peers: an owner, or its cluster's name.
+type claim struct {
+	cluster bool
+	id      string
+}
+
+func (c claim) String() string {
+	if c.cluster {
+		return "names cluster " + c.id
+	}
+	return "claims owner " + c.id
 }
 
 type localState struct {
@@ -88,13 +108,11 @@ type peerState struct {
 	last   *Pulled
 	lastOK time.Time
 	owners map[string]bool
-	// claims are the owners, and cluster the lease key, of the last export pulled, accepted or
-	// refused for its owners: two peers claiming one owner are both refused, whichever came first.
-	claims  map[string]bool
-	cluster string
 	// err is the last pull's error, nil after a good one.
 	err   error
 	stale bool
+	// left: the last merge left its accepted export out for what it claims.
+	left  bool
 	pulls map[string]uint64 // by result: "ok" or a Reason
 }
 
@@ -121,7 +139,8 @@ func New(opts Options) *Pool {
 	if opts.DiscoverInterval <= 0 {
 		opts.DiscoverInterval = DefaultDiscoverInterval
 	}
-	p := &Pool{opts: opts, local: map[string]localState{}, merged: map[string]lastMerge{}, discoveries: map[string]map[string]uint64{}}
+	p := &Pool{opts: opts, local: map[string]localState{}, merged: map[string]lastMerge{}, discoveries: map[string]map[string]uint64{},
+		holders: map[string]map[claim]*peerState{}}
 	p.judge.Tolerance = opts.Tolerance
 	for _, peer := range opts.Peers {
 		peer.Zone = v1alpha1.NormalizeName(peer.Zone)
@@ -222,6 +241,7 @@ func (p *Pool) DiscoverOnce(ctx context.Context, wg *sync.WaitGroup, d Discovery
 	for _, st := range p.peers {
 		if st.discovered && st.peer.Zone == d.Zone && !slices.Contains(addrs, st.peer.Addr) {
 			st.stop()
+			p.release(st)
 			removed = append(removed, st.peer.Addr)
 			continue
 		}
@@ -262,7 +282,7 @@ func (p *Pool) PullOnce(ctx context.Context, peer Peer) {
 		have = st.last.Serial
 	}
 	p.mu.Unlock()
-	pulled, err := Pull(ctx, peer, p.opts.Timeout, p.opts.MaxRecords, have)
+	pulled, err := Pull(ctx, peer, p.opts.Timeout, p.opts.MaxRecords, p.opts.MaxBytes, have)
 	if ctx.Err() != nil {
 		return
 	}
@@ -278,8 +298,8 @@ func (p *Pool) state(peer Peer) *peerState {
 	return nil
 }
 
-// take judges a pull: it refuses an export that claims owners or a lease of this cluster or of
-// another peer, keeps the last good export otherwise, and tells Changed when the zone's merge
+// take judges a pull: it refuses an export that claims owners or a lease of this cluster, or what
+// another peer holds, keeps the last good export otherwise, and tells Changed when the zone's merge
 // changes.
 func (p *Pool) take(peer Peer, pulled *Pulled, err error) {
 	now := p.opts.Now()
@@ -351,6 +371,13 @@ func (p *Pool) markSelf(st *peerState) {
 	p.opts.Log.Info("a server of the zone's NS set is this cluster's own: not a peer", "zone", st.peer.Zone, "server", st.peer.Addr)
 	st.self, st.last, st.err, st.stale = true, nil, nil, false
 	st.stop()
+	p.release(st)
+}
+
+// release forgets what a peer holds: it left, or turned out to be this cluster's own server.
+// Called with p.mu held.
+func (p *Pool) release(st *peerState) {
+	maps.DeleteFunc(p.holders[st.peer.Zone], func(_ claim, h *peerState) bool { return h == st })
 }
 
 func errText(err error) string {
@@ -360,10 +387,9 @@ func errText(err error) string {
 	return err.Error()
 }
 
-// check refuses an export whose cluster, lease or owners are this cluster's, or another peer's of
-// the zone, and returns its owners. Against another peer, what counts is the last export each
-// pulled, accepted or not: both are refused, so the outcome does not depend on which was pulled
-// first (Merge leaves out the other one's accepted export too). Called with p.mu held.
+// check refuses an export whose cluster, lease or owners are this cluster's, or that claims what
+// another peer of the zone holds (claimed first, see Merge), and returns its owners. Called with
+// p.mu held.
 func (p *Pool) check(st *peerState, ex dnsserver.Export) (map[string]bool, error) {
 	zone := st.peer.Zone
 	owners := ownersOf(ex.Endpoints)
@@ -372,7 +398,6 @@ func (p *Pool) check(st *peerState, ex dnsserver.Export) (map[string]bool, error
 			return nil, failed(ReasonOwners, "the export of cluster %s holds the lease of cluster %s", ex.Cluster, lease.Key(l.Holder))
 		}
 	}
-	st.claims, st.cluster = owners, ex.Cluster
 	local := p.local[zone]
 	if ex.Cluster == local.cluster {
 		return nil, failed(ReasonOwners, "the export names this cluster (%s)", ex.Cluster)
@@ -382,29 +407,36 @@ func (p *Pool) check(st *peerState, ex dnsserver.Export) (map[string]bool, error
 			return nil, failed(ReasonOwners, "the export claims owner %s, which is this cluster's", o)
 		}
 	}
-	if err := p.conflict(st); err != nil {
-		return nil, err
+	for _, c := range claimsOf(ex.Cluster, owners) {
+		if h := p.holders[zone][c]; h != nil && h != st && h.claims(c) {
+			return nil, claimedFirst(c, h)
+		}
 	}
 	return owners, nil
 }
 
-// conflict reports another peer of st's zone whose last export names st's cluster or claims one of
-// its owners. Called with p.mu held.
-func (p *Pool) conflict(st *peerState) error {
-	for _, other := range p.peers {
-		if other == st || other.self || other.peer.Zone != st.peer.Zone || other.cluster == "" {
-			continue
-		}
-		if other.cluster == st.cluster {
-			return failed(ReasonOwners, "the export names cluster %s, as peer %s's does", st.cluster, other.peer.Addr)
-		}
-		for o := range st.claims {
-			if other.claims[o] {
-				return failed(ReasonOwners, "the export claims owner %s, as peer %s's does", o, other.peer.Addr)
-			}
-		}
+// claimsOf lists what an export claims, in a fixed order: its cluster, then its owners sorted.
+func claimsOf(cluster string, owners map[string]bool) []claim {
+	out := []claim{{cluster: true, id: cluster}}
+	for _, o := range slices.Sorted(maps.Keys(owners)) {
+		out = append(out, claim{id: o})
 	}
-	return nil
+	return out
+}
+
+// claims says whether the peer's accepted export claims c.
+func (st *peerState) claims(c claim) bool {
+	if st.last == nil {
+		return false
+	}
+	if c.cluster {
+		return st.last.Export.Cluster == c.id
+	}
+	return st.owners[c.id]
+}
+
+func claimedFirst(c claim, holder *peerState) error {
+	return failed(ReasonClaimed, "the export %s, which peer %s claimed first", c, holder.peer.Addr)
 }
 
 // ownersOf lists the owners claiming records in endpoints.
@@ -459,6 +491,9 @@ type PeerStatus struct {
 	Records int
 	// Stale: the peer counts as gone (its owners are withdrawn where a live owner claims).
 	Stale bool
+	// Refused: nothing of the peer is merged for what its export claims (Error says what): the
+	// last merge left its export out, or none of its exports was ever accepted.
+	Refused bool
 	// Error is why the last pull failed, "" after a good one.
 	Error string
 	// Discovered: found in the zone's NS set, not configured.
@@ -476,7 +511,8 @@ func (p *Pool) Status(zone string) []PeerStatus {
 		if st.peer.Zone != zone || st.self {
 			continue
 		}
-		s := PeerStatus{Peer: st.peer, LastPull: st.lastOK, Stale: st.stale, Error: errText(st.err), Discovered: st.discovered}
+		s := PeerStatus{Peer: st.peer, LastPull: st.lastOK, Stale: st.stale, Error: errText(st.err), Discovered: st.discovered,
+			Refused: st.left || st.last == nil && st.err != nil && (ReasonOf(st.err) == ReasonOwners || ReasonOf(st.err) == ReasonClaimed)}
 		if st.last != nil {
 			s.Cluster, s.Serial, s.Records = st.last.Export.Cluster, st.last.Serial, st.last.Records
 		}
@@ -496,6 +532,7 @@ func (p *Pool) Merge(zone string, local dnsserver.Export) (*Merged, error) {
 	localOwners := ownersOf(local.Endpoints)
 	p.local[zone] = localState{cluster: local.Cluster, owners: localOwners}
 	contributions := []Contribution{{Cluster: local.Cluster, Changed: local.Changed, Endpoints: local.Endpoints}}
+	var candidates []*peerState
 	for _, st := range p.peers {
 		if st.peer.Zone != zone || st.last == nil {
 			continue
@@ -505,16 +542,14 @@ func (p *Pool) Merge(zone string, local dnsserver.Export) (*Merged, error) {
 			p.markSelf(st)
 			continue
 		}
-		// An export accepted before this cluster claimed one of its owners, or before another
-		// peer's claimed one, is left out now.
+		// An export accepted before this cluster claimed one of its owners is left out now.
 		if ex := st.last.Export; ex.Cluster == local.Cluster || overlaps(st.owners, localOwners) {
-			st.err = failed(ReasonOwners, "the export claims this cluster's owners or names it")
+			st.err, st.left = failed(ReasonOwners, "the export claims this cluster's owners or names it"), true
 			continue
 		}
-		if err := p.conflict(st); err != nil {
-			st.err = err
-			continue
-		}
+		candidates = append(candidates, st)
+	}
+	for _, st := range p.claimFirst(zone, candidates) {
 		st.stale = p.expired(st, now)
 		contributions = append(contributions, Contribution{
 			Cluster: st.last.Export.Cluster, Changed: st.last.Export.Changed, Endpoints: st.last.Export.Endpoints, Expired: st.stale,
@@ -535,6 +570,62 @@ func (p *Pool) Merge(zone string, local dnsserver.Export) (*Merged, error) {
 		p.mu.Unlock()
 	}
 	return merged, err
+}
+
+// claimFirst decides which of the candidates (peers of zone with an accepted export) are merged:
+// of peers whose exports claim one owner or name one cluster, the one that held it in the last
+// merge keeps it, and among those that did not, the one whose export says it changed first (then
+// the lower address) takes it, so that servers starting together choose alike. Every other
+// claimer is refused whole, never part of it: an export is one cluster's view of its records and
+// their claims, and one that claims what is not its cluster's is misconfigured or hostile, so none
+// of it is trusted until it stops; the earlier one is never evicted. Called with p.mu held.
+func (p *Pool) claimFirst(zone string, candidates []*peerState) []*peerState {
+	slices.SortFunc(candidates, func(a, b *peerState) int {
+		return cmp.Or(a.last.Export.Changed.Compare(b.last.Export.Changed), strings.Compare(a.peer.Addr, b.peer.Addr))
+	})
+	held := map[claim]*peerState{}
+	for c, h := range p.holders[zone] {
+		if slices.Contains(candidates, h) && h.claims(c) {
+			held[c] = h
+		}
+	}
+	var merged []*peerState
+	for _, st := range candidates {
+		cs := claimsOf(st.last.Export.Cluster, st.owners)
+		i := slices.IndexFunc(cs, func(c claim) bool { h := held[c]; return h != nil && h != st })
+		if i >= 0 {
+			err := claimedFirst(cs[i], held[cs[i]])
+			if errText(st.err) != err.Error() {
+				// Counted once, as a pull refused; a pull the holder still blocks counts again.
+				st.pulls[ReasonClaimed]++
+				p.opts.Log.Info("a peer's export is refused: another peer claimed first what it claims", "zone", zone, "peer", st.peer.Addr, "reason", ReasonClaimed, "error", err.Error())
+			}
+			st.err, st.left = err, true
+			continue
+		}
+		st.left = false
+		for _, c := range cs {
+			held[c] = st
+		}
+		merged = append(merged, st)
+	}
+	p.holders[zone] = held
+	return merged
+}
+
+// PeerOwners are the owners the peers' exports merged in zone's last merge claim: statements this
+// cluster exports for them would contradict their own.
+func (p *Pool) PeerOwners(zone string) map[string]bool {
+	zone = v1alpha1.NormalizeName(zone)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]bool{}
+	for c := range p.holders[zone] {
+		if !c.cluster {
+			out[c.id] = true
+		}
+	}
+	return out
 }
 
 // lastMerge is a zone's last merge and what it was merged from.
@@ -566,7 +657,7 @@ func overlaps(a, b map[string]bool) bool {
 // Metrics.
 var (
 	descPulls = prometheus.NewDesc("dnspolicy_peer_pulls_total",
-		"Pulls of peers' exports, by zone, peer and result (ok, or the reason it failed: unreachable, refused, tsig, garbage, owners).",
+		"Pulls of peers' exports, by zone, peer and result (ok, or the reason it failed: unreachable, refused, tsig, garbage, owners, claimed; an export refused at the merge for claimed counts once more).",
 		[]string{"zone", "peer", "result"}, nil)
 	descLastPull = prometheus.NewDesc("dnspolicy_peer_last_pull_timestamp_seconds",
 		"When a peer's export was last pulled and accepted (Unix time; absent before the first).", []string{"zone", "peer"}, nil)
@@ -604,7 +695,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		zone, addr := st.peer.Zone, st.peer.Addr
-		for _, result := range []string{"ok", ReasonUnreachable, ReasonRefused, ReasonTSIG, ReasonGarbage, ReasonOwners} {
+		for _, result := range []string{"ok", ReasonUnreachable, ReasonRefused, ReasonTSIG, ReasonGarbage, ReasonOwners, ReasonClaimed} {
 			ch <- prometheus.MustNewConstMetric(descPulls, prometheus.CounterValue, float64(st.pulls[result]), zone, addr, result)
 		}
 		stale := 0.0

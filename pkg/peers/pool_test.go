@@ -2,6 +2,7 @@ package peers
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -137,8 +138,9 @@ func label(m *dto.Metric, name string) string {
 
 // TestPoolRefusesBadPeers: of five peers, two export honestly; one answers with garbage, one is
 // pulled with a key it does not share, one exports a zone claiming this cluster's owner, one
-// claims another peer's; one does not resolve and one never answers. Each bad one is refused with
-// its reason and counted; the honest ones are merged, on time.
+// claims another peer's (its export says it changed later, so the honest one claimed first); one
+// does not resolve and one never answers. Each bad one is refused with its reason and counted;
+// the honest ones are merged, on time.
 func TestPoolRefusesBadPeers(t *testing.T) {
 	clock := &fakeClock{now: time.Unix(1_800_000_000, 0)}
 	renewed := clock.Now()
@@ -164,7 +166,9 @@ func TestPoolRefusesBadPeers(t *testing.T) {
 	stealsOurs := serve(t, thiefOfOurs.exportAt(t, renewed))
 	thiefOfTwo := three[1]
 	thiefOfTwo.id, thiefOfTwo.address = "55555555-eeee-4000-8000-000000000005", "10.0.5.1"
-	stealsTwos := serve(t, thiefOfTwo.exportAt(t, renewed))
+	stealing := thiefOfTwo.exportAt(t, renewed)
+	stealing.Changed = stealing.Changed.Add(time.Hour)
+	stealsTwos := serve(t, stealing)
 	// A listener that accepts and never answers.
 	silent, err := net.Listen("tcp", freeport.Addr(t))
 	if err != nil {
@@ -227,12 +231,12 @@ func TestPoolRefusesBadPeers(t *testing.T) {
 			t.Errorf("honest peer %s was taken in after %v, not before the silent peer's %v timeout", addr, d, timeout)
 		}
 	}
-	// Peer two and the thief of its owner are both left out, whichever was pulled first.
+	// Of peer two and the thief of its owner, pulled in any order before the first merge, the one
+	// whose export changed first keeps the owner; the thief is refused at the merge.
 	for _, c := range []struct{ addr, reason string }{
 		{garbage.Addr().String(), ReasonGarbage},
 		{stealsOurs.Addr().String(), ReasonOwners},
-		{stealsTwos.Addr().String(), ReasonOwners},
-		{good[0], ReasonOwners},
+		{stealsTwos.Addr().String(), ReasonClaimed},
 		{"peer.does-not-exist.invalid:53", ReasonUnreachable},
 		{silent.Addr().String(), ReasonUnreachable},
 		{peers[7].Addr, ReasonTSIG},
@@ -241,17 +245,33 @@ func TestPoolRefusesBadPeers(t *testing.T) {
 		if !strings.HasPrefix(st.Error, c.reason+":") {
 			t.Errorf("peer %s: status %+v, want refused for %s", c.addr, st, c.reason)
 		}
-		// Of peer two and its thief, the one pulled first was accepted, and is left out by the merge.
-		if c.addr != good[0] && c.addr != stealsTwos.Addr().String() && (pulls(t, p, c.addr, c.reason) != 1 || !st.LastPull.IsZero()) {
-			t.Errorf("peer %s: %v pulls counted as %s, want 1, and none accepted", c.addr, pulls(t, p, c.addr, c.reason), c.reason)
+		if pulls(t, p, c.addr, c.reason) != 1 {
+			t.Errorf("peer %s: %v pulls counted as %s, want 1", c.addr, pulls(t, p, c.addr, c.reason), c.reason)
+		}
+		// The thief's export was taken at its pull and refused at the merge.
+		if c.addr != stealsTwos.Addr().String() && !st.LastPull.IsZero() {
+			t.Errorf("peer %s: an export was accepted: %+v", c.addr, st)
 		}
 	}
-	if st := statusOf(t, p, good[1]); st.Error != "" || st.LastPull.IsZero() || st.Records == 0 || st.Serial == 0 || st.Stale {
-		t.Errorf("honest peer %s: %+v", good[1], st)
+	if st := statusOf(t, p, stealsTwos.Addr().String()); !strings.Contains(st.Error, "claims owner owner-two, which peer "+good[0]+" claimed first") {
+		t.Errorf("the thief's status %q does not name the owner and the peer that claimed it first", st.Error)
+	}
+	for _, addr := range good {
+		if st := statusOf(t, p, addr); st.Error != "" || st.LastPull.IsZero() || st.Records == 0 || st.Serial == 0 || st.Stale {
+			t.Errorf("honest peer %s: %+v", addr, st)
+		}
 	}
 	got := strings.Join(records(m.Endpoints), "\n")
-	if !strings.Contains(got, "shared.gslb.example.com A \"\" ttl=60 [10.0.1.1 10.0.3.1]") || strings.Contains(got, "10.0.4.1") {
-		t.Errorf("merged zone:\n%s\nwant this cluster's and peer three's addresses only", got)
+	if !strings.Contains(got, "shared.gslb.example.com A \"\" ttl=60 [10.0.1.1 10.0.2.1 10.0.3.1]") || strings.Contains(got, "10.0.4.1") || strings.Contains(got, "10.0.5.1") {
+		t.Errorf("merged zone:\n%s\nwant this cluster's and peers two's and three's addresses only", got)
+	}
+	// Pulled again, the thief is refused at its pull, and peer two stays.
+	p.PullOnce(context.Background(), peers[4])
+	if m, err = p.Merge(testZone, *local); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(records(m.Endpoints), "\n"); !strings.Contains(got, "[10.0.1.1 10.0.2.1 10.0.3.1]") || pulls(t, p, peers[4].Addr, ReasonClaimed) != 2 {
+		t.Errorf("after the thief's second pull (%v refusals), the merged zone is:\n%s", pulls(t, p, peers[4].Addr, ReasonClaimed), got)
 	}
 	// The thief stops claiming peer two's owner: both are merged again at their next pulls.
 	honest := thiefOfTwo
@@ -273,26 +293,34 @@ func TestPull(t *testing.T) {
 	key := peerKey
 	s := serve(t, three[1].exportAt(t, time.Now()))
 	peer := Peer{Zone: testZone, Addr: s.Addr().String(), Key: &key}
-	if _, err := Pull(context.Background(), peer, 5*time.Second, 10, 0); ReasonOf(err) != ReasonGarbage || !strings.Contains(err.Error(), "more than 10 records") {
+	if _, err := Pull(context.Background(), peer, 5*time.Second, 10, 0, 0); ReasonOf(err) != ReasonGarbage || !strings.Contains(err.Error(), "more than 10 records") {
 		t.Errorf("pulling an export over a limit of 10 records: %v", err)
 	}
-	pulled, err := Pull(context.Background(), peer, 5*time.Second, 0, 0)
-	if err != nil || pulled.Records < 10 || pulled.Unchanged {
-		t.Fatalf("pulling within the default limit: %v", err)
+	pulled, err := Pull(context.Background(), peer, 5*time.Second, 0, 0, 0)
+	if err != nil || pulled.Records < 10 || pulled.Unchanged || pulled.Bytes < 1000 {
+		t.Fatalf("pulling within the default limit: %+v, %v", pulled, err)
+	}
+	// A bound of bytes cuts the transfer off at the first byte over; an export of exactly that
+	// many bytes is pulled.
+	if _, err := Pull(context.Background(), peer, 5*time.Second, 0, pulled.Bytes-1, 0); ReasonOf(err) != ReasonGarbage || !strings.Contains(err.Error(), fmt.Sprintf("larger than %d bytes", pulled.Bytes-1)) {
+		t.Errorf("pulling an export of %d bytes over a limit of one byte less: %v", pulled.Bytes, err)
+	}
+	if exact, err := Pull(context.Background(), peer, 5*time.Second, 0, pulled.Bytes, 0); err != nil || exact.Records != pulled.Records {
+		t.Errorf("pulling an export of %d bytes with that limit: %v", pulled.Bytes, err)
 	}
 	// Asked by IXFR with the serial it holds, the peer sends its SOA alone; once the export
 	// changed, all of it.
-	again, err := Pull(context.Background(), peer, 5*time.Second, 0, pulled.Serial)
+	again, err := Pull(context.Background(), peer, 5*time.Second, 0, 0, pulled.Serial)
 	if err != nil || !again.Unchanged || again.Serial != pulled.Serial {
 		t.Errorf("pulling again an unchanged export: %+v, %v", again, err)
 	}
 	// Asked about a serial newer than its own (it restarted with its clock behind), it is pulled whole.
-	older, err := Pull(context.Background(), peer, 5*time.Second, 0, pulled.Serial+100)
+	older, err := Pull(context.Background(), peer, 5*time.Second, 0, 0, pulled.Serial+100)
 	if err != nil || older.Unchanged || older.Serial != pulled.Serial || older.Records != pulled.Records {
 		t.Errorf("pulling with a serial ahead of the peer's: %+v, %v", older, err)
 	}
 	setExport(t, s, three[1].exportAt(t, time.Now().Add(time.Minute)))
-	changed, err := Pull(context.Background(), peer, 5*time.Second, 0, pulled.Serial)
+	changed, err := Pull(context.Background(), peer, 5*time.Second, 0, 0, pulled.Serial)
 	if err != nil || changed.Unchanged || changed.Records != pulled.Records || changed.Serial == pulled.Serial {
 		t.Errorf("pulling a changed export by IXFR: %+v, %v", changed, err)
 	}
@@ -373,5 +401,115 @@ func TestPoolLiveness(t *testing.T) {
 	}
 	if got := shared(); got != "10.0.1.1" {
 		t.Errorf("with its lease unchanged the shared record is %s", got)
+	}
+}
+
+// TestPoolFirstClaimerKeeps: a peer whose export claims an owner another peer's merged export
+// claims is refused whole, and the earlier one stays merged, even when the later one's export says
+// it changed earlier. Pulled before any merge, the export that changed first wins, whatever the
+// order of the pulls; two servers of one cluster (the same cluster name) are merged once.
+func TestPoolFirstClaimerKeeps(t *testing.T) {
+	renewed := time.Unix(1_800_000_000, 0)
+	key := peerKey
+	two := serve(t, three[1].exportAt(t, renewed))
+	thief := three[1]
+	thief.id, thief.address = "55555555-eeee-4000-8000-000000000005", "10.0.5.1"
+	stealing := thief.exportAt(t, renewed)
+	stealing.Changed = stealing.Changed.Add(-time.Hour)
+	steals := serve(t, stealing)
+	peerTwo := Peer{Zone: testZone, Addr: two.Addr().String(), Key: &key}
+	peerThief := Peer{Zone: testZone, Addr: steals.Addr().String(), Key: &key}
+	local := three[0].exportAt(t, renewed)
+	shared := func(p *Pool) string {
+		t.Helper()
+		m, err := p.Merge(testZone, *local)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range m.Endpoints {
+			if e.DNSName == "shared.gslb.example.com" && e.RecordType == "A" {
+				return strings.Join(e.Targets, ",")
+			}
+		}
+		return ""
+	}
+
+	p := New(Options{Peers: []Peer{peerTwo, peerThief}, Interval: time.Hour, Timeout: 3 * time.Second})
+	p.PullOnce(context.Background(), peerTwo)
+	if got := shared(p); got != "10.0.1.1,10.0.2.1" {
+		t.Fatalf("peer two merged: %s", got)
+	}
+	p.PullOnce(context.Background(), peerThief)
+	if got := shared(p); got != "10.0.1.1,10.0.2.1" {
+		t.Errorf("after the thief's pull the shared record is %s, want peer two's address kept and the thief's left out", got)
+	}
+	if st := statusOf(t, p, peerThief.Addr); !strings.HasPrefix(st.Error, ReasonClaimed+": the export claims owner owner-two, which peer "+peerTwo.Addr+" claimed first") || !st.LastPull.IsZero() || !st.Refused {
+		t.Errorf("the thief: %+v", st)
+	}
+	if st := statusOf(t, p, peerTwo.Addr); st.Error != "" || st.Stale || st.Refused {
+		t.Errorf("peer two was evicted: %+v", st)
+	}
+	if n := pulls(t, p, peerThief.Addr, ReasonClaimed); n != 1 {
+		t.Errorf("%v pulls of the thief counted as %s, want 1", n, ReasonClaimed)
+	}
+
+	// A fresh start, the thief pulled last: its export changed first, so it keeps the owner.
+	q := New(Options{Peers: []Peer{peerTwo, peerThief}, Interval: time.Hour, Timeout: 3 * time.Second})
+	q.PullOnce(context.Background(), peerTwo)
+	q.PullOnce(context.Background(), peerThief)
+	if got := shared(q); got != "10.0.1.1,10.0.5.1" {
+		t.Errorf("fresh start: the shared record is %s, want the earlier-changed export's address", got)
+	}
+	if st := statusOf(t, q, peerTwo.Addr); !strings.HasPrefix(st.Error, ReasonClaimed+":") || !st.Refused || st.LastPull.IsZero() {
+		t.Errorf("fresh start: peer two %+v, want refused as %s", st, ReasonClaimed)
+	}
+
+	// One cluster reached at two addresses: merged once, from the lower address (the same time).
+	again := serve(t, three[1].exportAt(t, renewed))
+	addrs := []string{two.Addr().String(), again.Addr().String()}
+	slices.Sort(addrs)
+	both := []Peer{{Zone: testZone, Addr: addrs[1], Key: &key}, {Zone: testZone, Addr: addrs[0], Key: &key}}
+	r := New(Options{Peers: both, Interval: time.Hour, Timeout: 3 * time.Second})
+	for _, peer := range both {
+		r.PullOnce(context.Background(), peer)
+	}
+	if got := shared(r); got != "10.0.1.1,10.0.2.1" {
+		t.Errorf("one cluster at two addresses: the shared record is %s", got)
+	}
+	if st := statusOf(t, r, addrs[1]); !strings.Contains(st.Error, "names cluster "+lease.Key(three[1].id)+", which peer "+addrs[0]+" claimed first") {
+		t.Errorf("the second address of one cluster: %+v", st)
+	}
+}
+
+// TestPoolBoundsBytes: a peer whose export grows past the pool's bound of bytes is refused at its
+// pull, counted as failed, and its last good export stays merged.
+func TestPoolBoundsBytes(t *testing.T) {
+	key := peerKey
+	renewed := time.Now()
+	two := serve(t, three[1].exportAt(t, renewed))
+	peer := Peer{Zone: testZone, Addr: two.Addr().String(), Key: &key}
+	first, err := Pull(context.Background(), peer, 5*time.Second, 0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(Options{Peers: []Peer{peer}, Interval: time.Hour, Timeout: 3 * time.Second, MaxBytes: first.Bytes + 512})
+	local := three[0].exportAt(t, renewed)
+	p.PullOnce(context.Background(), peer)
+	m, err := p.Merge(testZone, *local)
+	if err != nil || !strings.Contains(strings.Join(records(m.Endpoints), "\n"), "[10.0.1.1 10.0.2.1]") {
+		t.Fatalf("within the bound: %v\n%s", err, strings.Join(records(m.Endpoints), "\n"))
+	}
+	// The peer's export grows by a record of 2 KiB.
+	grown := three[1].exportAt(t, renewed)
+	grown.Endpoints = append(grown.Endpoints, v1alpha1.NewEndpoint("big."+testZone, "TXT", 60, strings.Repeat("x", 2048)))
+	grown.Changed = grown.Changed.Add(time.Second)
+	setExport(t, two, grown)
+	p.PullOnce(context.Background(), peer)
+	st := statusOf(t, p, peer.Addr)
+	if !strings.HasPrefix(st.Error, ReasonGarbage+": the export is larger than") || st.Records != first.Records || pulls(t, p, peer.Addr, ReasonGarbage) != 1 {
+		t.Errorf("over the bound: %+v, %v pulls counted as %s", st, pulls(t, p, peer.Addr, ReasonGarbage), ReasonGarbage)
+	}
+	if m, err = p.Merge(testZone, *local); err != nil || !strings.Contains(strings.Join(records(m.Endpoints), "\n"), "[10.0.1.1 10.0.2.1]") {
+		t.Errorf("over the bound, the last good export is not merged: %v", err)
 	}
 }

@@ -16,6 +16,12 @@ import (
 // DefaultMaxRecords bounds the records of one export: ten times the largest zone benchmarked.
 const DefaultMaxRecords = 1_000_000
 
+// DefaultMaxBytes bounds the bytes of one transfer of an export, as received: 16 MiB holds some
+// 100,000 endpoints with their ownership TXTs (the export of BenchmarkPullAndMerge's 10,000 records
+// is 1.4 MB), ten times the largest zone benchmarked, and is what a pull may make this
+// process hold, several times over while the records are decoded.
+const DefaultMaxBytes = 16 << 20
+
 // Peer is the embedded server of another cluster serving a zone.
 type Peer struct {
 	// Zone is the zone served by both.
@@ -40,8 +46,11 @@ const (
 	ReasonTSIG = "tsig"
 	// ReasonGarbage: the answer is not an export of the zone.
 	ReasonGarbage = "garbage"
-	// ReasonOwners: the export claims owners or a lease of this cluster or of another peer.
+	// ReasonOwners: the export claims owners or a lease of this cluster.
 	ReasonOwners = "owners"
+	// ReasonClaimed: the export claims an owner, or names a cluster, that another peer's export
+	// claimed first (Pool.Merge); the earlier one keeps it.
+	ReasonClaimed = "claimed"
 )
 
 // PullError is why a pull failed.
@@ -71,8 +80,9 @@ type Pulled struct {
 	Export dnsserver.Export
 	// Serial is the export's SOA serial.
 	Serial uint32
-	// Records counts the records transferred.
+	// Records counts the records transferred, Bytes the bytes received.
 	Records int
+	Bytes   int64
 	// Unchanged: the peer's export still has the serial asked about (Pull's have), and was not sent
 	// again; Export is then empty.
 	Unchanged bool
@@ -82,11 +92,15 @@ type Pulled struct {
 // serial of the export last pulled (0: none), it asks by IXFR, and a peer whose export still has
 // that serial answers with its SOA alone (Pulled.Unchanged); otherwise, and by AXFR without have,
 // the whole export comes. The answer must be signed with the peer's key when it has one, must be a
-// well-formed export of the zone, and may hold at most maxRecords records (0: DefaultMaxRecords),
-// so that a peer cannot make us hold more than that.
-func Pull(ctx context.Context, p Peer, timeout time.Duration, maxRecords int, have uint32) (*Pulled, error) {
+// well-formed export of the zone, and may hold at most maxRecords records (0: DefaultMaxRecords)
+// in at most maxBytes bytes (0: DefaultMaxBytes), so that a peer cannot make us hold more than
+// that: the transfer is cut off at the first byte over.
+func Pull(ctx context.Context, p Peer, timeout time.Duration, maxRecords int, maxBytes int64, have uint32) (*Pulled, error) {
 	if maxRecords <= 0 {
 		maxRecords = DefaultMaxRecords
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxBytes
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -96,6 +110,7 @@ func Pull(ctx context.Context, p Peer, timeout time.Duration, maxRecords int, ha
 		return nil, failed(ReasonUnreachable, "%v", withoutSource(err))
 	}
 	defer func() { _ = conn.Close() }()
+	bounded := &boundedConn{Conn: conn, left: maxBytes}
 	// The deadline bounds the whole transfer, whatever the peer sends or withholds.
 	_ = conn.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
@@ -106,7 +121,7 @@ func Pull(ctx context.Context, p Peer, timeout time.Duration, maxRecords int, ha
 	} else {
 		m.SetAxfr(dnsserver.ExportName(p.Zone))
 	}
-	tr := &dns.Transfer{Conn: &dns.Conn{Conn: conn}, ReadTimeout: timeout, WriteTimeout: timeout}
+	tr := &dns.Transfer{Conn: &dns.Conn{Conn: bounded}, ReadTimeout: timeout, WriteTimeout: timeout}
 	if p.Key != nil {
 		alg := p.Key.Algorithm
 		if alg == "" {
@@ -116,8 +131,12 @@ func Pull(ctx context.Context, p Peer, timeout time.Duration, maxRecords int, ha
 		m.SetTsig(name, dns.CanonicalName(dns.Fqdn(alg)), 300, time.Now().Unix())
 		tr.TsigSecret = map[string]string{name: p.Key.Secret}
 	}
+	tooLarge := func() error { return failed(ReasonGarbage, "the export is larger than %d bytes", maxBytes) }
 	envs, err := tr.In(m, p.Addr)
 	if err != nil {
+		if bounded.over {
+			return nil, tooLarge()
+		}
 		return nil, classify(err)
 	}
 	var rrs []dns.RR
@@ -126,6 +145,9 @@ func Pull(ctx context.Context, p Peer, timeout time.Duration, maxRecords int, ha
 		if env.Error != nil {
 			// Drain: the transfer goroutine ends when the channel does.
 			for range envs {
+			}
+			if bounded.over {
+				return nil, tooLarge()
 			}
 			return nil, classify(env.Error)
 		}
@@ -149,7 +171,7 @@ func Pull(ctx context.Context, p Peer, timeout time.Duration, maxRecords int, ha
 		if soa.Serial != have {
 			// An older serial than ours (the peer restarted with its clock behind): the IXFR client
 			// takes it for current. Ask for all of it.
-			return Pull(ctx, p, time.Until(deadline), maxRecords, 0)
+			return Pull(ctx, p, time.Until(deadline), maxRecords, maxBytes, 0)
 		}
 		return &Pulled{Serial: have, Unchanged: true}, nil
 	}
@@ -160,7 +182,31 @@ func Pull(ctx context.Context, p Peer, timeout time.Duration, maxRecords int, ha
 	if err != nil {
 		return nil, failed(ReasonGarbage, "%v", err)
 	}
-	return &Pulled{Export: ex, Serial: soa.Serial, Records: len(rrs)}, nil
+	return &Pulled{Export: ex, Serial: soa.Serial, Records: len(rrs), Bytes: maxBytes - bounded.left}, nil
+}
+
+// boundedConn reads at most left bytes, then fails every read: a peer sending more is cut off
+// before what it sends is held.
+type boundedConn struct {
+	net.Conn
+	left int64
+	// over: a read was refused for the bound.
+	over bool
+}
+
+var errTooLarge = errors.New("the transfer exceeds its bound")
+
+func (c *boundedConn) Read(b []byte) (int, error) {
+	if c.left <= 0 {
+		c.over = true
+		return 0, errTooLarge
+	}
+	if int64(len(b)) > c.left {
+		b = b[:c.left]
+	}
+	n, err := c.Conn.Read(b)
+	c.left -= int64(n)
+	return n, err
 }
 
 // classify turns a transfer error into a PullError.

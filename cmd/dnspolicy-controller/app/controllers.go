@@ -57,6 +57,7 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 	if o.EnableRecordController {
 		recordOpts.NoSecretWatch = o.NoProviderSecretWatch
 		recordOpts.KeepExpired = !o.OwnerLeases.Expiry
+		recordOpts.MaxTTL = o.MaxTTL
 		r := &dnsrecord.Reconciler{
 			Client:       mgr.GetClient(),
 			SecretReader: mgr.GetAPIReader(),

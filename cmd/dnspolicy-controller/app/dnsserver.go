@@ -49,6 +49,9 @@ type DNSServerOptions struct {
 	Peers map[string][]string
 	// PeerKeys names, by zone, the TSIG key that signs pulls of its peers' exports (the first).
 	PeerKeys map[string][]string
+	// PeerAllowUnsigned lets a zone with peers and no key in PeerKeys pull unsigned; without it
+	// such a zone is a start-up error, so that no pull is unsigned by omission.
+	PeerAllowUnsigned bool
 	// ExportKeys and ExportPrefixes say, by zone, who may pull this cluster's export: peers
 	// signing with one of the keys, or unsigned from one of the prefixes.
 	ExportKeys     map[string][]string
@@ -56,6 +59,8 @@ type DNSServerOptions struct {
 	// PeerPullInterval and PeerPullTimeout pace and bound the pulls of each peer.
 	PeerPullInterval time.Duration
 	PeerPullTimeout  time.Duration
+	// PeerMaxBytes bounds one pull of a peer's export: a larger transfer is cut off and fails.
+	PeerMaxBytes int64
 	// PeerDiscovery lists, by zone, the servers (host:port) asked for the zone's NS set, whose
 	// servers other than this cluster's are peers too; PeerPort is the port they serve on, and
 	// PeerDiscoveryInterval how often the NS set is asked again.
@@ -80,6 +85,7 @@ func defaultDNSServerOptions() DNSServerOptions {
 		RateLimit:             dnsserver.RateLimit{Slip: 2, IPv4PrefixLength: 24, IPv6PrefixLength: 56},
 		PeerPullInterval:      peers.DefaultInterval,
 		PeerPullTimeout:       peers.DefaultTimeout,
+		PeerMaxBytes:          peers.DefaultMaxBytes,
 		PeerPort:              53,
 		PeerDiscoveryInterval: peers.DefaultDiscoverInterval,
 	}
@@ -105,11 +111,13 @@ func (d *DNSServerOptions) dnsServerFlags(fs *flag.FlagSet) func() error {
 	fs.IntVar(&d.RateLimit.IPv4PrefixLength, "dns-rrl-ipv4-prefix-length", d.RateLimit.IPv4PrefixLength, "IPv4 prefix length that groups clients for rate limiting.")
 	fs.IntVar(&d.RateLimit.IPv6PrefixLength, "dns-rrl-ipv6-prefix-length", d.RateLimit.IPv6PrefixLength, "IPv6 prefix length that groups clients for rate limiting.")
 	peerList := fs.String("dns-peers", "", "Comma-separated zone=host:port pairs (a zone may repeat): other clusters' DNS servers serving the zone, whose exports are pulled and merged with this cluster's records (docs/multicluster-dns.md).")
-	peerKeys := fs.String("dns-peer-keys", "", "Comma-separated zone=keyname pairs: the TSIG key that signs pulls of the zone's peers' exports. A zone not listed is pulled unsigned (the peers must allow our address).")
+	peerKeys := fs.String("dns-peer-keys", "", "Comma-separated zone=keyname pairs: the TSIG key that signs pulls of the zone's peers' exports. A zone with peers must have one unless --dns-peer-allow-unsigned is set.")
+	fs.BoolVar(&d.PeerAllowUnsigned, "dns-peer-allow-unsigned", d.PeerAllowUnsigned, "Let zones with peers and no --dns-peer-keys key pull their exports unsigned (the peers must then allow our source address, --dns-export-prefixes); without it such a zone is a start-up error.")
 	exportKeys := fs.String("dns-export-keys", "", "Comma-separated zone=keyname pairs (a zone may repeat): the TSIG keys with which other clusters may pull this cluster's export of the zone.")
 	exportPrefixes := fs.String("dns-export-prefixes", "", "Comma-separated zone=prefix pairs (a zone may repeat): source prefixes (CIDR) from which other clusters may pull this cluster's export of the zone unsigned.")
 	fs.DurationVar(&d.PeerPullInterval, "dns-peer-pull-interval", d.PeerPullInterval, "How often each peer's export is pulled.")
 	fs.DurationVar(&d.PeerPullTimeout, "dns-peer-pull-timeout", d.PeerPullTimeout, "Time one pull of a peer's export may take, dial included.")
+	fs.Int64Var(&d.PeerMaxBytes, "dns-peer-max-bytes", d.PeerMaxBytes, "Bytes one pull of a peer's export may transfer: a larger one is cut off and fails, and the peer's last good export is kept (16 MiB holds some 100,000 endpoints).")
 	discovery := fs.String("dns-peer-discovery", "", "Comma-separated zone=host:port pairs (a zone may repeat): servers asked, in turn, for the zone's NS set (the parent zone's servers, or a resolver); the servers it names are peers too, all but this cluster's own, which its export names.")
 	nsAddrs := fs.String("dns-nameserver-addresses", "", "Comma-separated name=IP pairs (a name may repeat): the addresses of the --dns-nameservers names, answered and sent as glue by the zones the names are inside of (records at those names are refused).")
 	fs.IntVar(&d.PeerPort, "dns-peer-port", d.PeerPort, "Port the servers of a zone's NS set serve on (--dns-peer-discovery).")
@@ -156,11 +164,17 @@ func (d *DNSServerOptions) dnsServerFlags(fs *flag.FlagSet) func() error {
 				d.ExportPrefixes[zone] = append(d.ExportPrefixes[zone], p)
 			}
 		}
+		if err := d.signedPulls(); err != nil {
+			return err
+		}
 		if (len(d.PeerKeys) > 0 || len(d.ExportKeys) > 0) && d.TSIGKeyFile == "" && d.TSIGSecret == "" {
 			return fmt.Errorf("--dns-peer-keys and --dns-export-keys need the keys: --dns-tsig-key-file or --dns-tsig-secret")
 		}
 		if d.PeerPullInterval <= 0 || d.PeerPullTimeout <= 0 {
 			return fmt.Errorf("--dns-peer-pull-interval and --dns-peer-pull-timeout must be positive")
+		}
+		if d.PeerMaxBytes <= 0 {
+			return fmt.Errorf("--dns-peer-max-bytes must be positive")
 		}
 		if d.TransferKeys, err = zoneList("--dns-transfer-keys", *transferKeys); err != nil {
 			return err
@@ -197,6 +211,23 @@ func addressList(flagName, s string) (map[string][]netip.Addr, error) {
 		}
 	}
 	return out, nil
+}
+
+// signedPulls refuses a zone with peers whose pulls no key signs, unless unsigned pulls are
+// allowed: an unsigned transfer can be answered by anyone on the path, and what it answers is
+// merged into the zone.
+func (d DNSServerOptions) signedPulls() error {
+	if d.PeerAllowUnsigned {
+		return nil
+	}
+	zones := slices.Concat(slices.Collect(maps.Keys(d.Peers)), slices.Collect(maps.Keys(d.PeerDiscovery)))
+	slices.Sort(zones)
+	for _, zone := range slices.Compact(zones) {
+		if len(d.PeerKeys[zone]) == 0 {
+			return fmt.Errorf("peer pulls of zone %s are unsigned; give --dns-peer-keys or --dns-peer-allow-unsigned", zone)
+		}
+	}
+	return nil
 }
 
 // serverList is zoneList for values that are servers' host:port.
@@ -293,6 +324,7 @@ func (o Options) dnsServerOptions(keys []dnsserver.TSIGKey) dnsserver.Options {
 		RateLimit:                  d.RateLimit,
 		Exports:                    d.exports(),
 		NameserverAddresses:        d.NameserverAddresses,
+		MaxTTL:                     o.MaxTTL,
 	}
 }
 
@@ -347,7 +379,7 @@ func (d DNSServerOptions) peerPool(keys []dnsserver.TSIGKey, own string, leaseDu
 		}
 	}
 	return peers.New(peers.Options{Peers: list, Discover: discover, DiscoverInterval: d.PeerDiscoveryInterval, Own: []string{own},
-		Interval: d.PeerPullInterval, Timeout: d.PeerPullTimeout, Duration: leaseDuration, Changed: changed, Log: log}), nil
+		Interval: d.PeerPullInterval, Timeout: d.PeerPullTimeout, MaxBytes: d.PeerMaxBytes, Duration: leaseDuration, Changed: changed, Log: log}), nil
 }
 
 // hasPeers says whether any zone has peers, configured or to be discovered.

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnshealthcheckprobe"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 )
@@ -69,6 +70,9 @@ type Options struct {
 	PrintVersion bool
 	// DNSServer holds the server's tenancy, TSIG and resource settings.
 	DNSServer DNSServerOptions
+	// MaxTTL caps the TTL of every record, the records validated by the record controller and the
+	// authoritative records the embedded DNS server serves (--max-ttl).
+	MaxTTL int64
 }
 
 // OwnerLeaseOptions set owner leases: each cluster renews a lease record in the zones where it shares
@@ -102,6 +106,7 @@ func DefaultOptions() Options {
 		MaxConcurrentHealthChecks: dnshealthcheckprobe.DefaultOptions().Workers,
 		DNSServer:                 defaultDNSServerOptions(),
 		OwnerLeases:               OwnerLeaseOptions{Every: lease.DefaultEvery, Duration: lease.DefaultDuration, Expiry: true},
+		MaxTTL:                    v1alpha1.DefaultMaxTTL,
 	}
 }
 
@@ -134,6 +139,7 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	fs.BoolVar(&o.OwnerLeases.Expiry, "owner-lease-expiry", o.OwnerLeases.Expiry, "Withdraw other clusters' records once their lease has not changed for its duration (never the last targets of a name).")
 	fs.BoolVar(&o.PrintVersion, "version", false, "Print the version and exit.")
 	nameservers := fs.String("dns-nameservers", "", "Comma-separated NS names of every served zone (the first is the SOA's primary); empty: ns1.<zone>.")
+	fs.Int64Var(&o.MaxTTL, "max-ttl", o.MaxTTL, "Largest TTL, in seconds, of any record: a record with a larger one is refused (ValidationError; RecordsRefused on the embedded server). Up to 2147483647.")
 	finishDNSServer := o.DNSServer.dnsServerFlags(fs)
 
 	var envErr error
@@ -193,6 +199,9 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	} else if l.Duration != 0 && l.Duration < 2*l.Every {
 		// Readers see a lease through views up to seconds old, and a renewal period late.
 		return o, fmt.Errorf("--owner-lease-duration must be 0 or at least twice --owner-lease-renewal (%v), not %v", 2*l.Every, l.Duration)
+	}
+	if o.MaxTTL < 1 || o.MaxTTL > v1alpha1.MaxTTL {
+		return o, fmt.Errorf("--max-ttl must be from 1 to %d, not %d", v1alpha1.MaxTTL, o.MaxTTL)
 	}
 	if _, err := o.zapLevel(); err != nil {
 		return o, err

@@ -3,6 +3,7 @@ package app
 import (
 	"net/netip"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,14 +109,14 @@ func TestParsePeerFlags(t *testing.T) {
 		"--dns-peers=gslb.example.com=ns2.example.com:53,GSLB.example.com.=192.0.2.3:5353",
 		"--dns-peer-keys=gslb.example.com=peer", "--dns-export-keys=gslb.example.com=peer",
 		"--dns-export-prefixes=gslb.example.com=198.51.100.0/24,gslb.example.com=2001:db8::/32",
-		"--dns-peer-pull-interval=3s"}, env(nil))
+		"--dns-peer-pull-interval=3s", "--dns-peer-max-bytes=1048576"}, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	d := o.DNSServer
 	if !reflect.DeepEqual(d.Peers, map[string][]string{"gslb.example.com": {"ns2.example.com:53", "192.0.2.3:5353"}}) ||
 		!reflect.DeepEqual(d.PeerKeys, map[string][]string{"gslb.example.com": {"peer"}}) ||
-		d.PeerPullInterval.String() != "3s" || d.PeerPullTimeout.String() != "5s" {
+		d.PeerPullInterval.String() != "3s" || d.PeerPullTimeout.String() != "5s" || d.PeerMaxBytes != 1<<20 {
 		t.Errorf("parsed %+v", d)
 	}
 	access := d.exports()["gslb.example.com"]
@@ -130,14 +131,15 @@ func TestParsePeerFlags(t *testing.T) {
 	}
 
 	// Peers found in the NS set: the servers asked, the port, the pace; the pool has the zone.
+	// Pulled unsigned, which must be asked for.
 	o, err = Parse([]string{"--dns-peer-discovery=gslb.example.com=192.0.2.53:53,gslb.example.com=[2001:db8::53]:53",
-		"--dns-peer-port=5353", "--dns-peer-discovery-interval=30s"}, env(nil))
+		"--dns-peer-port=5353", "--dns-peer-discovery-interval=30s", "--dns-peer-allow-unsigned"}, env(nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	d = o.DNSServer
 	if !reflect.DeepEqual(d.PeerDiscovery, map[string][]string{"gslb.example.com": {"192.0.2.53:53", "[2001:db8::53]:53"}}) ||
-		d.PeerPort != 5353 || d.PeerDiscoveryInterval.String() != "30s" || !d.hasPeers() {
+		d.PeerPort != 5353 || d.PeerDiscoveryInterval.String() != "30s" || !d.hasPeers() || d.PeerMaxBytes != 16<<20 {
 		t.Errorf("parsed %+v", d)
 	}
 	pool, err := d.peerPool(nil, "127.0.0.2:53", time.Minute, nil, logr.Discard())
@@ -145,15 +147,26 @@ func TestParsePeerFlags(t *testing.T) {
 		t.Errorf("pool %v, %v: want one with peers of gslb.example.com", pool, err)
 	}
 
+	// Without it, a zone with peers and no key is a start-up error that names the zone.
+	for _, unsigned := range [][]string{
+		{"--dns-peers=gslb.example.com=192.0.2.3:53"},
+		{"--dns-peer-discovery=gslb.example.com=192.0.2.53:53"},
+		{"--dns-tsig-key-file=/keys/tsig.conf", "--dns-peer-keys=other.example.com=peer", "--dns-peers=gslb.example.com=192.0.2.3:53,other.example.com=192.0.2.4:53"},
+	} {
+		if _, err := Parse(unsigned, env(nil)); err == nil || err.Error() != "peer pulls of zone gslb.example.com are unsigned; give --dns-peer-keys or --dns-peer-allow-unsigned" {
+			t.Errorf("Parse(%v): %v", unsigned, err)
+		}
+	}
 	for _, bad := range [][]string{
-		{"--dns-peer-discovery=gslb.example.com=no-port"},
+		{"--dns-peer-discovery=gslb.example.com=no-port", "--dns-peer-allow-unsigned"},
 		{"--dns-peer-port=0"},
 		{"--dns-peer-discovery-interval=0s"},
-		{"--dns-peers=gslb.example.com=no-port"},
-		{"--dns-peers=192.0.2.3:53"},
+		{"--dns-peers=gslb.example.com=no-port", "--dns-peer-allow-unsigned"},
+		{"--dns-peers=192.0.2.3:53", "--dns-peer-allow-unsigned"},
 		{"--dns-export-prefixes=gslb.example.com=300.0.0.0/8"},
 		{"--dns-peer-keys=gslb.example.com=peer"}, // no key file or Secret
 		{"--dns-peer-pull-timeout=0s"},
+		{"--dns-peer-max-bytes=0"},
 	} {
 		if _, err := Parse(bad, env(nil)); err == nil {
 			t.Errorf("Parse(%v) accepted", bad)
@@ -178,6 +191,23 @@ func TestNameserverAddresses(t *testing.T) {
 	for _, bad := range []string{"ns1.demo.example.com=ns2.demo.example.com", "192.0.2.1", "ns1.demo.example.com=fe80::1%eth0"} {
 		if _, err := Parse([]string{"--dns-nameserver-addresses=" + bad}, env(nil)); err == nil {
 			t.Errorf("--dns-nameserver-addresses=%s accepted", bad)
+		}
+	}
+}
+
+// --max-ttl caps every record's TTL: a day by default, raised up to DNS's largest TTL, and handed
+// to the record controller and the embedded server.
+func TestParseMaxTTL(t *testing.T) {
+	o, err := Parse(nil, env(nil))
+	if err != nil || o.MaxTTL != 86400 || o.dnsServerOptions(nil).MaxTTL != 86400 {
+		t.Errorf("default: %v, %d", err, o.MaxTTL)
+	}
+	if o, err = Parse([]string{"--max-ttl=2147483647"}, env(nil)); err != nil || o.MaxTTL != 2147483647 || o.dnsServerOptions(nil).MaxTTL != 2147483647 {
+		t.Errorf("raised: %v, %d", err, o.MaxTTL)
+	}
+	for _, bad := range []string{"--max-ttl=0", "--max-ttl=2147483648"} {
+		if _, err := Parse([]string{bad}, env(nil)); err == nil || !strings.Contains(err.Error(), "--max-ttl must be from 1 to 2147483647") {
+			t.Errorf("Parse(%s): %v", bad, err)
 		}
 	}
 }

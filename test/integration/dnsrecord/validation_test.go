@@ -62,8 +62,11 @@ func TestValidationBeforePlanning(t *testing.T) {
 		{"label-64", func(r string) *v1alpha1.Endpoint { return a(label64+"."+r, 60, "10.0.0.1") }, "spec.endpoints[1].dnsName", "more than the 63 a DNS label may have"},
 		{"name-254", func(r string) *v1alpha1.Endpoint { return a(name254(r), 60, "10.0.0.1") }, "spec.endpoints[1].dnsName", "is 254 characters long, more than the 253"},
 		{"txt-name", func(r string) *v1alpha1.Endpoint { return a(name240(r), 60, "10.0.0.1") }, "spec.endpoints[1].dnsName", "the ownership TXT record kuadrant-"},
-		{"ttl-huge", func(r string) *v1alpha1.Endpoint { return a("x."+r, 2147483648, "10.0.0.1") }, "spec.endpoints[1].recordTTL", "2147483648 is outside 0..2147483647"},
-		{"ttl-negative", func(r string) *v1alpha1.Endpoint { return a("x."+r, -5, "10.0.0.1") }, "spec.endpoints[1].recordTTL", "-5 is outside 0..2147483647"},
+		{"ttl-huge", func(r string) *v1alpha1.Endpoint { return a("x."+r, 2147483647, "10.0.0.1") }, "spec.endpoints[1].recordTTL", "2147483647 is outside 0..86400 (the operator may raise the cap with --max-ttl)"},
+		{"ttl-negative", func(r string) *v1alpha1.Endpoint { return a("x."+r, -5, "10.0.0.1") }, "spec.endpoints[1].recordTTL", "-5 is outside 0..86400"},
+		{"weight-256", func(r string) *v1alpha1.Endpoint {
+			return a("x."+r, 60, "10.0.0.1").WithSetIdentifier("x").WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "256")
+		}, "spec.endpoints[1].providerSpecific[0]", "weight 256 is more than 255"},
 		{"no-targets", func(r string) *v1alpha1.Endpoint { return a("x."+r, 60) }, "spec.endpoints[1].targets", "0 targets, want 1 to 1000"},
 		{"many-targets", func(r string) *v1alpha1.Endpoint { return a("x."+r, 60, ips(1001)...) }, "spec.endpoints[1].targets", "1001 targets, want 1 to 1000"},
 		{"duplicate", func(r string) *v1alpha1.Endpoint { return a(r, 300, "10.0.0.9") }, "spec.endpoints[1]", "the same record set as spec.endpoints[0]"},
