@@ -69,6 +69,8 @@ type Options struct {
 	PrintVersion bool
 	// DNSServer holds the server's tenancy, TSIG and resource settings.
 	DNSServer DNSServerOptions
+	// Grants say which namespaces may publish which names (package grant).
+	Grants GrantOptions
 }
 
 // OwnerLeaseOptions set owner leases: each cluster renews a lease record in the zones where it shares
@@ -102,6 +104,7 @@ func DefaultOptions() Options {
 		MaxConcurrentHealthChecks: dnshealthcheckprobe.DefaultOptions().Workers,
 		DNSServer:                 defaultDNSServerOptions(),
 		OwnerLeases:               OwnerLeaseOptions{Every: lease.DefaultEvery, Duration: lease.DefaultDuration, Expiry: true},
+		Grants:                    GrantOptions{Scope: GrantsScopeEmbedded},
 	}
 }
 
@@ -135,6 +138,7 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	fs.BoolVar(&o.PrintVersion, "version", false, "Print the version and exit.")
 	nameservers := fs.String("dns-nameservers", "", "Comma-separated NS names of every served zone (the first is the SOA's primary); empty: ns1.<zone>.")
 	finishDNSServer := o.DNSServer.dnsServerFlags(fs)
+	finishGrants := o.Grants.flags(fs)
 
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
@@ -170,6 +174,9 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 		}
 	}
 	if err := finishDNSServer(); err != nil {
+		return o, err
+	}
+	if err := finishGrants(o.DNSServer.ZoneNamespaces); err != nil {
 		return o, err
 	}
 	// A zone may have several secondaries, so this list is not a map of unique keys.

@@ -552,7 +552,7 @@ func updateLatency(n int) (time.Duration, []time.Duration, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := (&dnsservercontroller.Reconciler{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Server: srv}).SetupWithManager(mgr); err != nil {
+	if err := (&dnsservercontroller.Reconciler{Client: mgr.GetClient(), Server: srv}).SetupWithManager(mgr); err != nil {
 		return 0, nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
