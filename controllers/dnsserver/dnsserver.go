@@ -304,14 +304,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			continue
 		}
 		var granted []*v1alpha1.Endpoint
-		var uncovered []string
+		var uncovered, refusals []string
 		for _, ep := range rec.Spec.Endpoints {
 			if ep == nil {
 				continue
 			}
 			if !r.Grants.Covers(rec.Namespace, nsLabels[rec.Namespace], ep.DNSName) {
 				uncovered = append(uncovered, ep.DNSName)
-				ungranted[key] = append(ungranted[key], fmt.Sprintf("%s %s: namespace %s has no grant for the name", ep.DNSName, ep.RecordType, rec.Namespace))
+				refusals = append(refusals, fmt.Sprintf("%s %s: namespace %s has no grant for the name", ep.DNSName, ep.RecordType, rec.Namespace))
 				continue
 			}
 			granted = append(granted, ep)
@@ -320,6 +320,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonNotGranted,
 				Message: grant.Message(rec.Namespace, r.Grants.Uncovered(rec.Namespace, nsLabels[rec.Namespace], uncovered)) + "; nothing of this record is served"}
 			continue
+		}
+		if len(refusals) > 0 {
+			ungranted[key] = refusals
 		}
 		sources = append(sources, dnsserver.Source{Name: key.String(), Endpoints: granted})
 		endpoints += len(granted)
