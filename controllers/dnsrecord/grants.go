@@ -23,8 +23,8 @@ import (
 // deletion withdraws nothing either (it could otherwise withdraw what an owner ID it borrowed
 // published). Authoritative records are the zone itself: the DNS server's side filters them.
 
-// Namespaces' labels are read only when a grant selects namespaces by label.
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// Namespaces' labels are read only when a grant selects namespaces by label; the rights to list
+// and watch Namespaces are granted apart, and only then (config/rbac/README.md).
 
 // grantsApply says whether grants gate what the record publishes with this backend.
 func (r *Reconciler) grantsApply(b *backends.Backend) bool {

@@ -58,8 +58,9 @@ import (
 
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords/status,verbs=get;patch
-// Namespaces' labels are read, and watched, only when a grant selects namespaces by label.
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// Namespaces' labels are read, and watched, only when a grant selects namespaces by label: the
+// list and watch on Namespaces that needs is granted apart from these markers, and only then
+// (config/rbac/README.md), so that no install without such grants may list Namespaces.
 
 // The Served condition of an authoritative record, owned by this controller (server-side apply
 // with FieldOwner, so it never overwrites the record controller's conditions).
