@@ -187,6 +187,49 @@ func TestTenancy(t *testing.T) {
 	check("NOERROR 192.0.2.1 | 203.0.113.66", "NOERROR 203.0.113.66", "NOERROR 203.0.113.66")
 }
 
+// A grant by namespace label: the namespace's records are served while its labels match, and
+// stop being served as soon as the label is taken away (the zone is rebuilt on the namespace's
+// change, not at the next record change), and come back when it is put back.
+func TestGrantByNamespaceLabel(t *testing.T) {
+	ctx := context.Background()
+	const zone = "s.example.com"
+	ns := newNamespace(t)
+	setLabel := func(value string) {
+		t.Helper()
+		var obj corev1.Namespace
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: ns}, &obj); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(obj.DeepCopy())
+		if obj.Labels == nil {
+			obj.Labels = map[string]string{}
+		}
+		if value == "" {
+			delete(obj.Labels, "dns.example.com/tier")
+		} else {
+			obj.Labels["dns.example.com/tier"] = value
+		}
+		if err := env.Client.Patch(ctx, &obj, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setLabel("gold")
+	rec := writeUngranted(t, ns, zone, "www."+zone, []*v1alpha1.Endpoint{v1alpha1.NewEndpoint("www."+zone, "A", 60, "192.0.2.7")})
+	m := startManager(t, nil, func(o *app.Options) {
+		o.Grants.Grants = append(o.Grants.Grants, grant.Grant{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"dns.example.com/tier": "gold"}}, Domains: []string{zone}})
+	})
+	eventually(t, 10*time.Second, m.addr, "www."+zone, dns.TypeA, netip.Addr{}, "NOERROR 192.0.2.7")
+	waitFor(t, 10*time.Second, servedCondition(t, rec, "True Served"))
+
+	setLabel("silver")
+	eventually(t, 10*time.Second, m.addr, "www."+zone, dns.TypeA, netip.Addr{}, "REFUSED")
+	waitFor(t, 10*time.Second, servedCondition(t, rec, "False NotGranted: zone s.example.com is served only when"))
+
+	setLabel("gold")
+	eventually(t, 10*time.Second, m.addr, "www."+zone, dns.TypeA, netip.Addr{}, "NOERROR 192.0.2.7")
+}
+
 // A record set of 5,000 addresses and a TXT of over 64 KiB: the process stays up, dig over UDP and
 // TCP gets SERVFAIL for those names (a clear refusal, well-formed), the records' status says why,
 // and the other names of the zone keep answering.
