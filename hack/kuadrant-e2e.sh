@@ -133,6 +133,8 @@ run_backend() {
   # 2. Our controller on a fresh local control plane. No reachable cluster (KUBECONFIG names no
   #    file), its own state directory, free loopback ports; the embedded DNS server answers on the
   #    address the coredns Secret's NAMESERVERS names, which is where the suite resolves.
+  #    The suite's namespace is granted its zone, as an administrator grants a tenant its names
+  #    (the coredns Secret picks the backend but entitles nothing).
   dns=$("$WORK/kuadrant-e2e" port)
   (cd "$ROOT" && exec env \
     KUBECONFIG="$WORK/no-such-kubeconfig" \
@@ -141,6 +143,7 @@ run_backend() {
     DNSPOLICY_METRICS_BIND_ADDRESS=127.0.0.1:0 \
     DNSPOLICY_HEALTH_PROBE_BIND_ADDRESS=127.0.0.1:0 \
     DNSPOLICY_DNS_SERVER_ADDRESS="$dns" \
+    DNSPOLICY_GRANT="$NAMESPACE=$zone" \
     "$WORK/dnspolicy-run" >"$out/controller.log" 2>&1) &
   RUN_PID=$!
   wait_for_line "$out/controller.log" '^Kubeconfig: ' 300 "$RUN_PID"

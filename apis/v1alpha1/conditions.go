@@ -59,6 +59,10 @@ const (
 	// ReasonUnsupportedProvider: the Secret's type has no backend in this controller (unknown, or not
 	// enabled by --providers), or the backend refused the Secret.
 	ReasonUnsupportedProvider = "UnsupportedProvider"
+	// ReasonNotGranted: Ready=False (and, on authoritative records, Served=False) when no grant
+	// of the administrator (--grant, --grants-file) lets the record's namespace publish its names;
+	// nothing of the record is published.
+	ReasonNotGranted = "NotGranted"
 	// ReasonAccepted: ProviderAccepted=True, the backend serving the zone can serve every endpoint
 	// of the record. (ProviderAccepted=False has reason ValidationError.)
 	ReasonAccepted = "Accepted"

@@ -17,6 +17,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/grant"
 	"github.com/dnspolicy/dnspolicy-controller/providers/coredns"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
@@ -44,7 +45,9 @@ func TestPluginCoreDNSZone(t *testing.T) {
 	opts := dnsrecord.DefaultOptions()
 	opts.MinRecheck, opts.MaxRecheck = 300*time.Millisecond, 600*time.Millisecond
 	stop := testenv.StartManagerIn(t, envs[0], ns, func(mgr ctrl.Manager) error {
-		return app.AddControllers(mgr, app.Options{EnableRecordController: true}, factory(), opts)
+		// The Secret picks the backend; the grant lets the namespace publish in the zone.
+		grants := app.GrantOptions{Grants: grant.Grants{{Namespaces: []string{ns}, Domains: []string{"k.example.com"}}}}
+		return app.AddControllers(mgr, app.Options{EnableRecordController: true, Grants: grants}, factory(), opts)
 	})
 	defer stop()
 	for name, host := range map[string]string{"web": "app.k.example.com", "api": "api.k.example.com"} {

@@ -4,7 +4,7 @@
 // The controller is thin and reads top to bottom (Reconcile): fetch the record, then run its phases
 // in order until one ends the pass, and write the status once, in a deferred patch.
 //
-//   - a record that exists: validate, connect (Secret, backend, zone), ensure the finalizer, ensure
+//   - a record that exists: validate, connect (Secret, backend, grants, zone), ensure the finalizer, ensure
 //     the probes of its addresses (health.go), publish what passes them;
 //   - a record being deleted: connect, withdraw, release (see delete.go for the bounded release);
 //   - an authoritative record (a zone DNS servers serve, written by the records of a
@@ -41,6 +41,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/backends"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/grant"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/health"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
@@ -86,6 +87,11 @@ type Options struct {
 	// KeepExpired turns lease expiry off for records whose Secret does not say
 	// (SecretKeyLeaseExpiry): they withdraw no other cluster's owner whose lease ran out.
 	KeepExpired bool
+	// Grants say which namespaces may publish which names (grants.go). They gate the records of
+	// a backend whose zones the embedded DNS server serves, and with GrantsAllBackends
+	// (--grants-scope=all) every backend's.
+	Grants            grant.Grants
+	GrantsAllBackends bool
 	// MaxTTL caps the TTL of every endpoint (--max-ttl); 0 means v1alpha1.DefaultMaxTTL.
 	MaxTTL int64
 }

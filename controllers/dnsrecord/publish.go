@@ -50,6 +50,9 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error,
 	}
 	rec.Status.ProviderRef = v1alpha1.ProviderRef{Name: s.backend.Secret.Name}
 	s.provider = s.backend.Provider
+	if res, err, done := r.checkGrants(ctx, s); done {
+		return res, err, done
+	}
 	if isAuthoritative(rec) && s.backend.Hosts == nil {
 		err := providers.Errorf(providers.Permanent, "provider secret %s is of a type that does not serve authoritative records (%s does)",
 			s.backend.Secret, v1alpha1.SecretTypeCoreDNS)

@@ -1,14 +1,16 @@
 // Package dnsserver feeds the embedded authoritative DNS server (pkg/dnsserver) from the API
 // server: a zone is the union of the authoritative DNSRecords labelled with its name (DESIGN 4b) in
-// the namespaces entitled to the zone, whoever wrote them, our coredns backend or Kuadrant's
-// dns-operator.
+// every namespace, whoever wrote them, our coredns backend or Kuadrant's dns-operator, filtered by
+// the administrator's grants (package grant).
 //
-// Tenancy: any namespace can create a DNSRecord with the authoritative labels, so a label alone
-// proves nothing. A namespace contributes to a zone only when the operator listed it for that zone
-// (ZoneNamespaces), or, for zones not listed there and unless OnlyListedZones is set, when it holds a
-// kuadrant.io/coredns provider Secret whose ZONES names the zone. The zone's apex NS and SOA come from
-// the server's configuration and never from records. Every authoritative record of the zone gets a
-// Served condition saying whether, and how much of it, is served, and why not.
+// Tenancy: any namespace can create a DNSRecord with the authoritative labels, and any Secret, so
+// neither proves anything; only grants, which no tenant object can change, do. A zone is served
+// only when some namespace holding its records has a grant covering the zone's apex: a tenant
+// cannot declare a zone nested in another's to shadow names it was not granted. Within a served
+// zone each endpoint is served only when a grant of its record's namespace covers its name. The
+// zone's apex NS and SOA come from the server's configuration and never from records. Every
+// authoritative record of the zone gets a Served condition saying whether, and how much of it, is
+// served, and why not.
 //
 // Every replica runs it, leader or not: each serves the same answers from the same objects. Because
 // the data lives in the API server, a restarted server serves again as soon as its cache has synced.
@@ -20,6 +22,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -32,7 +35,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -49,16 +51,16 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/grant"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/peers"
-	"github.com/dnspolicy/dnspolicy-controller/providers/coredns"
 )
 
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords/status,verbs=get;patch
-// Secrets are listed only in the namespaces that hold a zone's records, and their metadata watched
-// unless --watch-provider-secrets=false: the list and watch verbs come from the provider-secrets
-// Role bound per namespace, never cluster-wide (config/rbac/README.md).
+// Namespaces' labels are read, and watched, only when a grant selects namespaces by label: the
+// list and watch on Namespaces that needs is granted apart from these markers, and only then
+// (config/rbac/README.md), so that no install without such grants may list Namespaces.
 
 // The Served condition of an authoritative record, owned by this controller (server-side apply
 // with FieldOwner, so it never overwrites the record controller's conditions).
@@ -69,8 +71,9 @@ const (
 	// ReasonRecordsRefused: some endpoints or record sets cannot be served (the message says which
 	// and why); the rest are.
 	ReasonRecordsRefused = "RecordsRefused"
-	// ReasonNotEntitled: the record's namespace may not contribute to its zone; nothing of it is served.
-	ReasonNotEntitled = "NotEntitled"
+	// ReasonNotGranted: no grant covers the record's names for its namespace (or no namespace of
+	// the zone has a grant for its apex); nothing of it is served.
+	ReasonNotGranted = v1alpha1.ReasonNotGranted
 	// ReasonZoneError: the zone could not be built at all (the server's own configuration is wrong).
 	ReasonZoneError = "ZoneError"
 
@@ -96,24 +99,14 @@ const (
 type Reconciler struct {
 	// Client reads DNSRecords from the manager's cache and writes their Served condition.
 	Client client.Client
-	// SecretReader lists kuadrant.io/coredns Secrets straight from the API server (no Secret cache);
-	// nil means Client.
-	SecretReader client.Reader
 	// Server is the DNS server the zones go to. SetupWithManager starts and stops it with the manager.
 	Server *dnsserver.Server
 	// Nameservers are the NS targets of every zone; empty means ns1.<zone>.
 	Nameservers []string
 	// Secondaries are host:port addresses to NOTIFY, by zone name.
 	Secondaries map[string][]string
-	// ZoneNamespaces lists, by zone name, the namespaces entitled to the zone. A zone listed here is
-	// served from those namespaces only, whatever Secrets exist.
-	ZoneNamespaces map[string][]string
-	// OnlyListedZones serves no zone that ZoneNamespaces does not list: provider Secrets entitle
-	// nobody. For clusters where tenants may create Secrets of any type.
-	OnlyListedZones bool
-	// NoSecretWatch leaves out the watch of Secrets' metadata (--watch-provider-secrets=false): the
-	// provider Secrets are then listed again at every reconcile of a zone, not cached.
-	NoSecretWatch bool
+	// Grants say which namespaces may serve which names; nothing is served without one.
+	Grants grant.Grants
 
 	// Peers, when set, pulls the exports of other clusters' servers: a zone with peers is served
 	// merged from this cluster's records and theirs (package peers). PeersChanged must be its
@@ -131,26 +124,13 @@ type Reconciler struct {
 	// peerEvents carries PeersChanged to the controller.
 	peerEvents chan event.GenericEvent
 	// versions are, by zone, the last export's version and content (exportVersion); under mu.
+	mu       sync.Mutex
 	versions map[string]exportVersion
-
-	// secrets caches the namespaces provider Secrets entitle, by zone, so that a record change is
-	// served without a call to the API server. Any Secret event moves secretsGen, and the next
-	// reconcile of each zone lists the Secrets again.
-	mu         sync.Mutex
-	secretsGen uint64
-	secrets    map[string]entitlement
 }
 
 type exportVersion struct {
 	version time.Time
 	digest  [sha256.Size]byte
-}
-
-type entitlement struct {
-	gen uint64
-	// candidates are the namespaces whose Secrets were listed.
-	candidates string
-	namespaces map[string]bool
 }
 
 // SetupWithManager registers the server and the controller that feeds it. Neither needs leadership:
@@ -198,11 +178,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return err
 		}
 	}
-	if !r.OnlyListedZones && !r.NoSecretWatch {
-		// A provider Secret created, changed or deleted can change who is entitled to any zone. The
-		// watch is on metadata only (shared with the record controller's); the Secrets themselves
-		// are read from the API server when a zone is reconciled.
-		b = b.Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.allZones), builder.OnlyMetadata)
+	if r.Grants.UsesSelector() {
+		// A namespace's labels decide which selector grants are its: a change re-serves the zones
+		// it holds records of. Metadata only, as the labels are all that is read.
+		b = b.Watches(&corev1.Namespace{}, handler.EnqueueRequestsFromMapFunc(r.zonesOfNamespace), builder.OnlyMetadata,
+			builder.WithPredicates(labelsChanged))
 	}
 	return b.Complete(r)
 }
@@ -242,15 +222,22 @@ func zoneOf(_ context.Context, obj client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Name: zone}}}
 }
 
-// allZones is every zone some authoritative record names. It is called for Secret events, so it
-// also forgets what Secrets entitled.
-func (r *Reconciler) allZones(ctx context.Context, _ client.Object) []reconcile.Request {
-	r.mu.Lock()
-	r.secretsGen++
-	r.mu.Unlock()
+// labelsChanged passes namespace updates that changed labels: created namespaces hold no records
+// yet, and a deleted one's records are deleted and re-serve their zones themselves.
+var labelsChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels())
+	},
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	DeleteFunc:  func(event.DeleteEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// zonesOfNamespace is every zone the namespace holds authoritative records of.
+func (r *Reconciler) zonesOfNamespace(ctx context.Context, ns client.Object) []reconcile.Request {
 	var records v1alpha1.DNSRecordList
-	if err := r.Client.List(ctx, &records, client.MatchingLabels{v1alpha1.AuthoritativeRecordLabel: "true"}); err != nil {
-		log.FromContext(ctx).Error(err, "listing authoritative records after a Secret changed")
+	if err := r.Client.List(ctx, &records, client.InNamespace(ns.GetName()), client.MatchingLabels{v1alpha1.AuthoritativeRecordLabel: "true"}); err != nil {
+		log.FromContext(ctx).Error(err, "listing authoritative records after a namespace's labels changed", "namespace", ns.GetName())
 		return nil
 	}
 	seen := map[string]bool{}
@@ -264,7 +251,7 @@ func (r *Reconciler) allZones(ctx context.Context, _ client.Object) []reconcile.
 	return out
 }
 
-// Reconcile serves a zone from the authoritative records of its entitled namespaces, or stops
+// Reconcile serves a zone from the granted endpoints of its authoritative records, or stops
 // serving it when none is left, and tells each record of the zone what of it is served.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	zone := req.Name
@@ -274,13 +261,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}); err != nil {
 		return ctrl.Result{}, err
 	}
-	candidates := map[string]bool{}
+	nsLabels := map[string]map[string]string{}
+	apexGranted := false
 	for i := range list.Items {
-		candidates[list.Items[i].Namespace] = true
-	}
-	entitled, why, err := r.entitled(ctx, zone, candidates)
-	if err != nil {
-		return ctrl.Result{}, err
+		ns := list.Items[i].Namespace
+		if _, seen := nsLabels[ns]; seen {
+			continue
+		}
+		labels, err := r.namespaceLabels(ctx, ns)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		nsLabels[ns] = labels
+		apexGranted = apexGranted || r.Grants.Covers(ns, labels, zone)
 	}
 	// Records are read in a fixed order so every replica builds the same zone from the same objects.
 	slices.SortFunc(list.Items, func(a, b v1alpha1.DNSRecord) int {
@@ -292,12 +285,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		endpoints int
 		local     []*v1alpha1.Endpoint
 		verdicts  = map[client.ObjectKey]metav1.Condition{}
+		// ungranted are, by record, its endpoints left out for want of a grant, as refusals.
+		ungranted = map[client.ObjectKey][]string{}
 	)
 	for i := range list.Items {
 		rec := &list.Items[i]
 		key := client.ObjectKeyFromObject(rec)
-		// Every record of the zone counts for the serial, entitled or not: were a namespace's
-		// entitlement withdrawn, the serial must still not go back, or secondaries would keep the
+		// Every record of the zone counts for the serial, granted or not: were a namespace's
+		// grant withdrawn, the serial must still not go back, or secondaries would keep the
 		// content they have.
 		if t := lastChange(rec); t.After(changed) {
 			changed = t
@@ -306,18 +301,36 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			// Held by a finalizer on its way out: no longer part of the zone.
 			continue
 		}
-		if !entitled[rec.Namespace] {
-			verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonNotEntitled,
-				Message: fmt.Sprintf("namespace %s may not serve records in zone %s: %s; nothing of this record is served", rec.Namespace, zone, why)}
+		if !apexGranted {
+			verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonNotGranted,
+				Message: fmt.Sprintf("zone %s is served only when a namespace holding its records has a grant for its apex, and none has: %s; nothing of this record is served",
+					zone, grant.Message(rec.Namespace, []string{zone}))}
 			continue
 		}
-		sources = append(sources, dnsserver.Source{Name: key.String(), Endpoints: rec.Spec.Endpoints})
+		var granted []*v1alpha1.Endpoint
+		var uncovered, refusals []string
 		for _, ep := range rec.Spec.Endpoints {
-			if ep != nil {
-				endpoints++
-				local = append(local, ep)
+			if ep == nil {
+				continue
 			}
+			if !r.Grants.Covers(rec.Namespace, nsLabels[rec.Namespace], ep.DNSName) {
+				uncovered = append(uncovered, ep.DNSName)
+				refusals = append(refusals, fmt.Sprintf("%s %s: namespace %s has no grant for the name", ep.DNSName, ep.RecordType, rec.Namespace))
+				continue
+			}
+			granted = append(granted, ep)
 		}
+		if len(granted) == 0 && len(uncovered) > 0 {
+			verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonNotGranted,
+				Message: grant.Message(rec.Namespace, r.Grants.Uncovered(rec.Namespace, nsLabels[rec.Namespace], uncovered)) + "; nothing of this record is served"}
+			continue
+		}
+		if len(refusals) > 0 {
+			ungranted[key] = refusals
+		}
+		sources = append(sources, dnsserver.Source{Name: key.String(), Endpoints: granted})
+		endpoints += len(granted)
+		local = append(local, granted...)
 		verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionTrue, Reason: ReasonServed,
 			Message: fmt.Sprintf("served in zone %s by the embedded DNS server", zone)}
 	}
@@ -380,7 +393,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, fmt.Errorf("serving zone %s: %w", zone, err)
 	}
 	for name, reasons := range withRefused(st.Refused, ownRefused) {
-		verdicts[keyOf(name)] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonRecordsRefused,
+		ungranted[keyOf(name)] = append(ungranted[keyOf(name)], reasons...)
+	}
+	for key, reasons := range ungranted {
+		verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonRecordsRefused,
 			Message: refusedMessage(zone, reasons)}
 	}
 	if data.Sources == nil && len(st.Skipped) > 0 {
@@ -506,67 +522,21 @@ func refusedMessage(zone string, reasons []string) string {
 	return msg
 }
 
-// entitled returns the namespaces that may contribute to a zone, and, for the others, why not.
-// candidates are the namespaces holding the zone's records: only their Secrets can entitle them, so
-// only their Secrets are listed, namespace by namespace (no cluster-wide list of Secrets).
-func (r *Reconciler) entitled(ctx context.Context, zone string, candidates map[string]bool) (map[string]bool, string, error) {
-	zone = v1alpha1.NormalizeName(zone)
-	out := map[string]bool{}
-	for z, namespaces := range r.ZoneNamespaces {
-		if v1alpha1.NormalizeName(z) == zone {
-			for _, ns := range namespaces {
-				out[ns] = true
-			}
-			return out, "the zone's namespaces are listed in --dns-zone-namespaces", nil
+// namespaceLabels are a namespace's labels, read from the manager's cache, when a grant selects
+// namespaces by label; otherwise nil, and no namespace is read.
+func (r *Reconciler) namespaceLabels(ctx context.Context, name string) (map[string]string, error) {
+	if !r.Grants.UsesSelector() {
+		return nil, nil
+	}
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
 		}
+		return nil, fmt.Errorf("reading the labels of namespace %s: %w", name, err)
 	}
-	if r.OnlyListedZones {
-		return out, "the zone is not listed in --dns-zone-namespaces", nil
-	}
-	why := fmt.Sprintf("no %s Secret in the namespace lists the zone in %s", v1alpha1.SecretTypeCoreDNS, v1alpha1.CoreDNSZonesKey)
-	namespaces := make([]string, 0, len(candidates))
-	for ns := range candidates {
-		namespaces = append(namespaces, ns)
-	}
-	slices.Sort(namespaces)
-	key := strings.Join(namespaces, ",")
-	r.mu.Lock()
-	gen := r.secretsGen
-	cached, ok := r.secrets[zone]
-	r.mu.Unlock()
-	if ok && cached.gen == gen && cached.candidates == key && !r.NoSecretWatch {
-		return cached.namespaces, why, nil
-	}
-	reader := r.SecretReader
-	if reader == nil {
-		reader = r.Client
-	}
-	for _, ns := range namespaces {
-		var secrets corev1.SecretList
-		if err := reader.List(ctx, &secrets, client.InNamespace(ns),
-			client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("type", string(v1alpha1.SecretTypeCoreDNS))}); err != nil {
-			return nil, "", fmt.Errorf("listing %s Secrets: %w", v1alpha1.SecretTypeCoreDNS, err)
-		}
-		for i := range secrets.Items {
-			opts, err := coredns.ParseOptions(&secrets.Items[i])
-			if err != nil {
-				// The record controller reports a broken Secret on the records that use it.
-				continue
-			}
-			if slices.Contains(opts.Zones, zone) {
-				out[secrets.Items[i].Namespace] = true
-			}
-		}
-	}
-	r.mu.Lock()
-	if r.secrets == nil {
-		r.secrets = map[string]entitlement{}
-	}
-	// Stored with the generation read before the list: a Secret event during it leaves the entry
-	// stale, and the zone is reconciled again for that event.
-	r.secrets[zone] = entitlement{gen: gen, candidates: key, namespaces: out}
-	r.mu.Unlock()
-	return out, why, nil
+	return ns.Labels, nil
 }
 
 // report writes each record's Served condition where it differs from what the record shows, by
@@ -582,7 +552,7 @@ func (r *Reconciler) report(ctx context.Context, records []v1alpha1.DNSRecord, v
 			continue
 		}
 		wants := []metav1.Condition{served}
-		if peers != nil && served.Reason != ReasonNotEntitled {
+		if peers != nil && served.Reason != ReasonNotGranted {
 			wants = append(wants, *peers)
 		}
 		// Written only when a verdict changes, not for every new generation: each status write

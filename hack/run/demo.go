@@ -63,7 +63,8 @@ func writeDemoGeoDB(path string) error {
 	return geodb.Write(path, networks...)
 }
 
-// seedDemo creates the demo namespace, the default provider Secret of type kuadrant.io/coredns, the
+// seedDemo creates the demo namespace, the default provider Secret of type kuadrant.io/coredns (it
+// picks the backend; the namespace's grant of the zone is the controller's --grant, runLocal), the
 // Gateways with the status an implementation would write (no Gateway implementation runs here), and
 // a loadbalanced DNSPolicy per Gateway. Objects that exist are left as they are.
 func seedDemo(ctx context.Context, cfg *rest.Config) error {

@@ -145,6 +145,13 @@ func runLocal(ctx context.Context, opts app.Options) error {
 		}
 		controllerEnv = append(controllerEnv, app.EnvName("dns-geoip-database")+"="+opts.DNSGeoIPDatabase)
 	}
+	// The demo namespace is granted the demo zone, as an administrator grants a tenant its names
+	// (without a grant the embedded server serves nothing); grants the user gave are kept.
+	demoGrant := demoNamespace + "=" + demoZone
+	if given, ok := os.LookupEnv(app.EnvName("grant")); ok {
+		demoGrant = given + ";" + demoGrant
+	}
+	controllerEnv = append(controllerEnv, app.EnvName("grant")+"="+demoGrant)
 	controller, err := startController(path, controllerEnv)
 	if err != nil {
 		return err

@@ -104,7 +104,7 @@ func TestMultiClusterDNS(t *testing.T) {
 		args := []string{"--dns-server-address", c.addr, "--dns-geoip-database", geoDB, "--dns-nameservers", nameservers,
 			"--dns-tsig-key-file", keyFile, "--dns-transfer-keys", mcZone + "=" + mcKey,
 			"--dns-export-keys", mcZone + "=" + mcKey, "--dns-peer-keys", mcZone + "=" + mcKey,
-			"--dns-peer-pull-interval", mcPull.String(),
+			"--dns-peer-pull-interval", mcPull.String(), "--grant", mcNS + "=" + mcZone,
 			"--owner-lease-renewal", leaseEvery.String(), "--owner-lease-duration", leaseDuration.String()}
 		// Each pull goes through a link the test can cut, for the partition.
 		var peers []string

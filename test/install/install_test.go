@@ -5,7 +5,10 @@ package install_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -191,14 +194,20 @@ func TestRendersAreAccepted(t *testing.T) {
 				t.Errorf("args %v lack %s: the TSIG keys come from the Secret, named by reference", c.Args, want)
 			}
 		}
-		if len(d.Spec.Template.Spec.Volumes) != 1 || d.Spec.Template.Spec.Volumes[0].ConfigMap.Name != "geoip-database" {
-			t.Errorf("geo database volume: %+v", d.Spec.Template.Spec.Volumes)
+		if v := d.Spec.Template.Spec.Volumes; len(v) != 2 || v[0].ConfigMap.Name != "geoip-database" || v[1].ConfigMap.Name != "dnspolicy-controller-grants" {
+			t.Errorf("volumes (geo database, grants): %+v", v)
 		}
 		if sc := c.SecurityContext; sc == nil || !*sc.ReadOnlyRootFilesystem || *sc.AllowPrivilegeEscalation {
 			t.Errorf("container security context %+v", sc)
 		}
-		if opts := parseArgs(t, args); opts.DNSServer.TSIGSecret != d.Namespace+"/dns-tsig" {
+		opts := podOptions(t, cp, d)
+		if opts.DNSServer.TSIGSecret != d.Namespace+"/dns-tsig" {
 			t.Errorf("the binary reads its TSIG keys from %q, want the Secret %s/dns-tsig", opts.DNSServer.TSIGSecret, d.Namespace)
+		}
+		// The chart's grants reach the binary through the ConfigMap it mounts.
+		if g := opts.Grants; !g.AllBackends() || !g.Grants.Covers("gateways", nil, "api.example.com") ||
+			!g.Grants.Covers("team-b", map[string]string{"dns.example.com/tier": "shared"}, "x.shared.example.com") || g.Grants.Covers("team-b", nil, "example.com") {
+			t.Errorf("grants from the chart: %+v", g)
 		}
 	})
 	t.Run("helm namespaced", func(t *testing.T) {
@@ -221,9 +230,40 @@ func deploymentArgs(t *testing.T, cp *controlPlane) []string {
 	if err := cp.c.Get(context.Background(), client.ObjectKey{Namespace: controllerNamespace, Name: "dnspolicy-controller"}, d); err != nil {
 		t.Fatal(err)
 	}
-	args := d.Spec.Template.Spec.Containers[0].Args
-	parseArgs(t, args)
-	return args
+	podOptions(t, cp, d)
+	return d.Spec.Template.Spec.Containers[0].Args
+}
+
+// podOptions parses the Deployment's args as its pod would, with the grants file it mounts read
+// from the ConfigMap.
+func podOptions(t *testing.T, cp *controlPlane, d *appsv1.Deployment) app.Options {
+	t.Helper()
+	args := slices.Clone(d.Spec.Template.Spec.Containers[0].Args)
+	for i, arg := range args {
+		path, ok := strings.CutPrefix(arg, "--grants-file=")
+		if !ok {
+			continue
+		}
+		var mounted *corev1.ConfigMapVolumeSource
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Name == "grants" {
+				mounted = v.ConfigMap
+			}
+		}
+		if mounted == nil {
+			t.Fatalf("--grants-file %s without the grants volume", path)
+		}
+		cm := &corev1.ConfigMap{}
+		if err := cp.c.Get(context.Background(), client.ObjectKey{Namespace: d.Namespace, Name: mounted.Name}, cm); err != nil {
+			t.Fatal(err)
+		}
+		local := filepath.Join(t.TempDir(), filepath.Base(path))
+		if err := os.WriteFile(local, []byte(cm.Data[filepath.Base(path)]), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args[i] = "--grants-file=" + local
+	}
+	return parseArgs(t, args)
 }
 
 func parseArgs(t *testing.T, args []string) app.Options {

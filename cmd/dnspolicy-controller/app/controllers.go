@@ -58,6 +58,7 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 		recordOpts.NoSecretWatch = o.NoProviderSecretWatch
 		recordOpts.KeepExpired = !o.OwnerLeases.Expiry
 		recordOpts.MaxTTL = o.MaxTTL
+		recordOpts.Grants, recordOpts.GrantsAllBackends = o.Grants.Grants, o.Grants.AllBackends()
 		r := &dnsrecord.Reconciler{
 			Client:       mgr.GetClient(),
 			SecretReader: mgr.GetAPIReader(),
@@ -131,17 +132,14 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 			return fmt.Errorf("dns server: %w", err)
 		}
 		r := &dnsservercontroller.Reconciler{
-			Client:          mgr.GetClient(),
-			SecretReader:    mgr.GetAPIReader(),
-			Server:          server,
-			Nameservers:     o.DNSNameservers,
-			Secondaries:     o.DNSSecondaries,
-			ZoneNamespaces:  o.DNSServer.ZoneNamespaces,
-			OnlyListedZones: o.DNSServer.OnlyListedZones,
-			NoSecretWatch:   o.NoProviderSecretWatch,
-			Exports:         o.DNSServer.exportedZones(),
-			LeaseEvery:      o.OwnerLeases.Every,
-			LeaseDuration:   o.OwnerLeases.Duration,
+			Client:        mgr.GetClient(),
+			Server:        server,
+			Nameservers:   o.DNSNameservers,
+			Secondaries:   o.DNSSecondaries,
+			Grants:        o.Grants.Grants,
+			Exports:       o.DNSServer.exportedZones(),
+			LeaseEvery:    o.OwnerLeases.Every,
+			LeaseDuration: o.OwnerLeases.Duration,
 		}
 		if r.LeaseEvery <= 0 {
 			r.LeaseEvery = lease.DefaultEvery

@@ -24,10 +24,9 @@ import (
 // DNSServerOptions are the embedded DNS server's tenancy, TSIG and resource settings
 // (docs/embedded-dns.md lists each beside BIND's equivalent).
 type DNSServerOptions struct {
-	// ZoneNamespaces lists, by zone, the namespaces entitled to serve records in it.
+	// ZoneNamespaces (--dns-zone-namespaces) grants, by zone, the zone to namespaces: shorthand
+	// for --grant, added to Options.Grants.
 	ZoneNamespaces map[string][]string
-	// OnlyListedZones ignores kuadrant.io/coredns Secrets for entitlement: only ZoneNamespaces counts.
-	OnlyListedZones bool
 	// TSIGKeyFile is a file of BIND key statements (tsig-keygen's output), e.g. a mounted Secret.
 	TSIGKeyFile string
 	// TSIGSecret is namespace/name of a Secret whose values are BIND key statements, read at start.
@@ -94,8 +93,7 @@ func defaultDNSServerOptions() DNSServerOptions {
 // dnsServerFlags registers the flags and returns a function that parses the list-valued ones once
 // the flag set has been parsed.
 func (d *DNSServerOptions) dnsServerFlags(fs *flag.FlagSet) func() error {
-	zoneNamespaces := fs.String("dns-zone-namespaces", "", "Comma-separated zone=namespace pairs (a zone may repeat): the namespaces whose authoritative records a zone is served from. A zone not listed is served from the namespaces whose kuadrant.io/coredns Secret lists it.")
-	fs.BoolVar(&d.OnlyListedZones, "dns-only-listed-zones", d.OnlyListedZones, "Serve only zones listed in --dns-zone-namespaces; provider Secrets entitle no namespace (for clusters where tenants may create any Secret).")
+	zoneNamespaces := fs.String("dns-zone-namespaces", "", "Comma-separated zone=namespace pairs (a zone may repeat): shorthand for --grant namespace=zone, a grant of the zone and every name below it.")
 	fs.StringVar(&d.TSIGKeyFile, "dns-tsig-key-file", d.TSIGKeyFile, "File of BIND key statements (tsig-keygen output; hmac-sha256/384/512), e.g. a mounted Secret.")
 	fs.StringVar(&d.TSIGSecret, "dns-tsig-secret", d.TSIGSecret, "namespace/name of a Secret whose values are BIND key statements, read at start.")
 	transferKeys := fs.String("dns-transfer-keys", "", "Comma-separated zone=keyname pairs (a zone may repeat): the TSIG keys allowed to transfer a zone; the first also signs its NOTIFYs. A zone not listed cannot be transferred.")

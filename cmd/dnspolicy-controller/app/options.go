@@ -73,6 +73,8 @@ type Options struct {
 	// MaxTTL caps the TTL of every record, the records validated by the record controller and the
 	// authoritative records the embedded DNS server serves (--max-ttl).
 	MaxTTL int64
+	// Grants say which namespaces may publish which names (package grant).
+	Grants GrantOptions
 }
 
 // OwnerLeaseOptions set owner leases: each cluster renews a lease record in the zones where it shares
@@ -107,6 +109,7 @@ func DefaultOptions() Options {
 		DNSServer:                 defaultDNSServerOptions(),
 		OwnerLeases:               OwnerLeaseOptions{Every: lease.DefaultEvery, Duration: lease.DefaultDuration, Expiry: true},
 		MaxTTL:                    v1alpha1.DefaultMaxTTL,
+		Grants:                    GrantOptions{Scope: GrantsScopeEmbedded},
 	}
 }
 
@@ -141,6 +144,7 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	nameservers := fs.String("dns-nameservers", "", "Comma-separated NS names of every served zone (the first is the SOA's primary); empty: ns1.<zone>.")
 	fs.Int64Var(&o.MaxTTL, "max-ttl", o.MaxTTL, "Largest TTL, in seconds, of any record: a record with a larger one is refused (ValidationError; RecordsRefused on the embedded server). Up to 2147483647.")
 	finishDNSServer := o.DNSServer.dnsServerFlags(fs)
+	finishGrants := o.Grants.flags(fs)
 
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
@@ -176,6 +180,9 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 		}
 	}
 	if err := finishDNSServer(); err != nil {
+		return o, err
+	}
+	if err := finishGrants(o.DNSServer.ZoneNamespaces); err != nil {
 		return o, err
 	}
 	// A zone may have several secondaries, so this list is not a map of unique keys.

@@ -49,6 +49,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	dnsservercontroller "github.com/dnspolicy/dnspolicy-controller/controllers/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/grant"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 	"github.com/dnspolicy/dnspolicy-controller/test/geodb"
@@ -552,7 +553,9 @@ func updateLatency(n int) (time.Duration, []time.Duration, error) {
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := (&dnsservercontroller.Reconciler{Client: mgr.GetClient(), SecretReader: mgr.GetAPIReader(), Server: srv}).SetupWithManager(mgr); err != nil {
+	// The namespace is granted the zone, as a publisher's is.
+	grants := grant.Grants{{Namespaces: []string{"bench-dns"}, Domains: []string{zoneName}}}
+	if err := (&dnsservercontroller.Reconciler{Client: mgr.GetClient(), Server: srv, Grants: grants}).SetupWithManager(mgr); err != nil {
 		return 0, nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -567,11 +570,6 @@ func updateLatency(n int) (time.Duration, []time.Duration, error) {
 	bg := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "bench-dns"}}
 	if err := c.Create(bg, ns); err != nil {
-		return 0, nil, err
-	}
-	// The namespace is entitled to the zone as a publisher's is: by a provider Secret listing it.
-	if err := c.Create(bg, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns.Name, Name: "coredns"},
-		Type: v1alpha1.SecretTypeCoreDNS, StringData: map[string]string{v1alpha1.CoreDNSZonesKey: zoneName}}); err != nil {
 		return 0, nil, err
 	}
 	host := "www." + zoneName

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/grant"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
 	"github.com/dnspolicy/dnspolicy-controller/providers/coredns"
 )
@@ -48,29 +50,36 @@ const kuadrantAPI = `[
 ]`
 
 // writeAuthoritative creates an authoritative record as Kuadrant's dns-operator names and labels it,
-// in a namespace entitled to the zone: one holding a kuadrant.io/coredns Secret that lists it, as the
-// namespace of a dns-operator publishing there does.
+// in a namespace granted the zone (as the administrator grants the namespace of a dns-operator
+// publishing there): managers started after it have the grant.
 func writeAuthoritative(t *testing.T, ns, zone, rootHost string, eps []*v1alpha1.Endpoint) *v1alpha1.DNSRecord {
 	t.Helper()
-	entitle(t, ns, zone)
-	return writeUnentitled(t, ns, zone, rootHost, eps)
+	grantZones(ns, zone)
+	return writeUngranted(t, ns, zone, rootHost, eps)
 }
 
-// entitle creates a kuadrant.io/coredns Secret listing the zone in the namespace, once.
-func entitle(t *testing.T, ns, zone string) {
-	t.Helper()
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "zone-" + hash.Base36(zone, 8)},
-		Type:       v1alpha1.SecretTypeCoreDNS,
-		StringData: map[string]string{v1alpha1.CoreDNSZonesKey: zone},
-	}
-	if err := env.Client.Create(context.Background(), secret); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
+// grants are the grants of every manager startManager starts: each test's namespaces are its own,
+// so grants left by earlier tests grant nothing a later one uses.
+var (
+	grantsMu sync.Mutex
+	grants   grant.Grants
+)
+
+// grantZones grants the comma-separated zones to the namespace, for managers started from now on.
+func grantZones(ns, zones string) {
+	grantsMu.Lock()
+	defer grantsMu.Unlock()
+	grants = append(grants, grant.Grant{Namespaces: []string{ns}, Domains: strings.Split(zones, ",")})
 }
 
-// writeUnentitled creates an authoritative record without entitling its namespace.
-func writeUnentitled(t *testing.T, ns, zone, rootHost string, eps []*v1alpha1.Endpoint) *v1alpha1.DNSRecord {
+func currentGrants() grant.Grants {
+	grantsMu.Lock()
+	defer grantsMu.Unlock()
+	return slices.Clone(grants)
+}
+
+// writeUngranted creates an authoritative record without granting its namespace anything.
+func writeUngranted(t *testing.T, ns, zone, rootHost string, eps []*v1alpha1.Endpoint) *v1alpha1.DNSRecord {
 	t.Helper()
 	r := &v1alpha1.DNSRecord{
 		ObjectMeta: metav1.ObjectMeta{
@@ -351,9 +360,11 @@ func pinContributor(t *testing.T, rec *v1alpha1.DNSRecord, rootHost, owner strin
 	}
 }
 
-// createSecret creates the kuadrant.io/coredns provider Secret "coredns" for the zones.
+// createSecret creates the kuadrant.io/coredns provider Secret "coredns" for the zones, and grants
+// the zones to the namespace (the Secret alone entitles nothing).
 func createSecret(t *testing.T, ns, zones string) {
 	t.Helper()
+	grantZones(ns, zones)
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "coredns"},
 		Type:       v1alpha1.SecretTypeCoreDNS,
@@ -383,7 +394,7 @@ func TestDNSServerFlags(t *testing.T) {
 	o, err := app.Parse([]string{
 		"--dns-server-address=127.0.0.1:1053", "--dns-geoip-database=/geo.mmdb",
 		"--dns-tsig-key-file=/keys/tsig.conf", "--dns-transfer-keys=e.example.com=xfr,e.example.com=other,f.example.com=xfr",
-		"--dns-zone-namespaces=e.example.com=team-a,E.example.com.=team-b", "--dns-only-listed-zones",
+		"--dns-zone-namespaces=e.example.com=team-a,E.example.com.=team-b",
 		"--dns-nameservers=ns1.example.com,ns2.example.com", "--dns-max-tcp-connections=10",
 		"--dns-rrl-responses-per-second=20", "--dns-tcp-write-timeout=2s",
 		"--enable-record-controller=false", "--enable-policy-controller=false",
@@ -394,7 +405,7 @@ func TestDNSServerFlags(t *testing.T) {
 	d := o.DNSServer
 	if o.DNSServerAddress != "127.0.0.1:1053" || o.DNSGeoIPDatabase != "/geo.mmdb" || d.TSIGKeyFile != "/keys/tsig.conf" ||
 		fmt.Sprint(d.TransferKeys) != "map[e.example.com:[xfr other] f.example.com:[xfr]]" ||
-		fmt.Sprint(d.ZoneNamespaces) != "map[e.example.com:[team-a team-b]]" || !d.OnlyListedZones ||
+		fmt.Sprint(d.ZoneNamespaces) != "map[e.example.com:[team-a team-b]]" || !o.Grants.Grants.Covers("team-b", nil, "www.e.example.com") ||
 		fmt.Sprint(o.DNSSecondaries) != "map[e.example.com:[127.0.0.1:5301 127.0.0.1:5302]]" ||
 		fmt.Sprint(o.DNSNameservers) != "[ns1.example.com ns2.example.com]" || d.MaxTCPConnections != 10 ||
 		d.RateLimit.ResponsesPerSecond != 20 || d.RateLimit.Slip != 2 || d.TCPWriteTimeout != 2*time.Second ||
@@ -524,4 +535,59 @@ func TestCoreDNSProviderErrors(t *testing.T) {
 			})
 		})
 	}
+}
+
+// A DNSRecord publishing through a kuadrant.io/coredns Secret from a namespace granted only part of
+// its names publishes nothing: Ready=False NotGranted names the names without a grant, no
+// authoritative record is written, and the record takes no finalizer, so its deletion withdraws
+// nothing (it could otherwise withdraw what an owner ID it borrowed published).
+func TestCoreDNSRecordNotGranted(t *testing.T) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	if err := env.Client.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "coredns"}, Type: v1alpha1.SecretTypeCoreDNS,
+		StringData: map[string]string{v1alpha1.CoreDNSZonesKey: "h.example.com"},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	grantZones(ns, "klb.app.h.example.com")
+	m := startManager(t, coreDNSFactory(t))
+	rec := &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app"},
+		Spec: v1alpha1.DNSRecordSpec{
+			RootHost: "app.h.example.com", ProviderRef: &v1alpha1.ProviderRef{Name: "coredns"},
+			Endpoints: []*v1alpha1.Endpoint{
+				v1alpha1.NewEndpoint("app.h.example.com", "CNAME", 300, "klb.app.h.example.com"),
+				v1alpha1.NewEndpoint("klb.app.h.example.com", "A", 60, "192.0.2.10"),
+			},
+		},
+	}
+	if err := env.Client.Create(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	want := "namespace " + ns + " has no grant for app.h.example.com (grants are set by the administrator: --grant, --grants-file); nothing of this record is published"
+	waitFor(t, 10*time.Second, func() string {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rec), rec); err != nil {
+			return err.Error()
+		}
+		return readyIs(rec, metav1.ConditionFalse, v1alpha1.ReasonNotGranted, want)
+	})
+	if len(rec.Finalizers) != 0 || rec.Status.ZoneID != "" {
+		t.Errorf("a record not granted has finalizers %v and zone %q, want neither", rec.Finalizers, rec.Status.ZoneID)
+	}
+	if err := env.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: coredns.RecordName("app.h.example.com")}, &v1alpha1.DNSRecord{}); !apierrors.IsNotFound(err) {
+		t.Errorf("authoritative record of a record not granted: %v, want not found", err)
+	}
+	if r, err := query(m.addr, "klb.app.h.example.com", dns.TypeA, netip.Addr{}); err != nil || r.Rcode != dns.RcodeRefused {
+		t.Errorf("klb.app.h.example.com: %v %v, want REFUSED (no zone served)", r, err)
+	}
+	if err := env.Client.Delete(ctx, rec); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 5*time.Second, func() string {
+		if err := env.Client.Get(ctx, client.ObjectKeyFromObject(rec), &v1alpha1.DNSRecord{}); !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("the deleted record: %v", err)
+		}
+		return ""
+	})
 }

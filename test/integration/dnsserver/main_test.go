@@ -84,7 +84,8 @@ type manager struct {
 }
 
 // startManager runs the binary's wiring with the DNS server on a free loopback port, and the record
-// controller only when factory is given; edits, when given, change the options. It stops when the
+// controller only when factory is given, with the grants given so far (grantZones); edits, when
+// given, change the options. It stops when the
 // test ends, or earlier through stop.
 func startManager(t *testing.T, factory *providers.Factory, edits ...func(*app.Options)) *manager {
 	t.Helper()
@@ -94,6 +95,7 @@ func startManager(t *testing.T, factory *providers.Factory, edits ...func(*app.O
 	o.EnableRecordController = factory != nil
 	o.DNSServerAddress = freeport.Addr(t)
 	o.DNSGeoIPDatabase = geoDB
+	o.Grants.Grants = currentGrants()
 	for _, edit := range edits {
 		edit(&o)
 	}

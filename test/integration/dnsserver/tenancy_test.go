@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -19,6 +20,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
 	dnsservercontroller "github.com/dnspolicy/dnspolicy-controller/controllers/dnsserver"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/grant"
 	"github.com/dnspolicy/dnspolicy-controller/test/bind"
 )
 
@@ -70,10 +72,14 @@ func servedCondition(t *testing.T, rec *v1alpha1.DNSRecord, want string) func() 
 	}
 }
 
-// A second namespace, not entitled to the zone, writes authoritative records for a hostname of the
-// first, a name of its own and the zone's NS: dig answers are unchanged, and its records say why.
-// The apex NS and SOA cannot be changed by an entitled namespace either. Entitling the namespace
-// with a provider Secret lets it in; an explicit allow-list keeps it out again.
+// A second namespace, granted only ok.m.t.example.com and n.t.example.com in the first namespace's
+// zone, writes authoritative records for a hostname of the first, a name of its own and the zone's
+// NS, and holds a kuadrant.io/coredns Secret listing the zone (which once entitled it): dig answers
+// are unchanged, and its records say which grant is missing. A record mixing a granted name with an
+// ungranted one is served for the granted name only. A zone it declares nested in the first's is
+// served only if it is granted that zone's apex, so it cannot shadow names it was not granted. The
+// apex NS and SOA cannot be changed by a granted namespace either. Granting the namespace the zone
+// lets its records join the zone.
 func TestTenancy(t *testing.T) {
 	const zone = "t.example.com"
 	owner, intruder := newNamespace(t), newNamespace(t)
@@ -82,17 +88,44 @@ func TestTenancy(t *testing.T) {
 		v1alpha1.NewEndpoint(zone, "NS", 300, "ns.elsewhere.example.net"),
 		v1alpha1.NewEndpoint(zone, "A", 60, "192.0.2.100"),
 	})
-	hijack := writeUnentitled(t, intruder, zone, "www."+zone, []*v1alpha1.Endpoint{
+	// The Secret holds no credential: any tenant can write one, so it entitles nothing.
+	if err := env.Client.Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: intruder, Name: "coredns"}, Type: v1alpha1.SecretTypeCoreDNS,
+		StringData: map[string]string{v1alpha1.CoreDNSZonesKey: zone},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	grantZones(intruder, "ok.m."+zone+",n."+zone)
+	hijack := writeUngranted(t, intruder, zone, "www."+zone, []*v1alpha1.Endpoint{
 		v1alpha1.NewEndpoint("www."+zone, "A", 60, "203.0.113.66"),
 		v1alpha1.NewEndpoint("evil.www."+zone, "A", 60, "203.0.113.66"),
 	})
-	redelegate := writeUnentitled(t, intruder, zone, zone, []*v1alpha1.Endpoint{
+	redelegate := writeUngranted(t, intruder, zone, zone, []*v1alpha1.Endpoint{
 		v1alpha1.NewEndpoint(zone, "NS", 300, "ns.intruder.example.net"),
+	})
+	mixed := writeUngranted(t, intruder, zone, "m."+zone, []*v1alpha1.Endpoint{
+		v1alpha1.NewEndpoint("ok.m."+zone, "A", 60, "198.51.100.7"),
+		v1alpha1.NewEndpoint("m."+zone, "A", 60, "203.0.113.66"),
+	})
+	// A zone nested in the owner's, at a name the intruder was not granted: it would shadow www.
+	shadow := &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: intruder, Name: "shadow", Labels: map[string]string{
+			v1alpha1.AuthoritativeRecordLabel: "true", v1alpha1.CoreDNSZoneNameLabel: "www." + zone}},
+		Spec: v1alpha1.DNSRecordSpec{RootHost: "www." + zone, Endpoints: []*v1alpha1.Endpoint{
+			v1alpha1.NewEndpoint("www."+zone, "A", 60, "203.0.113.66")}},
+	}
+	if err := env.Client.Create(context.Background(), shadow); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), shadow) })
+	// A nested zone at a name it was granted is its own.
+	nested := writeUngranted(t, intruder, "n."+zone, "c.n."+zone, []*v1alpha1.Endpoint{
+		v1alpha1.NewEndpoint("c.n."+zone, "A", 60, "198.51.100.8"),
 	})
 	m := startManager(t, nil, func(o *app.Options) { o.DNSNameservers = []string{"ns1.t.example.com", "ns2.t.example.com"} })
 	eventually(t, 10*time.Second, m.addr, "www."+zone, dns.TypeA, netip.Addr{}, "NOERROR 192.0.2.1")
 
-	check := func(wantWWW, wantEvil string) {
+	check := func(wantWWW, wantEvil, wantM string) {
 		t.Helper()
 		for _, tcp := range []string{"+notcp", "+tcp"} {
 			if got := digShort(t, m.addr, "www."+zone, "A", tcp); got != wantWWW {
@@ -107,9 +140,18 @@ func TestTenancy(t *testing.T) {
 			if got := digShort(t, m.addr, zone, "SOA", tcp); !strings.HasPrefix(got, "NOERROR ns1.t.example.com. hostmaster.t.example.com.") {
 				t.Errorf("dig %s SOA: %q", tcp, got)
 			}
+			if got := digShort(t, m.addr, "ok.m."+zone, "A", tcp); got != "NOERROR 198.51.100.7" {
+				t.Errorf("dig %s ok.m (granted): %q", tcp, got)
+			}
+			if got := digShort(t, m.addr, "m."+zone, "A", tcp); got != wantM {
+				t.Errorf("dig %s m: %q, want %q", tcp, got, wantM)
+			}
+			if got := digShort(t, m.addr, "c.n."+zone, "A", tcp); got != "NOERROR 198.51.100.8" {
+				t.Errorf("dig %s c.n (a granted nested zone): %q", tcp, got)
+			}
 		}
 	}
-	check("NOERROR 192.0.2.1", "NXDOMAIN")
+	missing := "(grants are set by the administrator: --grant, --grants-file); nothing of this record is served"
 	for _, c := range []struct {
 		rec  *v1alpha1.DNSRecord
 		want string
@@ -117,29 +159,75 @@ func TestTenancy(t *testing.T) {
 		{www, "True Served"},
 		{apex, "False RecordsRefused: 1 endpoint(s)"},
 		{apex, "the apex NS comes from the server's configuration"},
-		{hijack, "False NotEntitled: namespace " + intruder + " may not serve records in zone t.example.com: no kuadrant.io/coredns Secret"},
-		{redelegate, "False NotEntitled"},
+		{hijack, "False NotGranted: namespace " + intruder + " has no grant for www.t.example.com, evil.www.t.example.com " + missing},
+		{redelegate, "False NotGranted: namespace " + intruder + " has no grant for t.example.com " + missing},
+		{mixed, "False RecordsRefused: 1 endpoint(s) or record set(s) not served in zone t.example.com, the rest is: m.t.example.com A: namespace " + intruder + " has no grant for the name"},
+		{shadow, "False NotGranted: zone www.t.example.com is served only when a namespace holding its records has a grant for its apex, and none has: namespace " + intruder + " has no grant for www.t.example.com"},
+		{nested, "True Served"},
 	} {
 		waitFor(t, 10*time.Second, servedCondition(t, c.rec, c.want))
 	}
+	// Of m, not granted, only the granted name below it exists.
+	check("NOERROR 192.0.2.1", "NXDOMAIN", "NOERROR")
 
-	// A provider Secret listing the zone entitles the namespace: its records join the zone (the
-	// union of targets, DESIGN 4b), but the apex NS still comes from the configuration.
-	entitle(t, intruder, zone)
-	eventually(t, 10*time.Second, m.addr, "evil.www."+zone, dns.TypeA, netip.Addr{}, "NOERROR 203.0.113.66")
-	check("NOERROR 192.0.2.1 | 203.0.113.66", "NOERROR 203.0.113.66")
-	waitFor(t, 10*time.Second, servedCondition(t, redelegate, "False RecordsRefused"))
-
-	// An explicit allow-list for the zone overrides Secrets.
+	// Granted the zone, the namespace's records join it (the union of targets, DESIGN 4b), but the
+	// apex NS still comes from the configuration. (Its nested zone at www would then be served: the
+	// grant of the zone covers every zone below it.)
 	m.stop()
-	listed := startManager(t, nil, func(o *app.Options) {
+	if err := env.Client.Delete(context.Background(), shadow); err != nil {
+		t.Fatal(err)
+	}
+	m = startManager(t, nil, func(o *app.Options) {
 		o.DNSNameservers = []string{"ns1.t.example.com", "ns2.t.example.com"}
-		o.DNSServer.ZoneNamespaces = map[string][]string{zone: {owner}}
+		o.Grants.Grants = append(o.Grants.Grants, grant.Grant{Namespaces: []string{intruder}, Domains: []string{zone}})
 	})
-	m = listed
-	eventually(t, 10*time.Second, m.addr, "www."+zone, dns.TypeA, netip.Addr{}, "NOERROR 192.0.2.1")
-	check("NOERROR 192.0.2.1", "NXDOMAIN")
-	waitFor(t, 10*time.Second, servedCondition(t, hijack, "False NotEntitled: namespace "+intruder+" may not serve records in zone t.example.com: the zone's namespaces are listed in --dns-zone-namespaces"))
+	eventually(t, 10*time.Second, m.addr, "evil.www."+zone, dns.TypeA, netip.Addr{}, "NOERROR 203.0.113.66")
+	waitFor(t, 10*time.Second, servedCondition(t, redelegate, "False RecordsRefused"))
+	waitFor(t, 10*time.Second, servedCondition(t, hijack, "True Served"))
+	check("NOERROR 192.0.2.1 | 203.0.113.66", "NOERROR 203.0.113.66", "NOERROR 203.0.113.66")
+}
+
+// A grant by namespace label: the namespace's records are served while its labels match, and
+// stop being served as soon as the label is taken away (the zone is rebuilt on the namespace's
+// change, not at the next record change), and come back when it is put back.
+func TestGrantByNamespaceLabel(t *testing.T) {
+	ctx := context.Background()
+	const zone = "s.example.com"
+	ns := newNamespace(t)
+	setLabel := func(value string) {
+		t.Helper()
+		var obj corev1.Namespace
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: ns}, &obj); err != nil {
+			t.Fatal(err)
+		}
+		patch := client.MergeFrom(obj.DeepCopy())
+		if obj.Labels == nil {
+			obj.Labels = map[string]string{}
+		}
+		if value == "" {
+			delete(obj.Labels, "dns.example.com/tier")
+		} else {
+			obj.Labels["dns.example.com/tier"] = value
+		}
+		if err := env.Client.Patch(ctx, &obj, patch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setLabel("gold")
+	rec := writeUngranted(t, ns, zone, "www."+zone, []*v1alpha1.Endpoint{v1alpha1.NewEndpoint("www."+zone, "A", 60, "192.0.2.7")})
+	m := startManager(t, nil, func(o *app.Options) {
+		o.Grants.Grants = append(o.Grants.Grants, grant.Grant{
+			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"dns.example.com/tier": "gold"}}, Domains: []string{zone}})
+	})
+	eventually(t, 10*time.Second, m.addr, "www."+zone, dns.TypeA, netip.Addr{}, "NOERROR 192.0.2.7")
+	waitFor(t, 10*time.Second, servedCondition(t, rec, "True Served"))
+
+	setLabel("silver")
+	eventually(t, 10*time.Second, m.addr, "www."+zone, dns.TypeA, netip.Addr{}, "REFUSED")
+	waitFor(t, 10*time.Second, servedCondition(t, rec, "False NotGranted: zone s.example.com is served only when"))
+
+	setLabel("gold")
+	eventually(t, 10*time.Second, m.addr, "www."+zone, dns.TypeA, netip.Addr{}, "NOERROR 192.0.2.7")
 }
 
 // A record set of 5,000 addresses and a TXT of over 64 KiB: the process stays up, dig over UDP and
