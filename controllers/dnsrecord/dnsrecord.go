@@ -169,7 +169,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 type scope struct {
 	key    types.NamespacedName
 	record *v1alpha1.DNSRecord
-	// before is the record as read, for the status patch.
+	// before is the record as read, metadata and status only (statusOf), for the status patch.
 	before *v1alpha1.DNSRecord
 	// backend is the provider the record publishes with (on deletion, possibly one built from a
 	// Secret that is gone); zone is where.
@@ -201,7 +201,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	s := &scope{key: req.NamespacedName, record: rec, before: rec.DeepCopy()}
+	s := &scope{key: req.NamespacedName, record: rec, before: statusOf(rec)}
 	defer func() {
 		// A pass that ends in a terminal error is not retried: a status it could not write must
 		// be retried instead.
@@ -286,11 +286,19 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		r.reasons.observe(s.key, rec, &s.before.Status, false)
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, rec, client.MergeFrom(s.before)); err != nil && !apierrors.IsNotFound(err) {
+	// The diff is taken between metadata and status only: a record's spec can hold thousands of
+	// targets, and a merge patch of whole objects marshals and unmarshals both.
+	if err := r.Client.Status().Patch(ctx, statusOf(rec), client.MergeFrom(s.before)); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	r.reasons.observe(s.key, rec, &s.before.Status, true)
 	return nil
+}
+
+// statusOf is a copy of the record's metadata and status, without its spec: what the status patch
+// is a diff of.
+func statusOf(rec *v1alpha1.DNSRecord) *v1alpha1.DNSRecord {
+	return &v1alpha1.DNSRecord{TypeMeta: rec.TypeMeta, ObjectMeta: *rec.ObjectMeta.DeepCopy(), Status: *rec.Status.DeepCopy()}
 }
 
 // equalStatus reports whether two statuses differ in nothing but bookkeeping.

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -722,11 +721,15 @@ func weightText(w *uint64) string {
 
 // sorted returns the records of a draft ordered by value, with the set's TTL.
 func (d *draft) sorted() (values []string, rrs []dns.RR) {
-	values = slices.Sorted(maps.Keys(d.records))
-	for _, v := range values {
-		rr := d.records[v]
-		rr.Header().Ttl = d.ttl
-		rrs = append(rrs, rr)
+	values = make([]string, 0, len(d.records))
+	for v := range d.records {
+		values = append(values, v)
+	}
+	slices.Sort(values)
+	rrs = make([]dns.RR, len(values))
+	for i, v := range values {
+		rrs[i] = d.records[v]
+		rrs[i].Header().Ttl = d.ttl
 	}
 	return values, rrs
 }
@@ -820,6 +823,13 @@ func parseTargets(name string, rrtype uint16, ttl uint32, targets []string) (val
 	buf := *bp
 	add := func(value string, rr dns.RR) {
 		if slices.Contains(values, value) {
+			return
+		}
+		if rrtype == dns.TypeA || rrtype == dns.TypeAAAA || rrtype == dns.TypeCNAME || rrtype == dns.TypeNS {
+			// An address, or one canonical name (at most 255 bytes), always fits and packs: no
+			// copy to measure, which for the 1,000 targets of a large set was most of its garbage.
+			values = append(values, value)
+			rrs = append(rrs, rr)
 			return
 		}
 		// Data over the protocol's limits (record data over what a message carries, a
@@ -998,29 +1008,37 @@ func (s *rrset) namedSize(name []byte) int {
 
 // transferRecords lists the zone for AXFR: SOA, apex NS, then every other record set by name.
 func (z *snapshot) transferRecords() []dns.RR {
-	out := []dns.RR{z.soa.rrs[0]}
-	out = append(out, z.ns.rrs...)
 	names := make([]string, 0, len(z.nodes))
 	for k := range z.nodes {
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	for _, k := range names {
-		n := z.nodes[k]
-		for _, ts := range n.sets {
-			if ts.refused || ts.rrtype == dns.TypeSOA || (ts.rrtype == dns.TypeNS && k == string(z.apex)) {
-				continue
+	each := func(visit func([]dns.RR)) {
+		visit(z.soa.rrs[:1])
+		visit(z.ns.rrs)
+		for _, k := range names {
+			n := z.nodes[k]
+			for _, ts := range n.sets {
+				if ts.refused || ts.rrtype == dns.TypeSOA || (ts.rrtype == dns.TypeNS && k == string(z.apex)) {
+					continue
+				}
+				if ts.static != nil {
+					visit(ts.static.rrs)
+				} else {
+					visit(ts.routed.static.rrs)
+				}
 			}
-			if ts.static != nil {
-				out = append(out, ts.static.rrs...)
-			} else {
-				out = append(out, ts.routed.static.rrs...)
+			if n.cut != nil {
+				visit(n.cut.rrs)
 			}
-		}
-		if n.cut != nil {
-			out = append(out, n.cut.rrs...)
 		}
 	}
+	// Counted first, so a zone of many records is listed in one allocation rather than in a slice
+	// grown by doubling.
+	total := 0
+	each(func(rrs []dns.RR) { total += len(rrs) })
+	out := make([]dns.RR, 0, total)
+	each(func(rrs []dns.RR) { out = append(out, rrs...) })
 	return out
 }
 
