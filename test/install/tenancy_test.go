@@ -13,12 +13,15 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -48,7 +51,8 @@ const (
 )
 
 // tenancy is one cluster: the installed controller and three teams. The administrator granted
-// team-a the zone, team-b the subtree b.demo.example.com, and team-c nothing.
+// team-a the zone, team-b the subtree b.demo.example.com, and team-c only shared.demo.example.com,
+// a name it shares with team-a.
 type tenancy struct {
 	cp    *controlPlane
 	dns   string // host:port of the embedded server (loopback)
@@ -73,7 +77,7 @@ func startTenancy(t *testing.T) *tenancy {
 	e.proc = startController(t, cp, find(t, objs, "Deployment", "dnspolicy-controller"),
 		"--dns-server-address="+e.dns,
 		"--dns-nameservers="+nsName, "--dns-nameserver-addresses="+nsName+"="+nsAddr,
-		"--grant=team-a="+demoZone, "--grant=team-b=b."+demoZone)
+		"--grant=team-a="+demoZone, "--grant=team-b=b."+demoZone, "--grant=team-c=shared."+demoZone)
 	// team-a publishes its application through the coredns backend, as any team would.
 	e.publish(t, "team-a", "app."+demoZone, v1alpha1.NewEndpoint("app."+demoZone, "A", 60, appAddr))
 	e.eventuallyAnswers(t, "app."+demoZone, dns.TypeA, "NOERROR "+appAddr)
@@ -435,4 +439,179 @@ func rss(t *testing.T, pid int) int64 {
 	}
 	t.Fatalf("no VmRSS in /proc/%d/status", pid)
 	return 0
+}
+
+// The attacks on owners, the record caps, probes and provider Secrets, each by a team acting
+// through edit.
+func TestTenancyOwnersAndReach(t *testing.T) {
+	e := startTenancy(t)
+	ctx := context.Background()
+	// hits counts requests to a loopback server inside the cluster's reach: no attack may reach it.
+	var hits atomic.Int64
+	inside := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { hits.Add(1) }))
+	t.Cleanup(inside.Close)
+	insideAddr := netip.MustParseAddrPort(strings.TrimPrefix(inside.URL, "http://"))
+
+	// A zone two teams share through a backend whose Secret holds no credential: the team that
+	// published first keeps its value; a lower owner ID chosen later takes nothing.
+	t.Run("chosen owner ID takes nothing", func(t *testing.T) {
+		for _, ns := range []string{"team-a", "team-c"} {
+			if err := e.teams[ns].Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"},
+				Type:       v1alpha1.SecretTypeInMemory,
+				StringData: map[string]string{v1alpha1.InMemInitZonesKey: "shared.example.com"},
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		host := "app.shared.example.com"
+		good := &v1alpha1.DNSRecord{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app"},
+			Spec: v1alpha1.DNSRecordSpec{RootHost: host, ProviderRef: &v1alpha1.ProviderRef{Name: "shared"},
+				Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(host, "CNAME", 60, "good.example.net")}},
+		}
+		if err := e.teams["team-a"].Create(ctx, good); err != nil {
+			t.Fatal(err)
+		}
+		e.waitCondition(t, e.teams["team-a"], good, string(v1alpha1.ConditionTypeReady), "True")
+		before := e.snapshot(t, "team-a")
+		evil := &v1alpha1.DNSRecord{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-c", Name: "app"},
+			Spec: v1alpha1.DNSRecordSpec{RootHost: host, OwnerID: "000000", ProviderRef: &v1alpha1.ProviderRef{Name: "shared"},
+				Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(host, "CNAME", 60, "evil.example.net")}},
+		}
+		if err := e.teams["team-c"].Create(ctx, evil); err != nil {
+			t.Fatal(err)
+		}
+		e.waitCondition(t, e.teams["team-c"], evil, string(v1alpha1.ConditionTypeConflicted), "True", "good.example.net")
+		e.unchanged(t, "team-a", before)
+
+		// Borrowing team-a's owner ID: refused, and deleting the borrower withdraws nothing.
+		var cur v1alpha1.DNSRecord
+		if err := e.cp.c.Get(ctx, client.ObjectKeyFromObject(good), &cur); err != nil {
+			t.Fatal(err)
+		}
+		if cur.Status.OwnerID == "" {
+			t.Fatal("team-a's record has no owner ID in its status")
+		}
+		borrow := &v1alpha1.DNSRecord{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-c", Name: "borrow"},
+			Spec: v1alpha1.DNSRecordSpec{RootHost: host, OwnerID: cur.Status.OwnerID, ProviderRef: &v1alpha1.ProviderRef{Name: "shared"},
+				Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(host, "CNAME", 60, "good.example.net")}},
+		}
+		if err := e.teams["team-c"].Create(ctx, borrow); err != nil {
+			t.Fatal(err)
+		}
+		e.waitCondition(t, e.teams["team-c"], borrow, string(v1alpha1.ConditionTypeReady), "False", "OwnerIDInUse", "team-a")
+		if err := e.teams["team-c"].Delete(ctx, borrow); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 30*time.Second, func() string {
+			if err := e.cp.c.Get(ctx, client.ObjectKeyFromObject(borrow), &v1alpha1.DNSRecord{}); err == nil {
+				return "the borrower is not gone yet"
+			}
+			return ""
+		})
+		e.unchanged(t, "team-a", before)
+	})
+
+	// The caps every record has: a TTL over a day is refused whatever the backend.
+	t.Run("TTL cap", func(t *testing.T) {
+		rec := e.authoritative(t, "team-b", demoZone, "ttl.b."+demoZone, v1alpha1.NewEndpoint("ttl.b."+demoZone, "A", 2147483647, evilAddr))
+		e.waitCondition(t, e.teams["team-b"], rec, "Served", "False", "--max-ttl")
+		e.answers(t, "ttl.b."+demoZone, dns.TypeA, "NXDOMAIN")
+	})
+
+	// Probes reach no address inside: loopback by address and by name. The status says the rules
+	// refused it and nothing about the target, and the server behind it sees no request.
+	t.Run("probes reach nothing inside", func(t *testing.T) {
+		for i, target := range []struct{ address, hostname string }{
+			{address: insideAddr.Addr().String()},
+			{address: insideAddr.Addr().String(), hostname: "localhost"},
+		} {
+			probe := &v1alpha1.DNSHealthCheckProbe{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: fmt.Sprintf("inside-%d", i)},
+				Spec: v1alpha1.DNSHealthCheckProbeSpec{
+					Address: target.address, Hostname: target.hostname, Port: int(insideAddr.Port()), Path: "/metrics",
+					Protocol: "HTTP", Interval: metav1.Duration{Duration: 5 * time.Second}, FailureThreshold: 1,
+				},
+			}
+			if err := e.teams["team-b"].Create(ctx, probe); err != nil {
+				t.Fatal(err)
+			}
+			testenv.Eventually(t, 60*time.Second, func() string {
+				got := &v1alpha1.DNSHealthCheckProbe{}
+				if err := e.teams["team-b"].Get(ctx, client.ObjectKeyFromObject(probe), got); err != nil {
+					return err.Error()
+				}
+				if got.Status.Healthy == nil || *got.Status.Healthy || !strings.HasPrefix(got.Status.Reason, "TargetNotAllowed") {
+					return fmt.Sprintf("probe status %+v, want unhealthy TargetNotAllowed", got.Status)
+				}
+				if strings.Contains(got.Status.Reason, insideAddr.Addr().String()) || strings.Contains(got.Status.Reason, "refused") && strings.Contains(got.Status.Reason, "connection") {
+					return fmt.Sprintf("the status tells about the target: %q", got.Status.Reason)
+				}
+				return ""
+			})
+		}
+		if n := hits.Load(); n != 0 {
+			t.Errorf("the loopback server got %d requests", n)
+		}
+	})
+
+	// Headers come only from Opaque Secrets: a provider Secret's credentials are not sent.
+	t.Run("probe headers only from Opaque Secrets", func(t *testing.T) {
+		if err := e.teams["team-b"].Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "creds"},
+			Type:       v1alpha1.SecretTypeAWS,
+			StringData: map[string]string{v1alpha1.AWSAccessKeyIDKey: "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret"},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		probe := &v1alpha1.DNSHealthCheckProbe{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "headers"},
+			Spec: v1alpha1.DNSHealthCheckProbeSpec{
+				Address: "192.0.2.1", Port: 80, Path: "/", Protocol: "HTTP", Interval: metav1.Duration{Duration: 5 * time.Second},
+				FailureThreshold: 1, AdditionalHeadersRef: &v1alpha1.AdditionalHeadersRef{Name: "creds"},
+			},
+		}
+		if err := e.teams["team-b"].Create(ctx, probe); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 60*time.Second, func() string {
+			got := &v1alpha1.DNSHealthCheckProbe{}
+			if err := e.teams["team-b"].Get(ctx, client.ObjectKeyFromObject(probe), got); err != nil {
+				return err.Error()
+			}
+			if !strings.HasPrefix(got.Status.Reason, "HeadersSecretNotAllowed") {
+				return fmt.Sprintf("probe status %+v, want HeadersSecretNotAllowed", got.Status)
+			}
+			return ""
+		})
+	})
+
+	// A provider Secret's ENDPOINT_URL (a test hook) is not honoured: the SDK is never pointed at
+	// an address a team chose.
+	t.Run("provider endpoint override refused", func(t *testing.T) {
+		if err := e.teams["team-b"].Create(ctx, &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "aws"},
+			Type:       v1alpha1.SecretTypeAWS,
+			StringData: map[string]string{v1alpha1.AWSAccessKeyIDKey: "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret",
+				v1alpha1.EndpointOverrideKey: inside.URL},
+		}); err != nil {
+			t.Fatal(err)
+		}
+		host := "www.example.org"
+		rec := &v1alpha1.DNSRecord{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "aws"},
+			Spec: v1alpha1.DNSRecordSpec{RootHost: host, ProviderRef: &v1alpha1.ProviderRef{Name: "aws"},
+				Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(host, "A", 60, "192.0.2.1")}},
+		}
+		if err := e.teams["team-b"].Create(ctx, rec); err != nil {
+			t.Fatal(err)
+		}
+		e.waitCondition(t, e.teams["team-b"], rec, string(v1alpha1.ConditionTypeReady), "False", "--allow-provider-endpoint-override")
+		if n := hits.Load(); n != 0 {
+			t.Errorf("the loopback server got %d requests", n)
+		}
+	})
 }
