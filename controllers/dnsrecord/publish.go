@@ -115,6 +115,8 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, error,
 	var decision *health.Decision
 	if s.probing != nil {
 		req.Wish, decision = r.healthWish(s, desired)
+	} else {
+		r.tracker.Forget(s.key.String()) // it reads no statements (any more)
 	}
 	out, err := r.Publisher.Publish(ctx, prov, s.backend.Account, s.zone, req)
 	if err != nil {
