@@ -9,6 +9,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+	"github.com/dnspolicy/dnspolicy-controller/test/metricstest"
 )
 
 // countingProvider counts the writes made through it: one credential's renewals.
@@ -156,5 +157,43 @@ func assertNoWrites(t *testing.T, prov *countingProvider) {
 	time.Sleep(3 * time.Second)
 	if n := prov.applies.Load() - before; n != 0 {
 		t.Errorf("%d writes with credentials no queue should use any more, want none", n)
+	}
+}
+
+// panicOnce panics in its first read of the zone.
+type panicOnce struct {
+	providers.Provider
+	panicked atomic.Bool
+}
+
+func (p *panicOnce) Records(ctx context.Context, zone providers.Zone) (providers.View, error) {
+	if p.panicked.CompareAndSwap(false, true) {
+		panic("backend bug")
+	}
+	return p.Provider.Records(ctx, zone)
+}
+
+// A cycle that panics fails its requests with a transient error (their reconciles retry with
+// backoff), is counted, and the queue serves the next request.
+func TestPanickingCycleFailsItsRequestsAndTheQueueCarriesOn(t *testing.T) {
+	store, zone := newZone(t)
+	p := New(slow())
+	t.Cleanup(p.Close)
+	prov := &panicOnce{Provider: provider(store)}
+	panics := func() float64 {
+		v, _ := metricstest.Value("dnspolicy_goroutine_panics_total", map[string]string{"component": "publish"})
+		return v
+	}
+	before := panics()
+	_, err := p.Publish(context.Background(), prov, "account", zone, Request{OwnerID: "o1", Desired: []*v1alpha1.Endpoint{a("p.example.com", "10.0.0.1")}})
+	if providers.KindOf(err) != providers.Transient {
+		t.Fatalf("the request of the cycle that panicked got %v, want a transient error", err)
+	}
+	if n := panics() - before; n != 1 {
+		t.Errorf("%v panics counted, want 1", n)
+	}
+	out := publish(t, p, prov, zone, Request{OwnerID: "o1", Desired: []*v1alpha1.Endpoint{a("p.example.com", "10.0.0.1")}})
+	if !out.Validated || records(t, store, zone)["p.example.com A"] != "[10.0.0.1]" {
+		t.Errorf("the next request: validated %v, zone %v", out.Validated, records(t, store, zone))
 	}
 }

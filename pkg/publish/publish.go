@@ -21,8 +21,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/goroutine"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/plan"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
@@ -118,6 +121,8 @@ type Options struct {
 	// calls: a backend that paces its writes to the cloud's rate limit (Azure: 200 record-set writes
 	// per minute per zone) needs minutes for a large burst, each batch well within the bound.
 	CallTimeout time.Duration
+	// Log is where a cycle that panicked is logged (package goroutine).
+	Log logr.Logger
 }
 
 // DefaultCallTimeout bounds one provider call when Options.CallTimeout is 0.
@@ -453,8 +458,25 @@ func (q *queue) run() {
 			return
 		}
 		q.mu.Unlock()
-		q.cycle(waiters)
+		q.serve(waiters)
 	}
+}
+
+// serve runs one cycle. A cycle that panics fails its waiters, which their reconciles retry with
+// their backoff, and drops the view, which the cycle may have left half changed; the queue carries
+// on with the next cycle.
+func (q *queue) serve(waiters []*waiter) {
+	defer goroutine.Recover(goroutine.Publish, q.opts.Log.WithValues("zone", q.zone.DNSName, "zoneID", q.zone.ID), func(any) {
+		q.forget()
+		err := providers.Errorf(providers.Transient, "the publish cycle of zone %s failed on an internal error (logged by the controller)", q.zone.DNSName)
+		for _, w := range waiters {
+			select {
+			case w.done <- result{err: err}:
+			default: // answered already, its answer not yet read
+			}
+		}
+	})
+	q.cycle(waiters)
 }
 
 // gather waits while requests keep arriving, up to MaxGather.

@@ -68,6 +68,7 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 		}
 		popts := publish.DefaultOptions()
 		popts.Replan = r.Replan
+		popts.Log = mgr.GetLogger().WithName("publish")
 		if holder, err := clusterID(mgr.GetAPIReader()); err != nil {
 			// Without an ID this cluster cannot name its lease: it renews none, and withdraws no one.
 			ctrl.Log.Error(err, "owner leases are off: cannot read the cluster ID (the UID of Namespace kube-system)")
