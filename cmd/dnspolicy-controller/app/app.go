@@ -120,7 +120,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	factory, err := NewFactory(o.Providers, inmemory.NewStore())
+	factory, err := NewFactory(o, inmemory.NewStore())
 	if err != nil {
 		return err
 	}

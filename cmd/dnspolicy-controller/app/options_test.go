@@ -90,6 +90,12 @@ func TestParseHealthCheckFlags(t *testing.T) {
 	if o.InsecureHealthChecks || o.MaxConcurrentHealthChecks <= 0 || o.NoHealthProbeController {
 		t.Errorf("defaults: insecure %v, max concurrent %d, no probe controller %v", o.InsecureHealthChecks, o.MaxConcurrentHealthChecks, o.NoHealthProbeController)
 	}
+	if o.AllowProviderEndpointOverride {
+		t.Error("provider Secrets' ENDPOINT_URL is honoured by default")
+	}
+	if o, err = Parse([]string{"--allow-provider-endpoint-override"}, env(nil)); err != nil || !o.AllowProviderEndpointOverride {
+		t.Errorf("--allow-provider-endpoint-override not applied: %v", err)
+	}
 	if o, err = Parse([]string{"--insecure-health-checks", "--max-concurrent-health-checks=8", "--enable-health-probe-controller=false"}, env(nil)); err != nil {
 		t.Fatal(err)
 	}
