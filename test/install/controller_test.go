@@ -30,6 +30,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
 	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
+	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -52,10 +53,10 @@ func containerArgs(t *testing.T, u *unstructured.Unstructured) ([]string, *appsv
 // runController runs the controller binary with the Deployment's args, talking to the API server
 // as the ServiceAccount: its kubeconfig impersonates the ServiceAccount, so the test's admin rights
 // are not used. Only what cannot work outside a pod is added after the Deployment's args (the last
-// value of a flag wins): the kubeconfig; the metrics and health endpoints are off (the Deployment's
-// ":8080" would listen beyond loopback); and the leader-election namespace, which a pod reads from
-// its ServiceAccount token's folder, is named.
-func runController(t *testing.T, cp *controlPlane, deployment *unstructured.Unstructured) {
+// value of a flag wins): the kubeconfig; the metrics endpoint on a loopback port (the Deployment's
+// ":8443" would listen beyond loopback), whose address it returns, and the health endpoint off; and
+// the leader-election namespace, which a pod reads from its ServiceAccount token's folder, is named.
+func runController(t *testing.T, cp *controlPlane, deployment *unstructured.Unstructured) (metrics string) {
 	t.Helper()
 	args, _ := containerArgs(t, deployment)
 	if _, err := app.Parse(args, func(string) (string, bool) { return "", false }); err != nil {
@@ -73,7 +74,8 @@ func runController(t *testing.T, cp *controlPlane, deployment *unstructured.Unst
 	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	args = append(args, "--kubeconfig="+kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
+	metrics = freeport.Addr(t)
+	args = append(args, "--kubeconfig="+kubeconfig, "--metrics-bind-address="+metrics, "--health-probe-bind-address=0",
 		"--leader-election-namespace="+controllerNamespace, "--log-format=console")
 	var logs bytes.Buffer
 	cmd := exec.Command(controllerBinary(t), args...)
@@ -88,6 +90,7 @@ func runController(t *testing.T, cp *controlPlane, deployment *unstructured.Unst
 			t.Logf("controller log:\n%s", logs.String())
 		}
 	})
+	return metrics
 }
 
 var (

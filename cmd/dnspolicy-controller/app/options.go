@@ -27,6 +27,9 @@ const EnvPrefix = "DNSPOLICY_"
 type Options struct {
 	Kubeconfig                string
 	MetricsBindAddress        string
+	// MetricsSecure (--metrics-secure) serves metrics over HTTPS to authenticated, authorized
+	// scrapers only (metricsOptions); off, over plain HTTP to anyone who reaches the port.
+	MetricsSecure bool
 	HealthProbeBindAddress    string
 	LeaderElect               bool
 	LeaderElectionID          string
@@ -114,6 +117,7 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	fs := flag.NewFlagSet("dnspolicy-controller", flag.ContinueOnError)
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig. Empty: in-cluster config, then $KUBECONFIG, then ~/.kube/config.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; \"0\" disables it.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS, only to callers whose bearer token the API server authenticates and authorizes for get on /metrics (tokenreviews, subjectaccessreviews). Off: plain HTTP, for make run; the chart, kustomize and the bundle turn it on.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")

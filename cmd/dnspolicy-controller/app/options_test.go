@@ -165,3 +165,21 @@ func TestParsePeerFlags(t *testing.T) {
 		}
 	}
 }
+
+// Metrics are plain HTTP by default (make run), and with --metrics-secure served over HTTPS behind
+// the API server's authentication and authorization.
+func TestMetricsSecure(t *testing.T) {
+	o, err := Parse(nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := o.metricsOptions(); o.MetricsSecure || m.SecureServing || m.FilterProvider != nil {
+		t.Errorf("defaults: secure %v, serving %v, filter %v; want plain HTTP", o.MetricsSecure, m.SecureServing, m.FilterProvider != nil)
+	}
+	if o, err = Parse([]string{"--metrics-secure", "--metrics-bind-address=:8443"}, env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if m := o.metricsOptions(); !m.SecureServing || m.FilterProvider == nil || m.BindAddress != ":8443" {
+		t.Errorf("--metrics-secure: serving %v, filter %v, address %q", m.SecureServing, m.FilterProvider != nil, m.BindAddress)
+	}
+}
