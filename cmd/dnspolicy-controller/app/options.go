@@ -25,11 +25,11 @@ const EnvPrefix = "DNSPOLICY_"
 
 // Options configure the binary.
 type Options struct {
-	Kubeconfig                string
-	MetricsBindAddress        string
+	Kubeconfig         string
+	MetricsBindAddress string
 	// MetricsSecure (--metrics-secure) serves metrics over HTTPS to authenticated, authorized
 	// scrapers only (metricsOptions); off, over plain HTTP to anyone who reaches the port.
-	MetricsSecure bool
+	MetricsSecure             bool
 	HealthProbeBindAddress    string
 	LeaderElect               bool
 	LeaderElectionID          string
