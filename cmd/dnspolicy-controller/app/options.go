@@ -25,10 +25,8 @@ const EnvPrefix = "DNSPOLICY_"
 
 // Options configure the binary.
 type Options struct {
-	Kubeconfig         string
-	MetricsBindAddress string
-	// MetricsSecure (--metrics-secure) serves metrics over HTTPS to authenticated, authorized
-	// scrapers only (metricsOptions); off, over plain HTTP to anyone who reaches the port.
+	Kubeconfig                string
+	MetricsBindAddress        string
 	MetricsSecure             bool
 	HealthProbeBindAddress    string
 	LeaderElect               bool
