@@ -153,7 +153,7 @@ func TestRendersAreAccepted(t *testing.T) {
 		cp.deleteDeployment(t)
 		cp.apply(t, golden(t, "helm-default.yaml"))
 		args := deploymentArgs(t, cp)
-		for _, want := range []string{"--leader-elect=true", "--watch-provider-secrets=false"} {
+		for _, want := range []string{"--leader-elect=true", "--watch-provider-secrets=false", "--metrics-bind-address=:8443", "--metrics-secure=true"} {
 			if !slices.Contains(args, want) {
 				t.Errorf("args %v lack %s", args, want)
 			}
