@@ -506,8 +506,13 @@ func (q *queue) cycle(waiters []*waiter) {
 	q.mu.Lock()
 	closed := q.closed
 	q.mu.Unlock()
-	if w := q.renewalWaiter(waiters, prov); w != nil && !closed {
-		// A removed or closed queue serves who waits on it, and renews nothing.
+	if closed {
+		// A removed or closed queue serves who waits on it, and renews nothing, not even a
+		// renewal its timer queued just before.
+		if waiters = slices.DeleteFunc(waiters, func(w *waiter) bool { return w.req.renewal }); len(waiters) == 0 {
+			return
+		}
+	} else if w := q.renewalWaiter(waiters, prov); w != nil {
 		waiters = append(waiters, w)
 	}
 	for i, w := range waiters {
