@@ -46,8 +46,8 @@ import (
 func main() { etcdmain.Main(os.Args) }
 SRC
   (cd "$w" && go get "go.etcd.io/etcd/server/v3@$ETCD_VERSION" >&2 && go mod tidy >&2 &&
-    go build -trimpath -o "$ASSETS/etcd.tmp" . >&2)
-  mv "$ASSETS/etcd.tmp" "$ASSETS/etcd"
+    go build -trimpath -o "$ASSETS/etcd.tmp.$$" . >&2)
+  mv -f "$ASSETS/etcd.tmp.$$" "$ASSETS/etcd"
   rm -rf "$w"
 }
 
@@ -84,10 +84,10 @@ SRC
   local minor; minor=$(echo "$K8S_VERSION" | cut -d. -f2)
   local ld="-X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
   (cd "$w" && go mod tidy >&2 &&
-    go build -trimpath -ldflags "$ld" -o "$ASSETS/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver >&2 &&
-    go build -trimpath -ldflags "$ld" -o "$ASSETS/kubectl.tmp" k8s.io/kubernetes/cmd/kubectl >&2)
-  mv "$ASSETS/kube-apiserver.tmp" "$ASSETS/kube-apiserver"
-  mv "$ASSETS/kubectl.tmp" "$ASSETS/kubectl"
+    go build -trimpath -ldflags "$ld" -o "$ASSETS/kube-apiserver.tmp.$$" k8s.io/kubernetes/cmd/kube-apiserver >&2 &&
+    go build -trimpath -ldflags "$ld" -o "$ASSETS/kubectl.tmp.$$" k8s.io/kubernetes/cmd/kubectl >&2)
+  mv -f "$ASSETS/kube-apiserver.tmp.$$" "$ASSETS/kube-apiserver"
+  mv -f "$ASSETS/kubectl.tmp.$$" "$ASSETS/kubectl"
   rm -rf "$w"
 }
 

@@ -25,8 +25,10 @@ import _ "github.com/operator-framework/operator-registry/cmd/opm"
 SRC
   mkdir -p "$CACHE_ROOT/bin"
   (cd "$w" && go mod tidy >&2 &&
-    go build -trimpath -tags "json1 containers_image_openpgp" -o "$bin.tmp" github.com/operator-framework/operator-registry/cmd/opm >&2)
-  mv "$bin.tmp" "$bin"
+    go build -trimpath -tags "json1 containers_image_openpgp" -o "$bin.tmp.$$" github.com/operator-framework/operator-registry/cmd/opm >&2)
+  # A temporary name of its own: two makes building at once (two clones sharing the cache) must not
+  # move each other's file.
+  mv -f "$bin.tmp.$$" "$bin"
   rm -rf "$w"
 fi
 echo "$bin"

@@ -171,6 +171,7 @@ func TestRendersAreAccepted(t *testing.T) {
 			"--log-level=debug", "--log-format=console", "--watch-provider-secrets=false",
 			"--providers=aws,coredns,inmemory", "--dns-server-address=:1053",
 			"--dns-nameservers=ns1.example.com,ns2.example.com",
+			"--dns-nameserver-addresses=ns1.example.com=192.0.2.1,ns1.example.com=2001:db8::1",
 			"--dns-secondaries=example.com=192.0.2.53:53,example.com=192.0.2.54:53",
 			"--dns-geoip-database=/var/lib/dnspolicy-controller/geoip/GeoLite2-Country.mmdb",
 			"--dns-rrl-responses-per-second=50", "--dns-rrl-slip=3", "--metrics-secure=true",

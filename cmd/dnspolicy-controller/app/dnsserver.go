@@ -62,6 +62,10 @@ type DNSServerOptions struct {
 	PeerDiscovery         map[string][]string
 	PeerPort              int
 	PeerDiscoveryInterval time.Duration
+	// NameserverAddresses are the addresses of the nameserver names (--dns-nameservers) by name:
+	// a zone whose nameserver is inside it answers that name and sends it as glue from here, so a
+	// delegation to the server is not lame and no record can redirect the zone's resolvers.
+	NameserverAddresses map[string][]netip.Addr
 }
 
 func defaultDNSServerOptions() DNSServerOptions {
@@ -107,11 +111,15 @@ func (d *DNSServerOptions) dnsServerFlags(fs *flag.FlagSet) func() error {
 	fs.DurationVar(&d.PeerPullInterval, "dns-peer-pull-interval", d.PeerPullInterval, "How often each peer's export is pulled.")
 	fs.DurationVar(&d.PeerPullTimeout, "dns-peer-pull-timeout", d.PeerPullTimeout, "Time one pull of a peer's export may take, dial included.")
 	discovery := fs.String("dns-peer-discovery", "", "Comma-separated zone=host:port pairs (a zone may repeat): servers asked, in turn, for the zone's NS set (the parent zone's servers, or a resolver); the servers it names are peers too, all but this cluster's own, which its export names.")
+	nsAddrs := fs.String("dns-nameserver-addresses", "", "Comma-separated name=IP pairs (a name may repeat): the addresses of the --dns-nameservers names, answered and sent as glue by the zones the names are inside of (records at those names are refused).")
 	fs.IntVar(&d.PeerPort, "dns-peer-port", d.PeerPort, "Port the servers of a zone's NS set serve on (--dns-peer-discovery).")
 	fs.DurationVar(&d.PeerDiscoveryInterval, "dns-peer-discovery-interval", d.PeerDiscoveryInterval, "How often a zone's NS set is asked for its peers again; a failed lookup keeps the peers found before.")
 	return func() error {
 		var err error
 		if d.ZoneNamespaces, err = zoneList("--dns-zone-namespaces", *zoneNamespaces); err != nil {
+			return err
+		}
+		if d.NameserverAddresses, err = addressList("--dns-nameserver-addresses", *nsAddrs); err != nil {
 			return err
 		}
 		if d.Peers, err = serverList("--dns-peers", *peerList); err != nil {
@@ -167,6 +175,28 @@ func (d *DNSServerOptions) dnsServerFlags(fs *flag.FlagSet) func() error {
 		}
 		return nil
 	}
+}
+
+// addressList is zoneList for values that are IP addresses, by name.
+func addressList(flagName, s string) (map[string][]netip.Addr, error) {
+	list, err := zoneList(flagName, s)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string][]netip.Addr
+	for name, texts := range list {
+		for _, text := range texts {
+			a, err := netip.ParseAddr(text)
+			if err != nil || a.Zone() != "" {
+				return nil, fmt.Errorf("%s: %q of %s is not an IP address", flagName, text, name)
+			}
+			if out == nil {
+				out = map[string][]netip.Addr{}
+			}
+			out[name] = append(out[name], a.Unmap())
+		}
+	}
+	return out, nil
 }
 
 // serverList is zoneList for values that are servers' host:port.
@@ -262,6 +292,7 @@ func (o Options) dnsServerOptions(keys []dnsserver.TSIGKey) dnsserver.Options {
 		TCPWriteTimeout:            d.TCPWriteTimeout,
 		RateLimit:                  d.RateLimit,
 		Exports:                    d.exports(),
+		NameserverAddresses:        d.NameserverAddresses,
 	}
 }
 

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"net/netip"
 	"reflect"
 	"testing"
 	"time"
@@ -181,5 +182,26 @@ func TestMetricsSecure(t *testing.T) {
 	}
 	if m := o.metricsOptions(); !m.SecureServing || m.FilterProvider == nil || m.BindAddress != ":8443" {
 		t.Errorf("--metrics-secure: serving %v, filter %v, address %q", m.SecureServing, m.FilterProvider != nil, m.BindAddress)
+	}
+}
+
+// The nameserver names' addresses reach the server's options, by canonical name; a value that is
+// not an address is refused at start.
+func TestNameserverAddresses(t *testing.T) {
+	o, err := Parse([]string{"--dns-nameserver-addresses=NS1.demo.example.com.=192.0.2.1,ns1.demo.example.com=2001:db8::1,ns2.demo.example.com=::ffff:192.0.2.2"}, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]netip.Addr{
+		"ns1.demo.example.com": {netip.MustParseAddr("192.0.2.1"), netip.MustParseAddr("2001:db8::1")},
+		"ns2.demo.example.com": {netip.MustParseAddr("192.0.2.2")},
+	}
+	if got := o.dnsServerOptions(nil).NameserverAddresses; !reflect.DeepEqual(got, want) {
+		t.Errorf("nameserver addresses %v, want %v", got, want)
+	}
+	for _, bad := range []string{"ns1.demo.example.com=ns2.demo.example.com", "192.0.2.1", "ns1.demo.example.com=fe80::1%eth0"} {
+		if _, err := Parse([]string{"--dns-nameserver-addresses=" + bad}, env(nil)); err == nil {
+			t.Errorf("--dns-nameserver-addresses=%s accepted", bad)
+		}
 	}
 }
