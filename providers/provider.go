@@ -164,11 +164,29 @@ type Env struct {
 // its value.
 type Constructor func(ctx context.Context, secret *corev1.Secret, env Env) (Provider, error)
 
+// EndpointOverrideKeys are the keys of a provider Secret that point its backend at another API than
+// the provider's (ENDPOINT_URL: an emulator, a private endpoint). They are test hooks: whoever may
+// write a Secret could aim the controller, from where it runs and with the Secret's credentials, at
+// any URL. A Factory refuses a Secret that sets one unless the operator allows it
+// (AllowEndpointOverride, --allow-provider-endpoint-override).
+var EndpointOverrideKeys = []string{v1alpha1.EndpointOverrideKey}
+
+// ErrEndpointOverrideOff is the error of a Secret that sets an EndpointOverrideKeys key while the
+// Factory does not allow it.
+var ErrEndpointOverrideOff = errors.New("is set but --allow-provider-endpoint-override is off")
+
 // Factory maps provider Secret types to constructors. It is built explicitly in one place (cmd/), and
 // tests build their own, so nothing registers itself behind the reader's back.
 type Factory struct {
 	constructors map[corev1.SecretType]Constructor
+	// endpointOverride: Secrets may set EndpointOverrideKeys.
+	endpointOverride bool
 }
+
+// AllowEndpointOverride sets whether provider Secrets may point their backend at another endpoint
+// (EndpointOverrideKeys): off by default, on for tests against emulators and for private endpoints
+// the operator chooses to trust every Secret writer with.
+func (f *Factory) AllowEndpointOverride(allow bool) { f.endpointOverride = allow }
 
 // NewFactory returns an empty factory.
 func NewFactory() *Factory {
@@ -197,6 +215,13 @@ func (f *Factory) New(ctx context.Context, secret *corev1.Secret, env Env) (Prov
 	if !ok {
 		return nil, Errorf(Permanent, "provider secret %s/%s has type %q, which is not supported or not enabled (enabled: %s)",
 			secret.Namespace, secret.Name, secret.Type, strings.Join(f.Types(), ", "))
+	}
+	if !f.endpointOverride {
+		for _, key := range EndpointOverrideKeys {
+			if strings.TrimSpace(string(secret.Data[key])) != "" {
+				return nil, NewError(Permanent, fmt.Errorf("provider secret %s/%s: key %s %w", secret.Namespace, secret.Name, key, ErrEndpointOverrideOff))
+			}
+		}
 	}
 	p, err := c(ctx, secret, env)
 	if err != nil {

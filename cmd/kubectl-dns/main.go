@@ -97,11 +97,15 @@ func (c *cli) namespace() (string, bool, error) {
 }
 
 // factory builds backends exactly as the controller does. The inmemory backend's zones live in the
-// controller's process, so an inmemory Secret shows an empty zone here.
+// controller's process, so an inmemory Secret shows an empty zone here. A Secret's ENDPOINT_URL is
+// honoured: the plugin runs where its user does, with the Secret's own credentials, so the override
+// reaches nothing the user could not reach without it (the controller's flag guards what the
+// controller can reach from inside the cluster).
 func factory() *providers.Factory {
 	f, err := builtin.NewFactory(builtin.Names(), inmemory.NewStore())
 	if err != nil {
 		panic(err) // builtin.Names lists only known backends
 	}
+	f.AllowEndpointOverride(true)
 	return f
 }

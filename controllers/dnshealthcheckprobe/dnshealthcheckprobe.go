@@ -99,7 +99,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.secrets = newSecretCache()
 	r.prober = prober.New(prober.Options{
 		Workers: r.Options.Workers, Timeout: r.Options.Timeout, RootCAs: r.Options.RootCAs,
-		Resolver: r.Options.Resolver, OnResult: r.onResult,
+		Resolver: r.Options.Resolver, OnResult: r.onResult, Log: mgr.GetLogger().WithName("prober"),
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return providers.InstrumentTransport(probeClient, rt) },
 	})
 	if err := mgr.Add(manager.RunnableFunc(r.prober.Run)); err != nil {

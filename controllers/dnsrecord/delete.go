@@ -125,7 +125,7 @@ func (r *Reconciler) withdraw(ctx context.Context, s *scope) (ctrl.Result, error
 		return res, err, true
 	}
 	out, err := r.Publisher.Publish(ctx, s.provider, s.backend.Account, s.zone, publish.Request{
-		OwnerID: ownerID(rec), Previous: rec.Status.Endpoints, Named: statementNames(rec),
+		OwnerID: ownerID(rec), Previous: rec.Status.Endpoints, Named: statementNames(rec), Record: s.key.String(),
 	})
 	if err != nil {
 		permanent := providers.KindOf(err) == providers.Permanent

@@ -336,6 +336,8 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	r.intervals.set(key, 0)
 	r.replans.forgetKey(key)
 	r.backends.Forget(key)
+	r.Publisher.Release(key.String())
+	r.tracker.Forget(key.String())
 }
 
 // recheck schedules the steady-state check: MinRecheck after a write, then doubling on quiet passes.

@@ -217,11 +217,11 @@ func (r *Reconciler) healthWish(s *scope, desired []*v1alpha1.Endpoint) (func(*r
 	rec := s.record
 	owner, host := rec.Status.OwnerID, rec.Spec.RootHost
 	renewal := health.Renewal(s.probing.interval)
-	zoneKey := s.backend.Account + "/" + s.zone.ID
+	seen := r.tracker.Read(s.key.String(), s.backend.Account+"/"+s.zone.ID, host)
 	decision := &health.Decision{}
 	return func(z *registry.Zone) ([]*v1alpha1.Endpoint, []*v1alpha1.Endpoint) {
 		now := time.Now()
-		peers, own, ownSince := health.Peers(z, &r.tracker, zoneKey, owner, host, now, health.ExpiryPeriods*renewal)
+		peers, own, ownSince := health.Peers(z, seen, owner, host, now, health.ExpiryPeriods*renewal)
 		*decision = health.Decide(health.Input{
 			OwnerID: owner, Host: host, Desired: desired, Probes: s.probing.probes,
 			// A withdrawn owner publishes nothing but its statement, which only a publishing or

@@ -40,6 +40,11 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error,
 	} else {
 		secret, err := r.providerSecret(ctx, rec)
 		if err != nil {
+			if errors.Is(err, errSecretMissing) {
+				// It publishes nowhere now: its queue is not kept for it (without a Secret watch,
+				// this is where a deleted Secret's queue goes).
+				r.Publisher.Release(s.key.String())
+			}
 			r.setReady(s, metav1.ConditionFalse, secretReason(err), err.Error())
 			return ctrl.Result{}, err, true
 		}
@@ -108,11 +113,13 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, error,
 	}
 	r.setProviderAccepted(s, desired)
 	req := publish.Request{OwnerID: rec.Status.OwnerID, Previous: rec.Status.Endpoints, Desired: desired, Named: statementNames(rec),
-		KeepExpired: r.keepExpired(s.backend)}
+		KeepExpired: r.keepExpired(s.backend), Record: s.key.String()}
 	r.replans.remember(rec.Status.OwnerID, s.key)
 	var decision *health.Decision
 	if s.probing != nil {
 		req.Wish, decision = r.healthWish(s, desired)
+	} else {
+		r.tracker.Forget(s.key.String()) // it reads no statements (any more)
 	}
 	out, err := r.Publisher.Publish(ctx, prov, s.backend.Account, s.zone, req)
 	if err != nil {

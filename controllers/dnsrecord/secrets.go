@@ -89,9 +89,10 @@ func (r *Reconciler) cachedBackend(ctx context.Context, key types.NamespacedName
 	return r.backends.Current(key, meta.UID, meta.ResourceVersion)
 }
 
-// secretEvents keeps the backend cache in step with the Secrets (a changed Secret's old backend and
-// a deleted Secret's are dropped; records that used them keep them for clean-up) and queues the
-// records of the namespace that publish with the Secret.
+// secretEvents keeps the backend cache and the publish queues in step with the Secrets (a changed
+// Secret's old backend and a deleted Secret's are dropped, with the publish queues built from them;
+// records that used them keep the backend for clean-up) and queues the records of the namespace
+// that publish with the Secret.
 func (r *Reconciler) secretEvents() handler.EventHandler {
 	type queue = workqueue.TypedRateLimitingInterface[reconcile.Request]
 	return handler.Funcs{
@@ -100,6 +101,11 @@ func (r *Reconciler) secretEvents() handler.EventHandler {
 		},
 		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q queue) {
 			r.backends.SecretChanged(e.ObjectNew.GetUID(), e.ObjectNew.GetResourceVersion())
+			if e.ObjectOld.GetResourceVersion() != e.ObjectNew.GetResourceVersion() {
+				// The queues built with the old version stop renewing with its credentials; the
+				// records queued here build new ones with the new version.
+				r.Publisher.Drop(backends.AccountOf(e.ObjectNew))
+			}
 			r.enqueueRecordsOf(ctx, e.ObjectNew, q)
 			if isDefault(e.ObjectOld) != isDefault(e.ObjectNew) {
 				// The default provider moved: the records that had it publish with another now.
@@ -108,6 +114,9 @@ func (r *Reconciler) secretEvents() handler.EventHandler {
 		},
 		DeleteFunc: func(ctx context.Context, e event.DeleteEvent, q queue) {
 			r.backends.SecretChanged(e.Object.GetUID(), "")
+			// Nothing renews with a deleted Secret's credentials; a record deleted after it still
+			// withdraws with them (connectForDeletion), through a queue it then releases.
+			r.Publisher.Drop(backends.AccountOf(e.Object))
 			r.enqueueRecordsOf(ctx, e.Object, q)
 		},
 		GenericFunc: func(ctx context.Context, e event.GenericEvent, q queue) {

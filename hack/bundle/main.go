@@ -164,6 +164,19 @@ func Write(v Variant, ver, image, dir string) (*v1alpha1.ClusterServiceVersion, 
 	strategy := v1alpha1.StrategyDetailsDeployment{}
 	var owned []v1alpha1.CRDDescription
 	var serviceAccount string
+	// The roles the install binds (its ClusterRoleBindings and RoleBindings) are the CSV's
+	// permissions, all of one kind in one entry; the others are shipped for an admin to bind.
+	bound := map[string]bool{}
+	for _, u := range objs {
+		if k := u.GetKind(); k == "ClusterRoleBinding" || k == "RoleBinding" {
+			b := &rbacv1.RoleBinding{}
+			if err := convert(u, b); err != nil {
+				return nil, err
+			}
+			bound[b.RoleRef.Kind+"/"+b.RoleRef.Name] = true
+		}
+	}
+	var clusterRules, namespaceRules []rbacv1.PolicyRule
 	for _, u := range objs {
 		switch u.GetKind() {
 		case "CustomResourceDefinition":
@@ -187,19 +200,18 @@ func Write(v Variant, ver, image, dir string) (*v1alpha1.ClusterServiceVersion, 
 			if err := convert(u, r); err != nil {
 				return nil, err
 			}
-			if r.Name != "dnspolicy-controller" {
+			if !bound[u.GetKind()+"/"+r.Name] {
 				// A role the controller is not bound to by the install (bound per namespace by an
-				// admin): shipped as an object of the bundle.
+				// admin, or to a scraper): shipped as an object of the bundle.
 				if err := writeObject(filepath.Join(dir, "manifests", fmt.Sprintf("%s_rbac.authorization.k8s.io_v1_%s.yaml", r.Name, strings.ToLower(u.GetKind()))), u); err != nil {
 					return nil, err
 				}
 				continue
 			}
-			perm := v1alpha1.StrategyDeploymentPermissions{Rules: r.Rules}
 			if u.GetKind() == "ClusterRole" {
-				strategy.ClusterPermissions = append(strategy.ClusterPermissions, perm)
+				clusterRules = append(clusterRules, r.Rules...)
 			} else {
-				strategy.Permissions = append(strategy.Permissions, perm)
+				namespaceRules = append(namespaceRules, r.Rules...)
 			}
 		case "Service", "PodDisruptionBudget":
 			u.SetNamespace("")
@@ -217,11 +229,11 @@ func Write(v Variant, ver, image, dir string) (*v1alpha1.ClusterServiceVersion, 
 	if len(strategy.DeploymentSpecs) != 1 || serviceAccount == "" {
 		return nil, fmt.Errorf("%s: want one Deployment with a ServiceAccount", v.Render)
 	}
-	for i := range strategy.ClusterPermissions {
-		strategy.ClusterPermissions[i].ServiceAccountName = serviceAccount
+	if len(clusterRules) > 0 {
+		strategy.ClusterPermissions = []v1alpha1.StrategyDeploymentPermissions{{ServiceAccountName: serviceAccount, Rules: clusterRules}}
 	}
-	for i := range strategy.Permissions {
-		strategy.Permissions[i].ServiceAccountName = serviceAccount
+	if len(namespaceRules) > 0 {
+		strategy.Permissions = []v1alpha1.StrategyDeploymentPermissions{{ServiceAccountName: serviceAccount, Rules: namespaceRules}}
 	}
 	for i := range strategy.DeploymentSpecs[0].Spec.Template.Spec.Containers {
 		strategy.DeploymentSpecs[0].Spec.Template.Spec.Containers[i].Image = image

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/test/metricstest"
 )
 
 // tcpConn dials the server over TCP from a loopback source address (any 127.0.0.0/8 address works
@@ -350,6 +351,11 @@ func TestRateLimitSlips(t *testing.T) {
 // serves on. The weighted choice's random source is the one caller-supplied function on the
 // answer path, so a panicking one stands in for a bug.
 func TestPanicsAreRecovered(t *testing.T) {
+	goroutinePanics := func() float64 {
+		v, _ := metricstest.Value("dnspolicy_goroutine_panics_total", map[string]string{"component": "dnsserver"})
+		return v
+	}
+	before := goroutinePanics()
 	s := startServer(t, Options{Random: func(uint64) uint64 { panic("injected") }})
 	setZone(t, s, "example.com", ZoneData{Endpoints: []*v1alpha1.Endpoint{
 		ep("www.example.com", "A", 60, "192.0.2.10"),
@@ -372,5 +378,8 @@ func TestPanicsAreRecovered(t *testing.T) {
 	if u, tc := metricValue(t, s, "dnspolicy_dnsserver_panics_recovered_total", `transport="udp"`),
 		metricValue(t, s, "dnspolicy_dnsserver_panics_recovered_total", `transport="tcp"`); u != 1 || tc != 1 {
 		t.Errorf("panics recovered: udp %v, tcp %v", u, tc)
+	}
+	if n := goroutinePanics() - before; n != 2 {
+		t.Errorf("%v panics counted in dnspolicy_goroutine_panics_total, want 2", n)
 	}
 }

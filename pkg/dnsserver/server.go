@@ -35,7 +35,6 @@ import (
 	"net"
 	"net/netip"
 	"runtime"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -47,6 +46,7 @@ import (
 	"golang.org/x/net/ipv6"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/goroutine"
 )
 
 const notifyAttempts = 5
@@ -483,8 +483,12 @@ func (s *Server) notifier(e *zoneEntry) {
 			}
 			cancel()
 		}()
-		s.notify(ctx, e.wake, snap.origin, snap.soa.rrs[0], secondaries)
-		cancel()
+		func() {
+			// A round that panics is logged and counted; the next change starts another.
+			defer goroutine.Recover(goroutine.DNSServer, s.log.WithValues("zone", snap.origin), nil)
+			defer cancel()
+			s.notify(ctx, e.wake, snap.origin, snap.soa.rrs[0], secondaries)
+		}()
 	}
 }
 
@@ -704,8 +708,7 @@ func (s *Server) recovered(transport string, v any, client netip.Addr) {
 	} else {
 		s.stats.panicsTCP.Add(1)
 	}
-	s.log.Error(fmt.Errorf("panic: %v", v), "recovered while answering", "transport", transport,
-		"client", client.String(), "stack", string(debug.Stack()))
+	goroutine.Recovered(goroutine.DNSServer, v, s.log, "transport", transport, "client", client.String())
 }
 
 func (s *Server) serveTCP(l net.Listener) {

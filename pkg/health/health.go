@@ -25,6 +25,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -195,8 +196,69 @@ func Parse(ep *v1alpha1.Endpoint) (Statement, bool) {
 	return s, s.Owner != ""
 }
 
-// Tracker remembers since when each statement record read holds its value, by this process's clock.
-type Tracker = registry.Sightings
+// Tracker remembers since when each statement record read holds its value, by this process's clock,
+// for each host that some reader (a record) reads in some zone. What it remembers follows the zone
+// and its readers: a statement a read no longer finds is forgotten (Peers), and a host's statements
+// are forgotten when its last reader leaves (Forget) or reads another host or zone (Read).
+type Tracker struct {
+	mu sync.Mutex
+	// hosts are the sightings of each host's statements, by zone key and host.
+	hosts map[hostKey]*registry.Sightings
+	// readers are the host each reader reads.
+	readers map[string]hostKey
+}
+
+type hostKey struct{ zoneKey, host string }
+
+// Read notes that reader reads the statements about host in the zone zoneKey (it lets go of any
+// other host it read) and returns their sightings, for Peers.
+func (t *Tracker) Read(reader, zoneKey, host string) *registry.Sightings {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	k := hostKey{zoneKey, v1alpha1.NormalizeName(host)}
+	if prev, ok := t.readers[reader]; ok && prev != k {
+		t.forgetLocked(reader)
+	}
+	if t.hosts == nil {
+		t.hosts, t.readers = map[hostKey]*registry.Sightings{}, map[string]hostKey{}
+	}
+	seen, ok := t.hosts[k]
+	if !ok {
+		seen = &registry.Sightings{}
+		t.hosts[k] = seen
+	}
+	t.readers[reader] = k
+	return seen
+}
+
+// Forget notes that reader is gone: the statements of its host are forgotten when no other reader
+// reads them.
+func (t *Tracker) Forget(reader string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.forgetLocked(reader)
+}
+
+func (t *Tracker) forgetLocked(reader string) {
+	k, ok := t.readers[reader]
+	if !ok {
+		return
+	}
+	delete(t.readers, reader)
+	for _, other := range t.readers {
+		if other == k {
+			return
+		}
+	}
+	delete(t.hosts, k)
+}
+
+// Len returns how many hosts and readers the tracker remembers.
+func (t *Tracker) Len() (hosts, readers int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.hosts), len(t.readers)
+}
 
 // fresh reports whether the value was seen changing within expiry of now. A value seen for the
 // first time has no known age: it is not fresh until it changes, so a restarted controller
@@ -332,11 +394,15 @@ func (in Input) statement(healthy bool) *Statement {
 }
 
 // Peers reads the other owners of host and their statements from z: the owners claiming records at
-// host, which every owner of a loadbalanced or simple host does. zoneKey names the zone for tracker.
-func Peers(z *registry.Zone, tracker *Tracker, zoneKey, ownerID, host string, now time.Time, expiry time.Duration) (peers []Peer, own *Statement, ownSince time.Time) {
+// host, which every owner of a loadbalanced or simple host does. seen are the sightings of the
+// host's statements in this zone (Tracker.Read); those z no longer holds are forgotten.
+func Peers(z *registry.Zone, seen *registry.Sightings, ownerID, host string, now time.Time, expiry time.Duration) (peers []Peer, own *Statement, ownSince time.Time) {
+	found := map[string]bool{}
+	defer func() { seen.Retain("", found) }()
 	if ep := z.Endpoint(statementKey(ownerID, host)); ep != nil {
 		if st, ok := Parse(ep); ok && st.Owner == ownerID {
-			own, ownSince = &st, tracker.Observe(zoneKey+"/"+ep.DNSName, ep.Targets[0], now).Since
+			own, ownSince = &st, seen.Observe(ep.DNSName, ep.Targets[0], now).Since
+			found[ep.DNSName] = true
 		}
 	}
 	owners := map[string]bool{}
@@ -355,9 +421,10 @@ func Peers(z *registry.Zone, tracker *Tracker, zoneKey, ownerID, host string, no
 		p := Peer{Owner: o}
 		ep := z.Endpoint(statementKey(o, host))
 		if st, ok := Parse(ep); ok && st.Owner == o {
-			seen := tracker.Observe(zoneKey+"/"+ep.DNSName, ep.Targets[0], now)
-			p.Stated, p.Healthy, p.Since = true, st.Healthy, seen.Since
-			p.Fresh = fresh(seen, now, expiry)
+			s := seen.Observe(ep.DNSName, ep.Targets[0], now)
+			found[ep.DNSName] = true
+			p.Stated, p.Healthy, p.Since = true, st.Healthy, s.Since
+			p.Fresh = fresh(s, now, expiry)
 		}
 		peers = append(peers, p)
 	}

@@ -106,8 +106,8 @@ func TestStatementRoundTrip(t *testing.T) {
 	}
 }
 
-func TestTracker(t *testing.T) {
-	var tr Tracker
+func TestFresh(t *testing.T) {
+	var tr registry.Sightings
 	now := time.Unix(1000, 0)
 	const expiry = 30 * time.Second
 	if fresh(tr.Observe("k", "v1", now), now, expiry) {
@@ -219,16 +219,60 @@ func TestPeers(t *testing.T) {
 		})
 	}
 	var tr Tracker
+	seen := tr.Read("ns/r1", "z", host)
 	now := time.Unix(1000, 0)
-	peers, own, ownSince := Peers(zone(Statement{Owner: "o2", Healthy: true, Renewal: 1}), &tr, "z", "o1", host, now, time.Minute)
+	peers, own, ownSince := Peers(zone(Statement{Owner: "o2", Healthy: true, Renewal: 1}), seen, "o1", host, now, time.Minute)
 	if own == nil || own.Healthy || !ownSince.Equal(now) || len(peers) != 2 ||
 		peers[0].Owner != "o2" || !peers[0].Stated || !peers[0].Healthy || peers[0].Fresh || peers[1].Owner != "o3" || peers[1].Stated {
 		t.Fatalf("first read: own %+v since %v, peers %+v", own, ownSince, peers)
 	}
 	later := now.Add(time.Second)
-	peers, _, ownSince = Peers(zone(Statement{Owner: "o2", Healthy: true, Renewal: 2}), &tr, "z", "o1", host, later, time.Minute)
+	peers, _, ownSince = Peers(zone(Statement{Owner: "o2", Healthy: true, Renewal: 2}), seen, "o1", host, later, time.Minute)
 	if !peers[0].Fresh || !peers[0].Since.Equal(later) || !ownSince.Equal(now) {
 		t.Errorf("o2 renewed: %+v (own since %v)", peers[0], ownSince)
+	}
+}
+
+// The tracker forgets: a statement that leaves the zone, a host whose last reader is gone or reads
+// another host, and with them every sighting.
+func TestTrackerForgets(t *testing.T) {
+	host, other := "app.example.com", "other.example.com"
+	withStatements := func(host string, owners ...string) *registry.Zone {
+		var eps []*v1alpha1.Endpoint
+		for _, o := range owners {
+			txt, err := registry.NewTXT(o, v1alpha1.NewEndpoint(host, "A", 60, "192.0.2.1"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			eps = append(eps, txt, Statement{Owner: o, Healthy: true}.Record(host))
+		}
+		return registry.Read(append(eps, v1alpha1.NewEndpoint(host, "A", 60, "192.0.2.1")))
+	}
+	var tr Tracker
+	now := time.Unix(1000, 0)
+	seen := tr.Read("ns/r1", "z", host)
+	Peers(withStatements(host, "o1", "o2", "o3"), seen, "o1", host, now, time.Minute)
+	if seen.Len() != 3 {
+		t.Fatalf("%d statements remembered, want 3", seen.Len())
+	}
+	Peers(withStatements(host, "o1"), seen, "o1", host, now, time.Minute)
+	if seen.Len() != 1 {
+		t.Errorf("o2 and o3 left the zone: %d statements remembered, want 1", seen.Len())
+	}
+	if tr.Read("ns/r2", "z", host) != seen {
+		t.Error("two readers of one host do not share its sightings")
+	}
+	tr.Forget("ns/r1")
+	if hosts, readers := tr.Len(); hosts != 1 || readers != 1 {
+		t.Errorf("one of two readers left: %d hosts, %d readers, want 1 and 1", hosts, readers)
+	}
+	tr.Read("ns/r2", "z", other) // r2 moved to another host: app.example.com has no reader left
+	if hosts, readers := tr.Len(); hosts != 1 || readers != 1 {
+		t.Errorf("the last reader moved: %d hosts, %d readers, want 1 and 1", hosts, readers)
+	}
+	tr.Forget("ns/r2")
+	if hosts, readers := tr.Len(); hosts != 0 || readers != 0 {
+		t.Errorf("every reader gone: %d hosts, %d readers, want none", hosts, readers)
 	}
 }
 
@@ -267,7 +311,7 @@ func TestNeverEmpty(t *testing.T) {
 	var history []state
 	cur := state{publishing: [owners]bool{true, true, true}}
 	healthy := [owners]bool{true, true, true}
-	trackers := make([]Tracker, owners)
+	trackers := make([]registry.Sightings, owners)
 	start := time.Unix(1_000_000, 0)
 	renewal := 10 * time.Second
 	withdrawals := 0
@@ -281,7 +325,7 @@ func TestNeverEmpty(t *testing.T) {
 		i := rng.IntN(owners)
 		view := history[max(0, len(history)-1-rng.IntN(4))]
 		z := zoneOf(view)
-		peers, own, ownSince := Peers(z, &trackers[i], "z", fmt.Sprintf("o%d", i), host, now, ExpiryPeriods*renewal)
+		peers, own, ownSince := Peers(z, &trackers[i], fmt.Sprintf("o%d", i), host, now, ExpiryPeriods*renewal)
 		state := Unhealthy
 		if healthy[i] {
 			state = Healthy

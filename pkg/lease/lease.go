@@ -138,10 +138,15 @@ type Verdict struct {
 // seen for the first time counts from that moment, so a restarted reader waits a whole duration
 // before it counts anyone gone; a lease asking for no expiry (duration 0) never expires.
 func (j *Judge) Judge(zoneKey string, l Lease, ep *v1alpha1.Endpoint, now time.Time) Verdict {
-	s := j.seen.Observe(zoneKey+"/"+ep.DNSName, ep.Targets[0], now)
+	s := j.seen.Observe(sightingKey(zoneKey, ep), ep.Targets[0], now)
 	age := now.Sub(s.Since)
 	return Verdict{Lease: l, Age: age, Expired: l.Duration > 0 && age > l.Duration+j.Tolerance}
 }
+
+// Len returns how many leases the judge remembers.
+func (j *Judge) Len() int { return j.seen.Len() }
+
+func sightingKey(zoneKey string, ep *v1alpha1.Endpoint) string { return zoneKey + "/" + ep.DNSName }
 
 // Survey is what one read of a zone tells about leases.
 type Survey struct {
@@ -154,10 +159,13 @@ type Survey struct {
 	Sharers map[string][]string
 }
 
-// Survey judges every lease in a zone read at now, whose records are eps and index z.
+// Survey judges every lease in a zone read at now, whose records are eps and index z. The judge
+// forgets the leases of the zone that the read no longer finds (their holders left).
 func (j *Judge) Survey(zoneKey string, eps []*v1alpha1.Endpoint, z *registry.Zone, now time.Time) Survey {
 	s := Survey{Verdicts: map[string]Verdict{}, Named: map[string]int{}, Sharers: map[string][]string{}}
 	names := map[string]map[string]bool{} // lease key -> names where a claim names it
+	found := map[string]bool{}
+	defer func() { j.seen.Retain(zoneKey+"/", found) }()
 	for _, ep := range eps {
 		if ep.RecordType != v1alpha1.RecordTypeTXT {
 			continue
@@ -165,6 +173,7 @@ func (j *Judge) Survey(zoneKey string, eps []*v1alpha1.Endpoint, z *registry.Zon
 		if strings.HasPrefix(ep.DNSName, namePrefix) {
 			if l, ok := Parse(ep); ok {
 				s.Verdicts[Key(l.Holder)] = j.Judge(zoneKey, l, ep, now)
+				found[sightingKey(zoneKey, ep)] = true
 			}
 			continue
 		}

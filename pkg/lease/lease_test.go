@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 )
 
 func TestRecordRoundTrip(t *testing.T) {
@@ -100,4 +101,36 @@ func TestJudgeClocksDoNotMatter(t *testing.T) {
 		}
 	}
 	t.Logf("%s bound for a dead holder, from its last renewal", fmt.Sprint(bound))
+}
+
+// A judge forgets the leases a read no longer finds (their holders left the zone), and keeps those of
+// other zones.
+func TestSurveyForgetsLeasesGone(t *testing.T) {
+	var j Judge
+	now := time.Unix(1000, 0)
+	leases := func(zone string, holders ...string) []*v1alpha1.Endpoint {
+		var eps []*v1alpha1.Endpoint
+		for _, h := range holders {
+			eps = append(eps, Renew(h, now, DefaultEvery, DefaultDuration).Record(zone))
+		}
+		return eps
+	}
+	survey := func(zoneKey, zone string, holders ...string) {
+		eps := leases(zone, holders...)
+		j.Survey(zoneKey, eps, registry.Read(eps), now)
+	}
+	survey("z1", "one.example", "a", "b", "c")
+	survey("z2", "two.example", "a")
+	if n := j.Len(); n != 4 {
+		t.Fatalf("%d leases remembered, want 4", n)
+	}
+	survey("z1", "one.example", "a")
+	if n := j.Len(); n != 2 {
+		t.Errorf("b and c left z1: %d leases remembered, want 2", n)
+	}
+	survey("z1", "one.example")
+	survey("z2", "two.example")
+	if n := j.Len(); n != 0 {
+		t.Errorf("every holder left: %d leases remembered, want none", n)
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/goroutine"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 )
@@ -187,7 +188,7 @@ func (p *Pool) Run(ctx context.Context) error {
 	for _, d := range p.opts.Discover {
 		wg.Go(func() {
 			for {
-				p.DiscoverOnce(ctx, &wg, d)
+				p.discoverRecovering(ctx, &wg, d)
 				select {
 				case <-ctx.Done():
 					return
@@ -205,7 +206,7 @@ func (p *Pool) start(ctx context.Context, wg *sync.WaitGroup, st *peerState) {
 	ctx, st.stop = context.WithCancel(ctx)
 	wg.Go(func() {
 		for {
-			p.PullOnce(ctx, st.peer)
+			p.pullRecovering(ctx, st.peer)
 			jitter := time.Duration(rand.Int64N(int64(p.opts.Interval)/5+1)) - p.opts.Interval/10
 			select {
 			case <-ctx.Done():
@@ -214,6 +215,20 @@ func (p *Pool) start(ctx context.Context, wg *sync.WaitGroup, st *peerState) {
 			}
 		}
 	})
+}
+
+// pullRecovering is PullOnce in a puller: a pull that panics is logged and counted (package
+// goroutine), and the peer is pulled again at the next interval, as after a failed pull.
+func (p *Pool) pullRecovering(ctx context.Context, peer Peer) {
+	defer goroutine.Recover(goroutine.Peers, p.opts.Log.WithValues("zone", peer.Zone, "peer", peer.Addr), nil)
+	p.PullOnce(ctx, peer)
+}
+
+// discoverRecovering is DiscoverOnce in a discoverer: a lookup that panics is logged and counted,
+// and looked up again at the next DiscoverInterval.
+func (p *Pool) discoverRecovering(ctx context.Context, wg *sync.WaitGroup, d Discovery) {
+	defer goroutine.Recover(goroutine.Peers, p.opts.Log.WithValues("zone", d.Zone), nil)
+	p.DiscoverOnce(ctx, wg, d)
 }
 
 // DiscoverOnce looks up d's NS set now: a server it names that is no peer yet becomes one (pulled

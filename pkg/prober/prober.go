@@ -18,6 +18,10 @@ import (
 	"reflect"
 	"sync"
 	"time"
+
+	"github.com/go-logr/logr"
+
+	"github.com/dnspolicy/dnspolicy-controller/pkg/goroutine"
 )
 
 // Spec is what one probe checks and how often.
@@ -128,6 +132,8 @@ type Options struct {
 	// order. It should return quickly (hand off, do not write to an API server here): workers wait
 	// for it. A result already being delivered when Remove is called may still arrive.
 	OnResult func(Result)
+	// Log is where a check or delivery that panicked is logged (package goroutine).
+	Log logr.Logger
 }
 
 func (o Options) withDefaults() Options {
@@ -317,7 +323,7 @@ func (p *Prober) run(ctx context.Context, e *entry) {
 	p.mu.Unlock()
 
 	start := time.Now()
-	c := p.checker.check(cctx, spec, p.timeout(spec.Interval))
+	c := p.check(cctx, e.key, spec)
 	discard := cctx.Err() != nil // cancelled by Remove, Set or shutdown: not a verdict
 	cancel()
 
@@ -342,7 +348,7 @@ func (p *Prober) run(ctx context.Context, e *entry) {
 	if deliver {
 		// Delivered before the probe is queued again, so results of one probe never overtake each
 		// other.
-		p.opts.OnResult(res)
+		p.deliver(res)
 	}
 
 	p.mu.Lock()
@@ -353,6 +359,21 @@ func (p *Prober) run(ctx context.Context, e *entry) {
 	}
 	heap.Push(&p.queue, e)
 	p.poke()
+}
+
+// check runs one check of the probe key. A check that panics fails, as a check that errs does: the
+// probe is checked again at its interval, and the worker takes the next probe due.
+func (p *Prober) check(ctx context.Context, key string, spec Spec) (c checked) {
+	defer goroutine.Recover(goroutine.Prober, p.opts.Log.WithValues("probe", key), func(any) {
+		c = checked{outcome: OutcomeError, reason: "Internal error: the check panicked (a bug, logged by the controller)"}
+	})
+	return p.checker.check(ctx, spec, p.timeout(spec.Interval))
+}
+
+// deliver hands a result to OnResult; one that panics loses that result, not the worker.
+func (p *Prober) deliver(res Result) {
+	defer goroutine.Recover(goroutine.Prober, p.opts.Log.WithValues("probe", res.Key), nil)
+	p.opts.OnResult(res)
 }
 
 // poke wakes the dispatcher; mu is held.

@@ -21,8 +21,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
+
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/goroutine"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/plan"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
@@ -47,6 +50,10 @@ type Request struct {
 	// KeepExpired turns lease expiry off for this owner (its Secret says so): it withdraws no owner
 	// whose lease ran out.
 	KeepExpired bool
+	// Record names the record the request is for (namespace/name). The queue is kept while some
+	// record that published through it holds it: until Release, or until the record publishes
+	// through another queue. A request with no Record holds nothing.
+	Record string
 	// renewal marks the queue's own lease renewal, which no reconcile waits for.
 	renewal bool
 }
@@ -114,6 +121,8 @@ type Options struct {
 	// calls: a backend that paces its writes to the cloud's rate limit (Azure: 200 record-set writes
 	// per minute per zone) needs minutes for a large burst, each batch well within the bound.
 	CallTimeout time.Duration
+	// Log is where a cycle that panicked is logged (package goroutine).
+	Log logr.Logger
 }
 
 // DefaultCallTimeout bounds one provider call when Options.CallTimeout is 0.
@@ -126,12 +135,21 @@ func DefaultOptions() Options {
 	return Options{MaxAge: 10 * time.Second, Gather: 100 * time.Millisecond, MaxGather: time.Second, StaleRetries: 3, CallTimeout: DefaultCallTimeout}
 }
 
-// Publisher holds one queue per zone.
+// Publisher holds one queue per zone and account.
+//
+// A queue lives as long as what it serves: it is removed when the last record holding it is
+// released (Release), and when the credentials it was built with are dropped (Drop: the Secret was
+// deleted or changed). Records are counted rather than swept on idleness because a queue renews
+// this cluster's lease on its own timer, so it is never idle while it still costs something: only
+// the records can say that nothing needs it any more. A removed queue answers what is already
+// waiting on it, then its goroutine ends and it renews nothing; the next request builds a new one.
 type Publisher struct {
-	opts    Options
-	now     func() time.Time
-	mu      sync.Mutex
-	queues  map[queueKey]*queue
+	opts   Options
+	now    func() time.Time
+	mu     sync.Mutex
+	queues map[queueKey]*queue
+	// held is the queue each record (Request.Record) last published through.
+	held    map[string]queueKey
 	closed  bool
 	cluster *cluster
 }
@@ -183,7 +201,7 @@ type queueKey struct{ account, zoneID string }
 
 // New returns a publisher.
 func New(opts Options) *Publisher {
-	return &Publisher{opts: opts, now: time.Now, queues: map[queueKey]*queue{},
+	return &Publisher{opts: opts, now: time.Now, queues: map[queueKey]*queue{}, held: map[string]queueKey{},
 		cluster: &cluster{local: map[string]bool{}, wishes: map[string]map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{}}}
 }
 
@@ -191,7 +209,7 @@ func New(opts Options) *Publisher {
 // credentials (two Secrets for one cloud account may share a zone; their queues stay apart, and the
 // backend's own preconditions keep them consistent).
 func (p *Publisher) Publish(ctx context.Context, prov providers.Provider, account string, zone providers.Zone, req Request) (Outcome, error) {
-	q := p.queue(account, zone)
+	q := p.hold(account, zone, req)
 	w := &waiter{prov: prov, req: req, done: make(chan result, 1)}
 	q.mu.Lock()
 	q.local[req.OwnerID] = true
@@ -225,23 +243,142 @@ func (p *Publisher) Close() {
 	}
 }
 
+// Release lets go of the queue record last published through (it is gone, or publishes nowhere
+// now): the last record to leave a queue removes it, and an owner no queue serves any more is
+// forgotten.
+func (p *Publisher) Release(record string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.releaseLocked(record)
+}
+
+// Drop removes every queue of account, whose credentials are gone or changed: the Secret they were
+// built from was deleted, or holds other credentials now. Nothing is renewed with them any more; the
+// records that still publish with the account build a new queue.
+func (p *Publisher) Drop(account string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, q := range p.queues {
+		if k.account != account {
+			continue
+		}
+		for record := range q.records {
+			delete(p.held, record)
+		}
+		p.removeLocked(k, q)
+	}
+}
+
+// Queues returns how many queues the publisher holds, and how many records hold them.
+func (p *Publisher) Queues() (queues, records int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.queues), len(p.held)
+}
+
+// hold returns the queue of account and zone, held by req.Record, which lets go of the queue it held
+// before, if another.
+func (p *Publisher) hold(account string, zone providers.Zone, req Request) *queue {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := queueKey{account, zone.ID}
+	if prev, ok := p.held[req.Record]; ok && prev != k {
+		p.releaseLocked(req.Record)
+	}
+	q := p.queueLocked(k, zone)
+	if req.Record != "" {
+		p.held[req.Record] = k
+		q.mu.Lock()
+		q.records[req.Record] = req.OwnerID
+		q.mu.Unlock()
+	}
+	return q
+}
+
+// releaseLocked lets go of record's queue; p.mu is held.
+func (p *Publisher) releaseLocked(record string) {
+	k, ok := p.held[record]
+	if !ok {
+		return
+	}
+	delete(p.held, record)
+	q := p.queues[k]
+	if q == nil {
+		return
+	}
+	q.mu.Lock()
+	owner := q.records[record]
+	delete(q.records, record)
+	shared := false
+	for _, o := range q.records {
+		shared = shared || o == owner
+	}
+	if !shared {
+		delete(q.local, owner)
+	}
+	empty := len(q.records) == 0
+	q.mu.Unlock()
+	if empty {
+		p.removeLocked(k, q)
+	}
+	p.forgetOwnerLocked(owner)
+}
+
+// removeLocked removes queue q at k and stops its renewals; p.mu is held. A cycle running finishes
+// with the waiters it has.
+func (p *Publisher) removeLocked(k queueKey, q *queue) {
+	delete(p.queues, k)
+	q.mu.Lock()
+	q.closed = true
+	if q.renewTimer != nil {
+		q.renewTimer.Stop()
+	}
+	owners := make([]string, 0, len(q.local))
+	for o := range q.local {
+		owners = append(owners, o)
+	}
+	q.mu.Unlock()
+	for _, o := range owners {
+		p.forgetOwnerLocked(o)
+	}
+}
+
+// forgetOwnerLocked forgets that owner is this cluster's, and what it wants, once no queue serves
+// it; p.mu is held.
+func (p *Publisher) forgetOwnerLocked(owner string) {
+	for _, q := range p.queues {
+		q.mu.Lock()
+		served := q.local[owner]
+		q.mu.Unlock()
+		if served {
+			return
+		}
+	}
+	p.cluster.mu.Lock()
+	delete(p.cluster.local, owner)
+	delete(p.cluster.wishes, owner)
+	p.cluster.mu.Unlock()
+}
+
 // Forget drops the view of a zone, so the next cycle reads it.
 func (p *Publisher) Forget(account string, zone providers.Zone) {
-	q := p.queue(account, zone)
+	p.mu.Lock()
+	q := p.queues[queueKey{account, zone.ID}]
+	p.mu.Unlock()
+	if q == nil {
+		return // none kept: the next cycle reads the zone anyway
+	}
 	q.mu.Lock()
 	q.view = nil
 	q.mu.Unlock()
 }
 
-func (p *Publisher) queue(account string, zone providers.Zone) *queue {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	k := queueKey{account, zone.ID}
+func (p *Publisher) queueLocked(k queueKey, zone providers.Zone) *queue {
 	q, ok := p.queues[k]
 	if !ok {
-		q = &queue{zone: zone, opts: p.opts, now: p.now, local: map[string]bool{}, cluster: p.cluster, closed: p.closed}
+		q = &queue{zone: zone, opts: p.opts, now: p.now, local: map[string]bool{}, records: map[string]string{}, cluster: p.cluster, closed: p.closed}
 		q.judge.Tolerance = p.opts.Leases.Tolerance
-		q.zoneKey = account + "/" + zone.ID
+		q.zoneKey = k.account + "/" + zone.ID
 		p.queues[k] = q
 	}
 	return q
@@ -282,7 +419,9 @@ type queue struct {
 	// stays one, so the owners it conflicts with are not re-read for on every re-check.
 	unclaimed map[v1alpha1.EndpointKey]bool
 	// local are the owners whose requests came through this queue; cluster all of this cluster's.
-	local   map[string]bool
+	local map[string]bool
+	// records are the records holding the queue (Request.Record), with their owners.
+	records map[string]string
 	cluster *cluster
 	// prov is the newest provider object (renewals use it).
 	prov providers.Provider
@@ -319,8 +458,25 @@ func (q *queue) run() {
 			return
 		}
 		q.mu.Unlock()
-		q.cycle(waiters)
+		q.serve(waiters)
 	}
+}
+
+// serve runs one cycle. A cycle that panics fails its waiters, which their reconciles retry with
+// their backoff, and drops the view, which the cycle may have left half changed; the queue carries
+// on with the next cycle.
+func (q *queue) serve(waiters []*waiter) {
+	defer goroutine.Recover(goroutine.Publish, q.opts.Log.WithValues("zone", q.zone.DNSName, "zoneID", q.zone.ID), func(any) {
+		q.forget()
+		err := providers.Errorf(providers.Transient, "the publish cycle of zone %s failed on an internal error (logged by the controller)", q.zone.DNSName)
+		for _, w := range waiters {
+			select {
+			case w.done <- result{err: err}:
+			default: // answered already, its answer not yet read
+			}
+		}
+	})
+	q.cycle(waiters)
 }
 
 // gather waits while requests keep arriving, up to MaxGather.
@@ -347,7 +503,16 @@ func (q *queue) cycle(waiters []*waiter) {
 	// every retry either answers a waiter or is one of at most StaleRetries re-plans.
 	ctx := context.Background()
 	prov := waiters[len(waiters)-1].prov // the newest provider object carries the newest credentials
-	if w := q.renewalWaiter(waiters, prov); w != nil {
+	q.mu.Lock()
+	closed := q.closed
+	q.mu.Unlock()
+	if closed {
+		// A removed or closed queue serves who waits on it, and renews nothing, not even a
+		// renewal its timer queued just before.
+		if waiters = slices.DeleteFunc(waiters, func(w *waiter) bool { return w.req.renewal }); len(waiters) == 0 {
+			return
+		}
+	} else if w := q.renewalWaiter(waiters, prov); w != nil {
 		waiters = append(waiters, w)
 	}
 	for i, w := range waiters {

@@ -97,3 +97,22 @@ func (s *Sightings) Observe(key, value string, now time.Time) Sighting {
 	s.seen[key] = cur
 	return cur
 }
+
+// Retain forgets every sighting whose key begins with prefix and is not in keep: the records a read
+// no longer finds are forgotten, so that what is kept follows the zone rather than grows with it.
+func (s *Sightings) Retain(prefix string, keep map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.seen {
+		if strings.HasPrefix(k, prefix) && !keep[k] {
+			delete(s.seen, k)
+		}
+	}
+}
+
+// Len returns how many records are remembered.
+func (s *Sightings) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.seen)
+}

@@ -144,6 +144,7 @@ func TestParseOptions(t *testing.T) {
 			// Through the factory the error is Permanent: retrying cannot fix a Secret.
 			f := providers.NewFactory()
 			f.Register(v1alpha1.SecretTypeAzure, NewConstructor())
+			f.AllowEndpointOverride(true) // the bad endpoint case is the constructor's to refuse
 			if _, err := f.New(t.Context(), s, providers.Env{}); providers.KindOf(err) != providers.Permanent {
 				t.Errorf("factory error %v, want Permanent", err)
 			}

@@ -770,7 +770,8 @@ func startConflictCluster(t *testing.T, bin, name string, env *testenv.Env) *con
 		t.Fatal(err)
 	}
 	cmd := exec.Command(bin, "--kubeconfig", kubeconfig, "--metrics-bind-address", metrics,
-		"--health-probe-bind-address", freeport.Addr(t), "--log-format", "console", "--providers", route53.ProviderName)
+		"--health-probe-bind-address", freeport.Addr(t), "--log-format", "console", "--providers", route53.ProviderName,
+		"--allow-provider-endpoint-override") // its Secrets point at the emulator
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

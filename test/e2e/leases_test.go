@@ -364,7 +364,8 @@ func startControllerProcess(t *testing.T, bin, name string, env *testenv.Env, pr
 			t.Fatal(err)
 		}
 		cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", metrics,
-			"--health-probe-bind-address", freeport.Addr(t), "--log-format", "console", "--providers", provider}, p.args...)...)
+			"--health-probe-bind-address", freeport.Addr(t), "--log-format", "console", "--providers", provider,
+			"--allow-provider-endpoint-override"}, p.args...)...) // cloud Secrets point at emulators
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)

@@ -30,6 +30,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
 	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
+	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -52,17 +53,18 @@ func containerArgs(t *testing.T, u *unstructured.Unstructured) ([]string, *appsv
 // runController runs the controller binary with the Deployment's args, talking to the API server
 // as the ServiceAccount: its kubeconfig impersonates the ServiceAccount, so the test's admin rights
 // are not used. Only what cannot work outside a pod is added after the Deployment's args (the last
-// value of a flag wins): the kubeconfig; the metrics and health endpoints are off (the Deployment's
-// ":8080" would listen beyond loopback); and the leader-election namespace, which a pod reads from
-// its ServiceAccount token's folder, is named.
-func runController(t *testing.T, cp *controlPlane, deployment *unstructured.Unstructured) {
+// value of a flag wins): the kubeconfig; the metrics endpoint on a loopback port (the Deployment's
+// ":8443" would listen beyond loopback), whose address it returns, and the health endpoint off; and
+// the leader-election namespace, which a pod reads from its ServiceAccount token's folder, is named.
+func runController(t *testing.T, cp *controlPlane, deployment *unstructured.Unstructured) (metrics string) {
 	t.Helper()
-	startController(t, cp, deployment)
+	_, metrics = startController(t, cp, deployment)
+	return metrics
 }
 
 // startController is runController with more args after the Deployment's (the last value of a flag
-// wins), returning the running process.
-func startController(t *testing.T, cp *controlPlane, deployment *unstructured.Unstructured, extra ...string) *exec.Cmd {
+// wins), returning the running process too.
+func startController(t *testing.T, cp *controlPlane, deployment *unstructured.Unstructured, extra ...string) (cmd *exec.Cmd, metrics string) {
 	t.Helper()
 	args, _ := containerArgs(t, deployment)
 	if _, err := app.Parse(args, func(string) (string, bool) { return "", false }); err != nil {
@@ -80,11 +82,12 @@ func startController(t *testing.T, cp *controlPlane, deployment *unstructured.Un
 	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	args = append(args, "--kubeconfig="+kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
+	metrics = freeport.Addr(t)
+	args = append(args, "--kubeconfig="+kubeconfig, "--metrics-bind-address="+metrics, "--health-probe-bind-address=0",
 		"--leader-election-namespace="+controllerNamespace, "--log-format=console")
 	args = append(args, extra...)
 	var logs bytes.Buffer
-	cmd := exec.Command(controllerBinary(t), args...)
+	cmd = exec.Command(controllerBinary(t), args...)
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -96,7 +99,7 @@ func startController(t *testing.T, cp *controlPlane, deployment *unstructured.Un
 			t.Logf("controller log:\n%s", logs.String())
 		}
 	})
-	return cmd
+	return cmd, metrics
 }
 
 var (

@@ -34,9 +34,10 @@ func TestDefaultInstall(t *testing.T) {
 	objs := golden(t, "kustomize-default.yaml")
 	cp.apply(t, objs)
 
-	runController(t, cp, find(t, objs, "Deployment", "dnspolicy-controller"))
+	metrics := runController(t, cp, find(t, objs, "Deployment", "dnspolicy-controller"))
 	publishLoadbalanced(t, cp.c, "gateways", true)
 	waitEnforced(t, cp.c, "gateways")
+	scrapeMetrics(t, cp, metrics)
 
 	// A namespace whose policies use its default-provider Secret: the list is refused, and the record
 	// says so, until the admin binds the provider-secrets role there (config/rbac/README.md).
@@ -57,7 +58,7 @@ func TestDefaultInstall(t *testing.T) {
 	cp.expect(t, false, escalation("gateways")...)
 	cp.expect(t, true, finalizers(""))
 	got := cp.writable(t, "gateways", controllerNamespace)
-	want := sorted(controllerWrites("", true), controllerWrites("gateways", true), controllerWrites(controllerNamespace, true), leaseWrites())
+	want := sorted(controllerWrites("", true), controllerWrites("gateways", true), controllerWrites(controllerNamespace, true), leaseWrites(), metricsAuthWrites())
 	if d := diffLines(got, want); d != "" {
 		t.Errorf("the ServiceAccount's writes differ from what the controller needs:%s", d)
 	}
@@ -107,7 +108,7 @@ func TestNamespacedInstall(t *testing.T) {
 	cp.expect(t, true, finalizers("gateways"))
 	cp.expect(t, false, finalizers(""), finalizers("other"))
 	got := cp.writable(t, "gateways", "other", controllerNamespace)
-	want := sorted(controllerWrites("gateways", true), leaseWrites())
+	want := sorted(controllerWrites("gateways", true), leaseWrites(), metricsAuthWrites())
 	if d := diffLines(got, want); d != "" {
 		t.Errorf("the ServiceAccount's writes differ from what the controller needs:%s", d)
 	}
@@ -135,7 +136,7 @@ func TestRendersAreAccepted(t *testing.T) {
 		}
 		cp.expect(t, true, finalizers(""))
 		got := cp.writable(t, "gateways", controllerNamespace)
-		want := sorted(controllerWrites("", false), controllerWrites("gateways", false), controllerWrites(controllerNamespace, false), leaseWrites())
+		want := sorted(controllerWrites("", false), controllerWrites("gateways", false), controllerWrites(controllerNamespace, false), leaseWrites(), metricsAuthWrites())
 		if d := diffLines(got, want); d != "" {
 			t.Errorf("record-only writes differ from what the record side needs:%s", d)
 		}
@@ -155,7 +156,7 @@ func TestRendersAreAccepted(t *testing.T) {
 		cp.deleteDeployment(t)
 		cp.apply(t, golden(t, "helm-default.yaml"))
 		args := deploymentArgs(t, cp)
-		for _, want := range []string{"--leader-elect=true", "--watch-provider-secrets=false"} {
+		for _, want := range []string{"--leader-elect=true", "--watch-provider-secrets=false", "--metrics-bind-address=:8443", "--metrics-secure=true"} {
 			if !slices.Contains(args, want) {
 				t.Errorf("args %v lack %s", args, want)
 			}
@@ -176,6 +177,7 @@ func TestRendersAreAccepted(t *testing.T) {
 			"--dns-nameserver-addresses=ns1.example.com=192.0.2.1,ns1.example.com=2001:db8::1",
 			"--dns-secondaries=example.com=192.0.2.53:53,example.com=192.0.2.54:53",
 			"--dns-geoip-database=/var/lib/dnspolicy-controller/geoip/GeoLite2-Country.mmdb",
+			"--dns-rrl-responses-per-second=50", "--dns-rrl-slip=3", "--metrics-secure=true",
 			"--leader-election-namespace=dnspolicy-system",
 		} {
 			if !slices.Contains(args, want) {

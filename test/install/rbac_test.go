@@ -152,6 +152,13 @@ func leaseWrites() []string {
 	return writes("coordination.k8s.io", "leases", "", controllerNamespace, "create", "update", "patch", "delete")
 }
 
+// metricsAuthWrites are the reviews the secure metrics endpoint asks the API server for, in every
+// install mode (cluster-scoped).
+func metricsAuthWrites() []string {
+	return append(writes("authentication.k8s.io", "tokenreviews", "", "", "create"),
+		writes("authorization.k8s.io", "subjectaccessreviews", "", "", "create")...)
+}
+
 func sorted(lists ...[]string) []string {
 	var out []string
 	for _, l := range lists {

@@ -74,7 +74,7 @@ func startTenancy(t *testing.T) *tenancy {
 		access{verb: "create", group: "kuadrant.io", resource: "dnsrecords", namespace: "team-c"})
 	port := freeport.PortOn(t, "127.0.0.1")
 	e.dns = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	e.proc = startController(t, cp, find(t, objs, "Deployment", "dnspolicy-controller"),
+	e.proc, _ = startController(t, cp, find(t, objs, "Deployment", "dnspolicy-controller"),
 		"--dns-server-address="+e.dns,
 		"--dns-nameservers="+nsName, "--dns-nameserver-addresses="+nsName+"="+nsAddr,
 		"--grant=team-a="+demoZone, "--grant=team-b=b."+demoZone, "--grant=team-c=shared."+demoZone)

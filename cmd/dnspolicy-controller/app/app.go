@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis"
@@ -47,6 +48,23 @@ func (o Options) RESTConfig() (*rest.Config, error) {
 	return ctrl.GetConfig()
 }
 
+// metricsOptions serves metrics over plain HTTP, or with --metrics-secure over HTTPS (a self-signed
+// certificate the process makes at start) to callers whose bearer token the API server authenticates
+// and authorizes for "get" on the /metrics non-resource URL. Metric labels name tenants' namespaces
+// and records, so a deployment serves them only to whom the cluster's RBAC allows. Asking the API
+// server takes creating tokenreviews and subjectaccessreviews: a ClusterRole of its own
+// (config/rbac/base/metrics_auth_role.yaml), bound cluster-wide in every install mode, since the
+// namespaced one binds the generated rules per namespace only; scrapers are bound to the
+// metrics-reader ClusterRole.
+func (o Options) metricsOptions() metricsserver.Options {
+	m := metricsserver.Options{BindAddress: o.MetricsBindAddress}
+	if o.MetricsSecure {
+		m.SecureServing = true
+		m.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return m
+}
+
 // NewManager builds the manager with its health, readiness and metrics endpoints. Controllers are
 // added by the caller.
 func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
@@ -60,7 +78,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	mopts := ctrl.Options{
 		Scheme:                  Scheme(),
 		Logger:                  o.Logger(),
-		Metrics:                 metricsserver.Options{BindAddress: o.MetricsBindAddress},
+		Metrics:                 o.metricsOptions(),
 		HealthProbeBindAddress:  o.HealthProbeBindAddress,
 		LeaderElection:          o.LeaderElect,
 		LeaderElectionID:        o.LeaderElectionID,
@@ -120,7 +138,7 @@ func Run(ctx context.Context, cfg *rest.Config, o Options) error {
 	if err != nil {
 		return err
 	}
-	factory, err := NewFactory(o.Providers, inmemory.NewStore())
+	factory, err := NewFactory(o, inmemory.NewStore())
 	if err != nil {
 		return err
 	}

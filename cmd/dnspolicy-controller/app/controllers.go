@@ -26,12 +26,15 @@ import (
 // BackendNames lists every backend this binary can run, sorted (package builtin holds the list).
 func BackendNames() []string { return builtin.Names() }
 
-// NewFactory registers the enabled backends. store holds the inmemory backend's zones.
-func NewFactory(enabled []string, store *inmemory.Store) (*providers.Factory, error) {
-	f, err := builtin.NewFactory(enabled, store)
+// NewFactory registers the enabled backends (--providers), honouring provider Secrets' endpoint
+// overrides when the options allow (--allow-provider-endpoint-override). store holds the inmemory
+// backend's zones.
+func NewFactory(o Options, store *inmemory.Store) (*providers.Factory, error) {
+	f, err := builtin.NewFactory(o.Providers, store)
 	if err != nil {
 		return nil, fmt.Errorf("--providers: %w", err)
 	}
+	f.AllowEndpointOverride(o.AllowProviderEndpointOverride)
 	return f, nil
 }
 
@@ -70,6 +73,7 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 		}
 		popts := publish.DefaultOptions()
 		popts.Replan = r.Replan
+		popts.Log = mgr.GetLogger().WithName("publish")
 		if holder, err := clusterID(mgr.GetAPIReader()); err != nil {
 			// Without an ID this cluster cannot name its lease: it renews none, and withdraws no one.
 			ctrl.Log.Error(err, "owner leases are off: cannot read the cluster ID (the UID of Namespace kube-system)")

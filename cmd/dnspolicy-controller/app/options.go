@@ -28,6 +28,7 @@ const EnvPrefix = "DNSPOLICY_"
 type Options struct {
 	Kubeconfig                string
 	MetricsBindAddress        string
+	MetricsSecure             bool
 	HealthProbeBindAddress    string
 	LeaderElect               bool
 	LeaderElectionID          string
@@ -57,6 +58,9 @@ type Options struct {
 	// so gateways with self-signed certificates can be probed. The probe controller itself only
 	// follows each probe's field.
 	InsecureHealthChecks bool
+	// AllowProviderEndpointOverride (--allow-provider-endpoint-override) honours ENDPOINT_URL in
+	// provider Secrets (providers.EndpointOverrideKeys); off, a Secret that sets it is refused.
+	AllowProviderEndpointOverride bool
 	// NoHealthProbeController (--enable-health-probe-controller=false) runs the record side without
 	// the DNSHealthCheckProbe controller: nothing probes, and probes get no finalizer (for tests that
 	// write probe results themselves, or another prober).
@@ -119,6 +123,7 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	fs := flag.NewFlagSet("dnspolicy-controller", flag.ContinueOnError)
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", o.Kubeconfig, "Path to a kubeconfig. Empty: in-cluster config, then $KUBECONFIG, then ~/.kube/config.")
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; \"0\" disables it.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS, only to callers whose bearer token the API server authenticates and authorizes for get on /metrics (tokenreviews, subjectaccessreviews). Off: plain HTTP, for make run; the chart, kustomize and the bundle turn it on.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz endpoints.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
@@ -135,6 +140,7 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	secondaries := fs.String("dns-secondaries", "", "Comma-separated zone=host:port secondaries sent a NOTIFY when their zone changes.")
 	watchSecrets := fs.Bool("watch-provider-secrets", !o.NoProviderSecretWatch, "Watch Secrets' metadata so a changed provider Secret is used at once; needs list and watch on Secrets in every watched namespace. Off: a changed Secret is used at the record's next pass.")
 	fs.BoolVar(&o.InsecureHealthChecks, "insecure-health-checks", o.InsecureHealthChecks, "Create health probes that accept any TLS certificate (allowInsecureCertificate), for gateways with self-signed certificates. Kuadrant defaults this to true; here it is off: certificates are verified.")
+	fs.BoolVar(&o.AllowProviderEndpointOverride, "allow-provider-endpoint-override", o.AllowProviderEndpointOverride, "Honour ENDPOINT_URL in cloud provider Secrets (an emulator or private endpoint). Off: a Secret that sets it is refused, since anyone who may write a Secret could point the controller at any URL with it.")
 	probes := fs.Bool("enable-health-probe-controller", !o.NoHealthProbeController, "Run the DNSHealthCheckProbe controller with the record side (checks the probes the record controller creates and writes their status).")
 	fs.IntVar(&o.MaxConcurrentHealthChecks, "max-concurrent-health-checks", o.MaxConcurrentHealthChecks, "Health checks run at once at most; probes due beyond it wait for a free slot.")
 	fs.DurationVar(&o.OwnerLeases.Every, "owner-lease-renewal", o.OwnerLeases.Every, "How often this cluster renews its lease in each zone where it shares a name with another cluster (one provider change per zone each time).")

@@ -92,6 +92,12 @@ func TestParseHealthCheckFlags(t *testing.T) {
 	if o.InsecureHealthChecks || o.MaxConcurrentHealthChecks <= 0 || o.NoHealthProbeController {
 		t.Errorf("defaults: insecure %v, max concurrent %d, no probe controller %v", o.InsecureHealthChecks, o.MaxConcurrentHealthChecks, o.NoHealthProbeController)
 	}
+	if o.AllowProviderEndpointOverride {
+		t.Error("provider Secrets' ENDPOINT_URL is honoured by default")
+	}
+	if o, err = Parse([]string{"--allow-provider-endpoint-override"}, env(nil)); err != nil || !o.AllowProviderEndpointOverride {
+		t.Errorf("--allow-provider-endpoint-override not applied: %v", err)
+	}
 	if o, err = Parse([]string{"--insecure-health-checks", "--max-concurrent-health-checks=8", "--enable-health-probe-controller=false"}, env(nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -171,6 +177,24 @@ func TestParsePeerFlags(t *testing.T) {
 		if _, err := Parse(bad, env(nil)); err == nil {
 			t.Errorf("Parse(%v) accepted", bad)
 		}
+	}
+}
+
+// Metrics are plain HTTP by default (make run), and with --metrics-secure served over HTTPS behind
+// the API server's authentication and authorization.
+func TestMetricsSecure(t *testing.T) {
+	o, err := Parse(nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := o.metricsOptions(); o.MetricsSecure || m.SecureServing || m.FilterProvider != nil {
+		t.Errorf("defaults: secure %v, serving %v, filter %v; want plain HTTP", o.MetricsSecure, m.SecureServing, m.FilterProvider != nil)
+	}
+	if o, err = Parse([]string{"--metrics-secure", "--metrics-bind-address=:8443"}, env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if m := o.metricsOptions(); !m.SecureServing || m.FilterProvider == nil || m.BindAddress != ":8443" {
+		t.Errorf("--metrics-secure: serving %v, filter %v, address %q", m.SecureServing, m.FilterProvider != nil, m.BindAddress)
 	}
 }
 

@@ -112,7 +112,7 @@ func TestSecretCacheHoldsNoSecretData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	factory, err := NewFactory(o.Providers, inmemory.NewStore())
+	factory, err := NewFactory(o, inmemory.NewStore())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dnspolicy/dnspolicy-controller/providers"
@@ -72,6 +73,12 @@ func (b *Backend) Zones(ctx context.Context, now time.Time, maxAge time.Duration
 	}
 	b.zonesAt, b.zones = now, zones
 	return zones, nil
+}
+
+// AccountOf is the Account of the backends built from secret: its namespace, name and UID, so that a
+// Secret deleted and created again under its name is another account.
+func AccountOf(secret metav1.Object) string {
+	return secret.GetNamespace() + "/" + secret.GetName() + "/" + string(secret.GetUID())
 }
 
 // zoneScoper is implemented by backends whose Secret selects where zones are listed (a project, a
@@ -135,7 +142,7 @@ func (c *Cache) Backend(ctx context.Context, record types.NamespacedName, secret
 			return nil, err
 		}
 		b := &Backend{
-			Account: secret.Namespace + "/" + secret.Name + "/" + string(secret.UID),
+			Account: AccountOf(secret),
 			Secret:  types.NamespacedName{Namespace: secret.Namespace, Name: secret.Name},
 			uid:     secret.UID, version: secret.ResourceVersion,
 		}

@@ -145,8 +145,12 @@ func (c *Cloud) Constructor() providers.Constructor {
 	}
 }
 
-// Register adds the backend to f.
-func (c *Cloud) Register(f *providers.Factory) { f.Register(c.SecretType, c.Constructor()) }
+// Register adds the backend to f, and lets its Secrets point at the emulator (ENDPOINT_URL), as the
+// controller's --allow-provider-endpoint-override does.
+func (c *Cloud) Register(f *providers.Factory) {
+	f.Register(c.SecretType, c.Constructor())
+	f.AllowEndpointOverride(true)
+}
 
 // AddZone creates a zone the Secret's credentials see.
 func (c *Cloud) AddZone(dnsName string) {

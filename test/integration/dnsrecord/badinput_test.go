@@ -54,6 +54,9 @@ func TestBadInput(t *testing.T) {
 	secret("aws", v1alpha1.SecretTypeAWS, map[string]string{"AWS_ACCESS_KEY_ID": "x", "AWS_SECRET_ACCESS_KEY": "y"}, nil)
 	secret("suffix", v1alpha1.SecretTypeInMemory, map[string]string{v1alpha1.InMemInitZonesKey: "co.uk"}, nil)
 	secret("twins", twinType, map[string]string{v1alpha1.InMemInitZonesKey: "twins.example.com"}, nil)
+	// The factory was not told to allow endpoint overrides (--allow-provider-endpoint-override).
+	secret("override", v1alpha1.SecretTypeInMemory, map[string]string{v1alpha1.InMemInitZonesKey: "override.example.com",
+		v1alpha1.EndpointOverrideKey: "http://169.254.169.254/"}, nil)
 
 	cases := []struct {
 		name, host, provider, reason, message string
@@ -63,6 +66,8 @@ func TestBadInput(t *testing.T) {
 		{"unsupported type", "c.example.com", "aws", v1alpha1.ReasonUnsupportedProvider, `has type "kuadrant.io/aws", which is not supported or not enabled`},
 		{"public suffix", "co.uk", "suffix", v1alpha1.ReasonDNSProviderError, "Unable to find suitable zone in provider: "},
 		{"two zones of one name", "app.twins.example.com", "twins", v1alpha1.ReasonDNSProviderError, "Unable to find suitable zone in provider: "},
+		{"endpoint override off", "app.override.example.com", "override", v1alpha1.ReasonUnsupportedProvider,
+			"provider secret " + cl.ns + "/override: key ENDPOINT_URL is set but --allow-provider-endpoint-override is off"},
 	}
 	for _, tc := range cases {
 		r := &v1alpha1.DNSRecord{

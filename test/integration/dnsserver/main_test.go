@@ -140,7 +140,7 @@ func (m *manager) stop() {
 // coreDNSFactory enables the backends of the binary that these tests use.
 func coreDNSFactory(t *testing.T) *providers.Factory {
 	t.Helper()
-	f, err := app.NewFactory([]string{"coredns"}, inmemory.NewStore())
+	f, err := app.NewFactory(app.Options{Providers: []string{"coredns"}}, inmemory.NewStore())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,46 @@
+package providers
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+)
+
+// A Secret that sets ENDPOINT_URL is refused, with a stable permanent error and before its
+// constructor runs, unless the operator allows endpoint overrides.
+func TestEndpointOverrideIsGated(t *testing.T) {
+	const typ corev1.SecretType = "test.dnspolicy.io/cloud"
+	built := 0
+	f := NewFactory()
+	f.Register(typ, func(context.Context, *corev1.Secret, Env) (Provider, error) {
+		built++
+		return nil, nil
+	})
+	secret := func(endpoint string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "cloud"}, Type: typ,
+			Data: map[string][]byte{v1alpha1.EndpointOverrideKey: []byte(endpoint)}}
+	}
+
+	_, err := f.New(t.Context(), secret("http://169.254.169.254/"), Env{})
+	want := "provider secret team-a/cloud: key ENDPOINT_URL is set but --allow-provider-endpoint-override is off"
+	if !errors.Is(err, ErrEndpointOverrideOff) || KindOf(err) != Permanent || err.Error() != want || built != 0 {
+		t.Fatalf("override off: err %v (kind %v), constructor ran %d times; want %q, permanent, never run", err, KindOf(err), built, want)
+	}
+	if strings.Contains(err.Error(), "169.254") {
+		t.Errorf("the error shows the Secret's value: %v", err)
+	}
+	if _, err := f.New(t.Context(), secret(" \n"), Env{}); err != nil || built != 1 {
+		t.Errorf("an empty ENDPOINT_URL sets nothing: err %v, constructor ran %d times", err, built)
+	}
+
+	f.AllowEndpointOverride(true)
+	if _, err := f.New(t.Context(), secret("http://127.0.0.1:8053"), Env{}); err != nil || built != 2 {
+		t.Errorf("override allowed: err %v, constructor ran %d times", err, built)
+	}
+}
