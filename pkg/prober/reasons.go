@@ -36,6 +36,9 @@ func classify(err error, target, host string, timeout time.Duration) (Outcome, s
 		leaf = verifyErr.UnverifiedCertificates[0]
 	}
 	switch {
+	case errors.Is(err, ErrTargetNotAllowed):
+		// First: nothing about the target, not even how far the attempt got.
+		return OutcomeNotAllowed, targetNotAllowedReason
 	case errors.As(err, &unknownAuthority):
 		if leaf == nil {
 			leaf = unknownAuthority.Cert
