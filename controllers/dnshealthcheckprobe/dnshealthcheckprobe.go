@@ -66,6 +66,10 @@ type Options struct {
 	RootCAs *x509.CertPool
 	// Resolver resolves probes' hostname addresses; nil: the system's.
 	Resolver *net.Resolver
+	// Targets are the addresses checks may connect to (prober.TargetRules: the administrator's
+	// --health-check-allowed-cidrs and --health-check-denied-cidrs). The cluster's own ranges are
+	// added to them by the controller (clusterranges.go).
+	Targets prober.TargetRules
 }
 
 // DefaultOptions are the production settings.
@@ -99,7 +103,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.secrets = newSecretCache()
 	r.prober = prober.New(prober.Options{
 		Workers: r.Options.Workers, Timeout: r.Options.Timeout, RootCAs: r.Options.RootCAs,
-		Resolver: r.Options.Resolver, OnResult: r.onResult,
+		Resolver: r.Options.Resolver, Targets: r.Options.Targets, OnResult: r.onResult,
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return providers.InstrumentTransport(probeClient, rt) },
 	})
 	if err := mgr.Add(manager.RunnableFunc(r.prober.Run)); err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
 	"sync"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnshealthcheckprobe"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/prober"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 	"github.com/dnspolicy/dnspolicy-controller/test/metricstest"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
@@ -36,6 +38,10 @@ var envs []*testenv.Env
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m, 1, &envs)) }
 
 const waitFor = 30 * time.Second
+
+// allowLoopback lets the probes reach the test's loopback gateways, which the controller's default
+// target rules refuse.
+var allowLoopback = prober.TargetRules{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 
 // gatewayName is the hostname address the test's DNS server resolves to 127.0.0.1.
 const gatewayName = "gw.probes.test"
@@ -48,6 +54,7 @@ func start(t *testing.T) (client.Client, string) {
 	opts.MinInterval = 50 * time.Millisecond
 	opts.SecretRetryMin = 200 * time.Millisecond
 	opts.Resolver = resolver(t)
+	opts.Targets = allowLoopback
 	ns := testenv.StartManager(t, envs[0], "probes-", func(mgr ctrl.Manager) error {
 		return (&dnshealthcheckprobe.Reconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
@@ -406,6 +413,7 @@ func TestRestartCarriesOn(t *testing.T) {
 	run := func() func() {
 		opts := dnshealthcheckprobe.DefaultOptions()
 		opts.MinInterval = 50 * time.Millisecond
+		opts.Targets = allowLoopback
 		return testenv.StartManagerIn(t, envs[0], ns, func(mgr ctrl.Manager) error {
 			return (&dnshealthcheckprobe.Reconciler{
 				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
