@@ -12,6 +12,7 @@ import (
 	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -50,11 +51,17 @@ const gatewayName = "gw.probes.test"
 // addresses resolve through a loopback DNS server that knows gatewayName.
 func start(t *testing.T) (client.Client, string) {
 	t.Helper()
+	return startWith(t, allowLoopback)
+}
+
+// startWith is start with the target rules given.
+func startWith(t *testing.T, targets prober.TargetRules) (client.Client, string) {
+	t.Helper()
 	opts := dnshealthcheckprobe.DefaultOptions()
 	opts.MinInterval = 50 * time.Millisecond
 	opts.SecretRetryMin = 200 * time.Millisecond
 	opts.Resolver = resolver(t)
-	opts.Targets = allowLoopback
+	opts.Targets = targets
 	ns := testenv.StartManager(t, envs[0], "probes-", func(mgr ctrl.Manager) error {
 		return (&dnshealthcheckprobe.Reconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
@@ -440,5 +447,53 @@ func TestRestartCarriesOn(t *testing.T) {
 	after := get(t, c, ns, p.Name)
 	if after.ResourceVersion != before.ResourceVersion {
 		t.Errorf("the restarted controller rewrote an unchanged probe: %+v, was %+v", after.Status, before.Status)
+	}
+}
+
+// The controller's default rules refuse a probe of loopback, by address or by a name resolving to
+// it: the probe is unhealthy at once, its status says only that the rules refused it (no address,
+// no port, no status code), and the gateway is sent nothing.
+func TestRefusedTarget(t *testing.T) {
+	c, ns := startWith(t, prober.TargetRules{})
+	g := newGateway(t)
+	const reason = "TargetNotAllowed: the probe's target was refused by the controller's health-check rules"
+	for name, address := range map[string]string{"by-address": "127.0.0.1", "by-name": gatewayName} {
+		p := newProbe(ns, name, address, g.port, "/"+name, 100*time.Millisecond)
+		p.Spec.FailureThreshold = 5
+		if err := c.Create(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+		got := waitStatus(t, c, ns, name, healthy(false, reason))
+		if got.Status.Status != 0 || strings.Contains(got.Status.Reason, strconv.Itoa(g.port)) {
+			t.Errorf("%s: status %+v tells of the target", name, got.Status)
+		}
+		if n := g.count("/" + name); n != 0 {
+			t.Errorf("%s: the refused target was sent %d requests", name, n)
+		}
+	}
+}
+
+// A headers Secret of any type but Opaque is refused, and the probe is not sent.
+func TestTypedHeadersSecretRefused(t *testing.T) {
+	c, ns := start(t)
+	g := newGateway(t)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "credentials", Namespace: ns},
+		Type:       v1alpha1.SecretTypeInMemory,
+		StringData: map[string]string{"X-Probe-Token": "s3cret"},
+	}
+	if err := c.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	p := newProbe(ns, "typed", "127.0.0.1", g.port, "/typed", 100*time.Millisecond)
+	p.Spec.AdditionalHeadersRef = &v1alpha1.AdditionalHeadersRef{Name: secret.Name}
+	if err := c.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("HeadersSecretNotAllowed: Additional headers Secret %s/credentials is of type %s; only Opaque Secrets are read for headers",
+		ns, v1alpha1.SecretTypeInMemory)
+	waitStatus(t, c, ns, "typed", healthy(false, want))
+	if n := g.count("/typed"); n != 0 {
+		t.Errorf("a probe with a typed headers Secret sent %d requests", n)
 	}
 }
