@@ -109,6 +109,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.Add(manager.RunnableFunc(r.prober.Run)); err != nil {
 		return err
 	}
+	if err := mgr.Add(&clusterRanges{cache: mgr.GetCache(), reader: r.APIReader, set: r.prober.SetClusterRanges,
+		log: mgr.GetLogger().WithName("dnshealthcheckprobe")}); err != nil {
+		return err
+	}
 	results := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 		r.queue.Store(&q)
 		// Results that came before the controller started.
@@ -126,6 +130,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: 16}).
 		Complete(r)
 }
+
+// TargetRules are the rules the checks are judged by now: Options.Targets with the cluster's ranges.
+func (r *Reconciler) TargetRules() prober.TargetRules { return r.prober.Targets() }
 
 // onResult is called by the scheduler's workers: it records the result and queues a pass only
 // when the result needs a status write.

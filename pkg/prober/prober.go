@@ -244,6 +244,9 @@ func (p *Prober) SetClusterRanges(ranges []netip.Prefix) {
 	p.rules.Store(&rules)
 }
 
+// Targets are the rules the next dial is judged by.
+func (p *Prober) Targets() TargetRules { return *p.rules.Load() }
+
 // Set adds a probe, or changes one. initial is the state of a new probe (what its object's status
 // last said, so a restarted controller neither forgets failures nor reports health unknown again);
 // it is ignored for a probe already known, whose state carries on. A changed spec is checked again

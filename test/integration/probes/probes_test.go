@@ -497,3 +497,43 @@ func TestTypedHeadersSecretRefused(t *testing.T) {
 		t.Errorf("a probe with a typed headers Secret sent %d requests", n)
 	}
 }
+
+// The cluster's own ranges are refused by default: the API server's Service address (from the
+// ServiceCIDRs, or the Service itself) and a node's pod range and addresses, followed as nodes come.
+func TestClusterRangesRefused(t *testing.T) {
+	var r *dnshealthcheckprobe.Reconciler
+	testenv.StartManager(t, envs[0], "probes-ranges-", func(mgr ctrl.Manager) error {
+		r = &dnshealthcheckprobe.Reconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+			Recorder: mgr.GetEventRecorder("dnshealthcheckprobe-controller"), Options: dnshealthcheckprobe.DefaultOptions(),
+		}
+		return r.SetupWithManager(mgr)
+	})
+	c := envs[0].Client
+	api := &corev1.Service{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "kubernetes"}, api); err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{GenerateName: "probes-node-"},
+		Spec: corev1.NodeSpec{PodCIDR: "10.244.3.0/24", PodCIDRs: []string{"10.244.3.0/24", "fd00:10:244:3::/64"}}}
+	if err := c.Create(context.Background(), node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), node) })
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.44"}, {Type: corev1.NodeHostName, Address: "node-1"}}
+	if err := c.Status().Update(context.Background(), node); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, waitFor, func() string {
+		rules := r.TargetRules()
+		for _, ip := range []string{api.Spec.ClusterIP, "10.244.3.7", "fd00:10:244:3::9", "192.0.2.44"} {
+			if rules.Permits(netip.MustParseAddr(ip)) {
+				return fmt.Sprintf("%s is permitted; cluster ranges %v", ip, rules.Cluster)
+			}
+		}
+		if !rules.Permits(netip.MustParseAddr("192.0.2.45")) {
+			return "192.0.2.45, no cluster address, is refused"
+		}
+		return ""
+	})
+}
