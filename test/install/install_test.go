@@ -173,6 +173,7 @@ func TestRendersAreAccepted(t *testing.T) {
 			"--dns-secondaries=example.com=192.0.2.53:53,example.com=192.0.2.54:53",
 			"--dns-geoip-database=/var/lib/dnspolicy-controller/geoip/GeoLite2-Country.mmdb",
 			"--leader-election-namespace=dnspolicy-system",
+			"--health-check-allowed-cidrs=10.0.5.0/24", "--health-check-denied-cidrs=10.0.5.7/32,2001:db8::/32",
 		} {
 			if !slices.Contains(args, want) {
 				t.Errorf("args %v lack %s", args, want)
