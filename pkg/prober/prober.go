@@ -112,8 +112,9 @@ type Result struct {
 type Options struct {
 	// Workers bounds how many checks run at once (default 64). A probe due while every worker is
 	// busy waits for one: its check is late, never dropped or run twice at once. Tenants (the part
-	// of a probe's key before its first "/") take turns, and each runs at most its share of the
-	// workers while others have checks due.
+	// of a probe's key before its first "/") take turns for free workers, and one running its
+	// share of them (Workers divided by the tenants with checks running or due) comes after the
+	// others.
 	Workers int
 	// Targets are the rules every connection of a check is judged by; the zero value refuses
 	// only the defaults (TargetRules).
@@ -184,11 +185,12 @@ type Prober struct {
 	wake chan struct{}
 }
 
-// tenant is the probes that share the workers as one: one namespace's. A tenant with a check due
-// gets a worker in its turn (round robin), and runs at most its share of the workers at once
-// (Options.Workers divided among the tenants with checks running or due), so a tenant with 10,000
-// probes that hang until their timeout holds its share, not every worker. Fields are guarded by
-// Prober.mu.
+// tenant is the probes that share the workers as one: one namespace's. Tenants with a check due
+// take turns for a free worker (round robin), and one already running its share of the workers
+// (Options.Workers divided among the tenants with checks running or due) is passed over while
+// another below its share has a check due. So a tenant with 10,000 probes that hang until their
+// timeout may hold every worker while no one else needs one, but each worker it frees goes to the
+// next tenant waiting. Fields are guarded by Prober.mu.
 type tenant struct {
 	name    string
 	queue   dueQueue
@@ -317,7 +319,7 @@ func (p *Prober) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		e, wait := p.due(time.Now())
+		e, wait := p.due()
 		if e != nil {
 			wg.Add(1)
 			go func() {
@@ -336,11 +338,14 @@ func (p *Prober) Run(ctx context.Context) error {
 	}
 }
 
-// due takes the next check to run, if a worker is free and a check is due at now, or says how
-// long until one is (a free worker pokes).
-func (p *Prober) due(now time.Time) (*entry, time.Duration) {
+// due takes the next check to run, if a worker is free and a check is due, or says how long until
+// one is (a free worker pokes).
+func (p *Prober) due() (*entry, time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// Read under the lock: a check Set due "now" just before is due at this now, not left waiting
+	// for a later turn.
+	now := time.Now()
 	if p.busy >= p.opts.Workers {
 		return nil, time.Hour
 	}
@@ -349,21 +354,36 @@ func (p *Prober) due(now time.Time) (*entry, time.Duration) {
 		p.setReady(t, true)
 		p.ready = append(p.ready, t)
 	}
-	share := (p.opts.Workers + p.active - 1) / max(p.active, 1)
-	// One turn around the tenants that are ready: the first below its share gets the worker; one
-	// at its share keeps its place in the round and waits for one of its checks to end.
+	// The worker goes to the next tenant in the round below its share; when every tenant with a
+	// check due is at or above its share, to the next of them anyway: a free worker never idles
+	// while a check is due, and the next one freed goes to whoever is below its share again.
+	if e := p.take(now, (p.opts.Workers+p.active-1)/max(p.active, 1)); e != nil {
+		return e, 0
+	}
+	if e := p.take(now, p.opts.Workers); e != nil {
+		return e, 0
+	}
+	if len(p.waiting) == 0 {
+		return nil, time.Hour
+	}
+	return nil, p.waiting[0].queue[0].next.Sub(now)
+}
+
+// take makes one turn around the ready tenants and takes the first due check of the first one
+// running fewer than share checks. A tenant passed over keeps its place in the round; mu is held.
+func (p *Prober) take(now time.Time, share int) *entry {
 	for range len(p.ready) {
 		t := p.ready[0]
 		p.ready = p.ready[1:]
 		p.setReady(t, false)
-		if t.running >= share {
-			p.setReady(t, true)
-			p.ready = append(p.ready, t)
-			continue
-		}
 		if len(t.queue) == 0 || t.queue[0].next.After(now) {
 			// Its due check was removed or rescheduled since it became ready.
 			p.place(t, now)
+			continue
+		}
+		if t.running >= share {
+			p.setReady(t, true)
+			p.ready = append(p.ready, t)
 			continue
 		}
 		e := heap.Pop(&t.queue).(*entry)
@@ -371,12 +391,9 @@ func (p *Prober) due(now time.Time) (*entry, time.Duration) {
 		// Marks the entry as taken before its check starts, so Set does not queue it twice.
 		e.cancel = func() {}
 		p.place(t, now)
-		return e, 0
+		return e
 	}
-	if len(p.waiting) == 0 {
-		return nil, time.Hour
-	}
-	return nil, p.waiting[0].queue[0].next.Sub(now)
+	return nil
 }
 
 // tenant is the tenant named, made when first needed; mu is held.
