@@ -15,6 +15,14 @@ import (
 	"time"
 )
 
+// ReasonTargetNotAllowed starts the status reason of a check the TargetRules refused.
+const ReasonTargetNotAllowed = "TargetNotAllowed"
+
+// targetNotAllowedReason is the whole reason: stable, and the same for every refused target, so it
+// tells the probe's owner neither the address a name resolved to, nor whether anything listens
+// there, nor any certificate name.
+const targetNotAllowedReason = ReasonTargetNotAllowed + ": the probe's target was refused by the controller's health-check rules"
+
 // classify turns a request error into an outcome and a stable reason. Go's error texts carry the
 // local, ephemeral port of the connection ("127.0.0.1:8443->127.0.0.1:51234") and, for expired
 // certificates, the current time; written to status as they are, every check would change the

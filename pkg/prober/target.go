@@ -14,14 +14,6 @@ import (
 // it would have answered, is not the probe owner's to learn.
 var ErrTargetNotAllowed = errors.New("target not allowed by the health-check rules")
 
-// ReasonTargetNotAllowed starts the status reason of a check the TargetRules refused.
-const ReasonTargetNotAllowed = "TargetNotAllowed"
-
-// targetNotAllowedReason is the whole reason: stable, and the same for every refused target, so it
-// tells the probe's owner neither the address a name resolved to, nor whether anything listens
-// there, nor any certificate name.
-const targetNotAllowedReason = ReasonTargetNotAllowed + ": the probe's target was refused by the controller's health-check rules"
-
 // TargetRules decide which addresses a check may connect to. A probe is created by a tenant, and the
 // controller sits inside the cluster: without rules a probe makes the controller send requests to
 // its own loopback, to a cloud metadata service, to the API server or a node's kubelet, and reports
