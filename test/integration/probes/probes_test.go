@@ -502,7 +502,7 @@ func TestTypedHeadersSecretRefused(t *testing.T) {
 // ServiceCIDRs, or the Service itself) and a node's pod range and addresses, followed as nodes come.
 func TestClusterRangesRefused(t *testing.T) {
 	var r *dnshealthcheckprobe.Reconciler
-	testenv.StartManager(t, envs[0], "probes-ranges-", func(mgr ctrl.Manager) error {
+	ns := testenv.StartManager(t, envs[0], "probes-ranges-", func(mgr ctrl.Manager) error {
 		r = &dnshealthcheckprobe.Reconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
 			Recorder: mgr.GetEventRecorder("dnshealthcheckprobe-controller"), Options: dnshealthcheckprobe.DefaultOptions(),
@@ -536,4 +536,9 @@ func TestClusterRangesRefused(t *testing.T) {
 		}
 		return ""
 	})
+	// A probe of the node's address is refused, as any.
+	if err := c.Create(context.Background(), newProbe(ns, "node", "192.0.2.44", 10250, "/metrics", time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, c, ns, "node", healthy(false, "TargetNotAllowed: the probe's target was refused by the controller's health-check rules"))
 }
