@@ -134,7 +134,8 @@ run_backend() {
   #    file), its own state directory, free loopback ports; the embedded DNS server answers on the
   #    address the coredns Secret's NAMESERVERS names, which is where the suite resolves.
   #    The suite's namespace is granted its zone, as an administrator grants a tenant its names
-  #    (the coredns Secret picks the backend but entitles nothing).
+  #    (the coredns Secret picks the backend but entitles nothing). Kuadrant's health specs probe
+  #    gateways on loopback, which health checks reach only when allowed.
   dns=$("$WORK/kuadrant-e2e" port)
   (cd "$ROOT" && exec env \
     KUBECONFIG="$WORK/no-such-kubeconfig" \
@@ -144,6 +145,7 @@ run_backend() {
     DNSPOLICY_HEALTH_PROBE_BIND_ADDRESS=127.0.0.1:0 \
     DNSPOLICY_DNS_SERVER_ADDRESS="$dns" \
     DNSPOLICY_GRANT="$NAMESPACE=$zone" \
+    DNSPOLICY_HEALTH_CHECK_ALLOWED_CIDRS=127.0.0.0/8,::1/128 \
     "$WORK/dnspolicy-run" >"$out/controller.log" 2>&1) &
   RUN_PID=$!
   wait_for_line "$out/controller.log" '^Kubeconfig: ' 300 "$RUN_PID"

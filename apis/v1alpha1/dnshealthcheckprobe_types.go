@@ -38,7 +38,8 @@ type DNSHealthCheckProbeSpec struct {
 	// interval between probes.
 	// +optional
 	Interval metav1.Duration `json:"interval,omitempty"`
-	// additionalHeadersRef names a Secret whose keys are extra request headers.
+	// additionalHeadersRef names an Opaque Secret of the probe's namespace whose keys are extra
+	// request headers (a Secret of another type is refused: HeadersSecretNotAllowed).
 	// +optional
 	AdditionalHeadersRef *AdditionalHeadersRef `json:"additionalHeadersRef,omitempty"`
 	// failureThreshold is how many consecutive failures make the address unhealthy.

@@ -38,7 +38,8 @@ type HealthCheckSpec struct {
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// additionalHeadersRef names a Secret in the same namespace; each key becomes a request header
-	// (for example an authentication token the health endpoint needs).
+	// (for example an authentication token the health endpoint needs). Only an Opaque Secret is
+	// read: a Secret of another type fails the probes with HeadersSecretNotAllowed.
 	// +optional
 	AdditionalHeadersRef *AdditionalHeadersRef `json:"additionalHeadersRef,omitempty"`
 

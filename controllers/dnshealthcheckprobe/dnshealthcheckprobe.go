@@ -66,6 +66,10 @@ type Options struct {
 	RootCAs *x509.CertPool
 	// Resolver resolves probes' hostname addresses; nil: the system's.
 	Resolver *net.Resolver
+	// Targets are the addresses checks may connect to (prober.TargetRules: the administrator's
+	// --health-check-allowed-cidrs and --health-check-denied-cidrs). The cluster's own ranges are
+	// added to them by the controller (clusterranges.go).
+	Targets prober.TargetRules
 }
 
 // DefaultOptions are the production settings.
@@ -99,10 +103,14 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.secrets = newSecretCache()
 	r.prober = prober.New(prober.Options{
 		Workers: r.Options.Workers, Timeout: r.Options.Timeout, RootCAs: r.Options.RootCAs,
-		Resolver: r.Options.Resolver, OnResult: r.onResult, Log: mgr.GetLogger().WithName("prober"),
+		Resolver: r.Options.Resolver, Targets: r.Options.Targets, OnResult: r.onResult, Log: mgr.GetLogger().WithName("prober"),
 		WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return providers.InstrumentTransport(probeClient, rt) },
 	})
 	if err := mgr.Add(manager.RunnableFunc(r.prober.Run)); err != nil {
+		return err
+	}
+	if err := mgr.Add(&clusterRanges{cache: mgr.GetCache(), reader: r.APIReader, set: r.prober.SetClusterRanges,
+		log: mgr.GetLogger().WithName("dnshealthcheckprobe")}); err != nil {
 		return err
 	}
 	results := source.Func(func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
@@ -122,6 +130,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		WithOptions(controller.Options{MaxConcurrentReconciles: 16}).
 		Complete(r)
 }
+
+// TargetRules are the rules the checks are judged by now: Options.Targets with the cluster's ranges.
+func (r *Reconciler) TargetRules() prober.TargetRules { return r.prober.Targets() }
 
 // onResult is called by the scheduler's workers: it records the result and queues a pass only
 // when the result needs a status write.

@@ -93,7 +93,17 @@ func (c *secretCache) releaseLocked(probe types.NamespacedName) {
 	delete(c.secret, key)
 }
 
+// ReasonHeadersSecretNotAllowed starts the status reason of a probe whose headers Secret is not of
+// type Opaque.
+const ReasonHeadersSecretNotAllowed = "HeadersSecretNotAllowed"
+
 // readHeaders reads a headers Secret: each key is a header name, its value the header's value.
+//
+// Only an Opaque Secret of the probe's own namespace is read for headers. A probe is a tenant's
+// object, and the controller can read Secrets the tenant may not (a ServiceAccount's token, a
+// provider's credentials, registry and TLS keys): sending one of those to an address of the tenant's
+// choosing would hand it over. Typed Secrets exist for other consumers, so refusing them costs a
+// legitimate user nothing; the probe is not sent without its headers.
 func readHeaders(ctx context.Context, reader client.Reader, key types.NamespacedName) headersEntry {
 	s := &corev1.Secret{}
 	if err := reader.Get(ctx, key, s); err != nil {
@@ -110,6 +120,10 @@ func readHeaders(ctx context.Context, reader client.Reader, key types.Namespaced
 			}
 			return headersEntry{unusable: fmt.Sprintf("Additional headers Secret %s cannot be read: %s", key, reason)}
 		}
+	}
+	if s.Type != corev1.SecretTypeOpaque {
+		return headersEntry{unusable: fmt.Sprintf("%s: Additional headers Secret %s is of type %s; only Opaque Secrets are read for headers",
+			ReasonHeadersSecretNotAllowed, key, s.Type)}
 	}
 	names := make([]string, 0, len(s.Data))
 	for k := range s.Data {

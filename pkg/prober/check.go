@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -22,7 +24,10 @@ const drainLimit = 4 << 10
 const maxRedirects = 5
 
 // checker sends the requests. Its transports are shared by every probe; keep-alives are off, so
-// each check dials afresh (what a new client would see, and no idle connection per probe).
+// each check dials afresh (what a new client would see, and no idle connection per probe). That is
+// also what keeps the target rules whole: connections are pooled by hostname and port, not by the
+// address dialled, so a reused connection would carry a check to the address a name resolved to
+// before, past the rules' judgement of what it resolves to now.
 type checker struct {
 	resolver *net.Resolver
 	verified *http.Client
@@ -32,8 +37,15 @@ type checker struct {
 // dialTarget carries the IP a request must dial, whatever host its URL names.
 type dialTarget struct{}
 
-func newChecker(o Options) *checker {
-	dialer := &net.Dialer{}
+// newChecker builds the clients; rules is read at every dial, so a change applies to the next one.
+func newChecker(o Options, rules *atomic.Pointer[TargetRules]) *checker {
+	dialer := &net.Dialer{
+		// Control runs after resolution, for every address dialled: the first request, every
+		// redirect and every address of a hostname, at every check.
+		Control: func(network, address string, c syscall.RawConn) error {
+			return rules.Load().control(network, address, c)
+		},
+	}
 	transport := func(insecure bool) *http.Transport {
 		return &http.Transport{
 			// Never through a proxy: the probe must reach the address under test.
@@ -63,16 +75,33 @@ func newChecker(o Options) *checker {
 		return &http.Client{
 			Transport: rt,
 			// Follow redirects only within the probe's hostname (they dial the same address);
-			// anything else is judged by the redirect's own status code.
+			// anything else is judged by the redirect's own status code. Within the hostname, a
+			// redirect may change the port only to the scheme's standard one: a gateway
+			// redirecting to HTTPS is followed, one pointing the check at another service of the
+			// same address is refused (the address itself is judged again at the dial).
 			CheckRedirect: func(req *http.Request, via []*http.Request) error {
 				if len(via) >= maxRedirects || req.URL.Hostname() != via[0].URL.Hostname() {
 					return http.ErrUseLastResponse
+				}
+				if port := portOf(req.URL); port != portOf(via[0].URL) && port != defaultPorts[req.URL.Scheme] {
+					return ErrTargetNotAllowed
 				}
 				return nil
 			},
 		}
 	}
 	return &checker{resolver: o.Resolver, verified: client(false), insecure: client(true)}
+}
+
+// defaultPorts are the schemes' standard ports.
+var defaultPorts = map[string]string{"http": "80", "https": "443"}
+
+// portOf is the port a URL dials.
+func portOf(u *url.URL) string {
+	if p := u.Port(); p != "" {
+		return p
+	}
+	return defaultPorts[u.Scheme]
 }
 
 // checked is the verdict of one check.

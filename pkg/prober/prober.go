@@ -1,6 +1,7 @@
 // Package prober runs HTTP(S) health probes of gateway addresses: one scheduler for every probe (a
 // heap ordered by due time, one timer), a bounded pool of workers that run the checks, and results
-// handed to a callback. It knows nothing of Kubernetes: the DNSHealthCheckProbe controller turns
+// handed to a callback. Every connection a check opens is judged by TargetRules after name
+// resolution. It knows nothing of Kubernetes: the DNSHealthCheckProbe controller turns
 // objects into Specs and results into status.
 //
 // The health rule is Kuadrant's: a check passes on HTTP 200 or 201; a pass resets the consecutive
@@ -15,8 +16,12 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -86,8 +91,9 @@ const (
 	OutcomeRefused    Outcome = "connection_refused"
 	OutcomeTLS        Outcome = "tls"
 	OutcomeDNS        Outcome = "dns"
-	OutcomeUnusable   Outcome = "unusable" // Spec.Unusable was set
-	OutcomeError      Outcome = "error"    // any other connection or protocol error
+	OutcomeUnusable   Outcome = "unusable"           // Spec.Unusable was set
+	OutcomeNotAllowed Outcome = "target_not_allowed" // refused by the TargetRules
+	OutcomeError      Outcome = "error"              // any other connection or protocol error
 )
 
 // Result is one check of one probe.
@@ -109,8 +115,14 @@ type Result struct {
 // Options tune a Prober.
 type Options struct {
 	// Workers bounds how many checks run at once (default 64). A probe due while every worker is
-	// busy waits for one: its check is late, never dropped or run twice at once.
+	// busy waits for one: its check is late, never dropped or run twice at once. Tenants (the part
+	// of a probe's key before its first "/") take turns for free workers, and one running its
+	// share of them (Workers divided by the tenants with checks running or due) comes after the
+	// others.
 	Workers int
+	// Targets are the rules every connection of a check is judged by; the zero value refuses
+	// only the defaults (TargetRules).
+	Targets TargetRules
 	// Timeout bounds a check (name resolution, dial, TLS, response headers) and defaults to 10s;
 	// a check never takes longer than its probe's interval either.
 	Timeout time.Duration
@@ -162,39 +174,86 @@ func (o Options) withDefaults() Options {
 type Prober struct {
 	opts    Options
 	checker *checker
+	// rules are the TargetRules every dial is judged by: Options.Targets with the cluster's ranges.
+	rules atomic.Pointer[TargetRules]
 
 	mu      sync.Mutex
 	entries map[string]*entry
-	queue   dueQueue
-	// wake tells the dispatcher the head of the queue may have changed.
+	tenants map[string]*tenant
+	// waiting holds the tenants whose next check is not due yet, by when it is; ready the tenants
+	// with a check due, in the order they get a worker. A tenant is in one of them, or in neither
+	// when it has nothing queued.
+	waiting tenantQueue
+	ready   []*tenant
+	// busy counts the checks running; active the tenants with a check running or due.
+	busy, active int
+	// wake tells the dispatcher the head of the queue, or the workers free, may have changed.
 	wake chan struct{}
+}
+
+// tenant is the probes that share the workers as one: one namespace's. Tenants with a check due
+// take turns for a free worker (round robin), and one already running its share of the workers
+// (Options.Workers divided among the tenants with checks running or due) is passed over while
+// another below its share has a check due. So a tenant with 10,000 probes that hang until their
+// timeout may hold every worker while no one else needs one, but each worker it frees goes to the
+// next tenant waiting. Fields are guarded by Prober.mu.
+type tenant struct {
+	name    string
+	queue   dueQueue
+	running int
+	// index in Prober.waiting, -1 when not there; ready: in Prober.ready.
+	index int
+	ready bool
 }
 
 // entry is one probe. Fields are guarded by Prober.mu.
 type entry struct {
-	key   string
-	spec  Spec
-	state State
-	next  time.Time
+	key    string
+	tenant *tenant
+	spec   Spec
+	state  State
+	next   time.Time
 	// version counts Set calls that changed the spec, so a check of an older spec is discarded.
 	version uint64
-	// index in the queue, -1 when not queued (being checked, or removed).
+	// index in its tenant's queue, -1 when not queued (being checked, or removed).
 	index   int
 	removed bool
 	// cancel stops the check in flight.
 	cancel context.CancelFunc
 }
 
+// tenantOf is the tenant of a key: what comes before its first "/" (the probe controller's keys
+// are namespace/name).
+func tenantOf(key string) string {
+	name, _, _ := strings.Cut(key, "/")
+	return name
+}
+
 // New builds a Prober; Run starts it.
 func New(o Options) *Prober {
 	o = o.withDefaults()
-	return &Prober{
+	p := &Prober{
 		opts:    o,
-		checker: newChecker(o),
 		entries: map[string]*entry{},
+		tenants: map[string]*tenant{},
 		wake:    make(chan struct{}, 1),
 	}
+	rules := o.Targets
+	p.rules.Store(&rules)
+	p.checker = newChecker(o, &p.rules)
+	return p
 }
+
+// SetClusterRanges replaces the cluster's own ranges in the target rules (TargetRules.Cluster); the
+// next dial is judged by them.
+func (p *Prober) SetClusterRanges(ranges []netip.Prefix) {
+	rules := p.opts.Targets
+	rules.Cluster = slices.Clone(ranges)
+	p.rules.Store(&rules)
+}
+
+// Targets are the rules the next dial is judged by.
+func (p *Prober) Targets() TargetRules { return *p.rules.Load() }
 
 // Set adds a probe, or changes one. initial is the state of a new probe (what its object's status
 // last said, so a restarted controller neither forgets failures nor reports health unknown again);
@@ -208,7 +267,7 @@ func (p *Prober) Set(key string, spec Spec, initial State) {
 		return
 	}
 	if !ok {
-		e = &entry{key: key, state: initial, index: -1}
+		e = &entry{key: key, tenant: p.tenant(tenantOf(key)), state: initial, index: -1}
 		p.entries[key] = e
 	}
 	e.spec = spec
@@ -221,10 +280,11 @@ func (p *Prober) Set(key string, spec Spec, initial State) {
 		return
 	}
 	if e.index >= 0 {
-		heap.Fix(&p.queue, e.index)
+		heap.Fix(&e.tenant.queue, e.index)
 	} else {
-		heap.Push(&p.queue, e)
+		heap.Push(&e.tenant.queue, e)
 	}
+	p.place(e.tenant, time.Now())
 	p.poke()
 }
 
@@ -242,7 +302,8 @@ func (p *Prober) Remove(key string) {
 		e.cancel()
 	}
 	if e.index >= 0 {
-		heap.Remove(&p.queue, e.index)
+		heap.Remove(&e.tenant.queue, e.index)
+		p.place(e.tenant, time.Now())
 	}
 }
 
@@ -256,32 +317,22 @@ func (p *Prober) Len() int {
 // Run checks probes as they fall due until ctx ends, then waits for the checks in flight to stop.
 // It is a controller-runtime Runnable's Start.
 func (p *Prober) Run(ctx context.Context) error {
-	jobs := make(chan *entry)
 	var wg sync.WaitGroup
-	for range p.opts.Workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for e := range jobs {
-				p.run(ctx, e)
-			}
-		}()
-	}
-	defer func() {
-		close(jobs)
-		wg.Wait()
-	}()
+	defer wg.Wait()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		e, wait := p.due(time.Now())
+		if ctx.Err() != nil {
+			return nil
+		}
+		e, wait := p.due()
 		if e != nil {
-			select {
-			case jobs <- e:
-				continue
-			case <-ctx.Done():
-				return nil
-			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				p.run(ctx, e)
+			}()
+			continue
 		}
 		timer.Reset(wait)
 		select {
@@ -293,25 +344,135 @@ func (p *Prober) Run(ctx context.Context) error {
 	}
 }
 
-// due pops the first probe due at now, or says how long until one is.
-func (p *Prober) due(now time.Time) (*entry, time.Duration) {
+// due takes the next check to run, if a worker is free and a check is due, or says how long until
+// one is (a free worker pokes).
+func (p *Prober) due() (*entry, time.Duration) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.queue) == 0 {
+	// Read under the lock: a check Set due "now" just before is due at this now, not left waiting
+	// for a later turn.
+	now := time.Now()
+	if p.busy >= p.opts.Workers {
 		return nil, time.Hour
 	}
-	head := p.queue[0]
-	if wait := head.next.Sub(now); wait > 0 {
-		return nil, wait
+	for len(p.waiting) > 0 && !p.waiting[0].queue[0].next.After(now) {
+		t := heap.Pop(&p.waiting).(*tenant)
+		p.setReady(t, true)
+		p.ready = append(p.ready, t)
 	}
-	heap.Pop(&p.queue)
-	// Marks the entry as taken before a worker has it, so Set does not queue it twice.
-	head.cancel = func() {}
-	return head, 0
+	// The worker goes to the next tenant in the round below its share; when every tenant with a
+	// check due is at or above its share, to the next of them anyway: a free worker never idles
+	// while a check is due, and the next one freed goes to whoever is below its share again.
+	if e := p.take(now, (p.opts.Workers+p.active-1)/max(p.active, 1)); e != nil {
+		return e, 0
+	}
+	if e := p.take(now, p.opts.Workers); e != nil {
+		return e, 0
+	}
+	if len(p.waiting) == 0 {
+		return nil, time.Hour
+	}
+	return nil, p.waiting[0].queue[0].next.Sub(now)
+}
+
+// take makes one turn around the ready tenants and takes the first due check of the first one
+// running fewer than share checks. A tenant passed over keeps its place in the round; mu is held.
+func (p *Prober) take(now time.Time, share int) *entry {
+	for range len(p.ready) {
+		t := p.ready[0]
+		p.ready = p.ready[1:]
+		p.setReady(t, false)
+		if len(t.queue) == 0 || t.queue[0].next.After(now) {
+			// Its due check was removed or rescheduled since it became ready.
+			p.place(t, now)
+			continue
+		}
+		if t.running >= share {
+			p.setReady(t, true)
+			p.ready = append(p.ready, t)
+			continue
+		}
+		e := heap.Pop(&t.queue).(*entry)
+		p.addRunning(t, 1)
+		// Marks the entry as taken before its check starts, so Set does not queue it twice.
+		e.cancel = func() {}
+		p.place(t, now)
+		return e
+	}
+	return nil
+}
+
+// tenant is the tenant named, made when first needed; mu is held.
+func (p *Prober) tenant(name string) *tenant {
+	t, ok := p.tenants[name]
+	if !ok {
+		t = &tenant{name: name, index: -1}
+		p.tenants[name] = t
+	}
+	return t
+}
+
+// place puts t where its queue says after the queue changed: ready (at the back of the round)
+// when its head is due, waiting when it is not, forgotten when it has nothing queued or running.
+// A tenant already ready keeps its place; mu is held.
+func (p *Prober) place(t *tenant, now time.Time) {
+	switch {
+	case t.ready:
+	case len(t.queue) == 0:
+		if t.index >= 0 {
+			heap.Remove(&p.waiting, t.index)
+		}
+		if t.running == 0 {
+			delete(p.tenants, t.name)
+		}
+	case t.index >= 0:
+		heap.Fix(&p.waiting, t.index)
+	case !t.queue[0].next.After(now):
+		p.setReady(t, true)
+		p.ready = append(p.ready, t)
+	default:
+		heap.Push(&p.waiting, t)
+	}
+}
+
+// setReady and addRunning change what makes a tenant active, keeping the count; mu is held.
+func (p *Prober) setReady(t *tenant, ready bool) {
+	was := t.ready || t.running > 0
+	t.ready = ready
+	p.countActive(was, t)
+}
+
+func (p *Prober) addRunning(t *tenant, n int) {
+	was := t.ready || t.running > 0
+	t.running += n
+	p.busy += n
+	p.countActive(was, t)
+}
+
+func (p *Prober) countActive(was bool, t *tenant) {
+	switch is := t.ready || t.running > 0; {
+	case is && !was:
+		p.active++
+	case was && !is:
+		p.active--
+	}
 }
 
 // run checks one probe, delivers the result and queues the probe's next check.
 func (p *Prober) run(ctx context.Context, e *entry) {
+	defer func() {
+		// The worker is free, whatever happened to the probe.
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		e.cancel = nil
+		p.addRunning(e.tenant, -1)
+		if !e.removed && ctx.Err() == nil {
+			heap.Push(&e.tenant.queue, e)
+		}
+		p.place(e.tenant, time.Now())
+		p.poke()
+	}()
+
 	p.mu.Lock()
 	if e.removed {
 		p.mu.Unlock()
@@ -329,14 +490,18 @@ func (p *Prober) run(ctx context.Context, e *entry) {
 
 	p.mu.Lock()
 	if e.removed || ctx.Err() != nil {
-		e.cancel = nil
 		p.mu.Unlock()
 		return
 	}
 	var res Result
 	deliver := !discard && version == e.version
 	if deliver {
-		e.state = e.state.Next(c.outcome == OutcomePassed, spec.FailureThreshold)
+		if c.outcome == OutcomeNotAllowed {
+			// Not a failure that may pass next time: the probe is unhealthy at once.
+			e.state = e.state.Next(false, 0)
+		} else {
+			e.state = e.state.Next(c.outcome == OutcomePassed, spec.FailureThreshold)
+		}
 		res = Result{
 			Key: e.key, Generation: spec.Generation, CheckedAt: start, Duration: time.Since(start),
 			Outcome: c.outcome, StatusCode: c.status, Reason: c.reason, State: e.state,
@@ -350,15 +515,6 @@ func (p *Prober) run(ctx context.Context, e *entry) {
 		// other.
 		p.deliver(res)
 	}
-
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	e.cancel = nil
-	if e.removed {
-		return
-	}
-	heap.Push(&p.queue, e)
-	p.poke()
 }
 
 // check runs one check of the probe key. A check that panics fails, as a check that errs does: the
@@ -405,6 +561,30 @@ func (p *Prober) firstDelay(interval time.Duration) time.Duration {
 		spread = interval
 	}
 	return rand.N(spread)
+}
+
+// tenantQueue is a min-heap of tenants by their first entry's next check; every tenant in it has
+// one.
+type tenantQueue []*tenant
+
+func (q tenantQueue) Len() int           { return len(q) }
+func (q tenantQueue) Less(i, j int) bool { return q[i].queue[0].next.Before(q[j].queue[0].next) }
+func (q tenantQueue) Swap(i, j int) {
+	q[i], q[j] = q[j], q[i]
+	q[i].index, q[j].index = i, j
+}
+func (q *tenantQueue) Push(x any) {
+	t := x.(*tenant)
+	t.index = len(*q)
+	*q = append(*q, t)
+}
+func (q *tenantQueue) Pop() any {
+	old := *q
+	t := old[len(old)-1]
+	old[len(old)-1] = nil
+	*q = old[:len(old)-1]
+	t.index = -1
+	return t
 }
 
 // dueQueue is a min-heap of entries by next check.

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -20,6 +21,9 @@ import (
 
 // waitFor is how long a test waits for a condition; generous, as tests share 2 loaded cores.
 const waitFor = 20 * time.Second
+
+// allowLoopback lets checks reach the loopback servers the tests start: the defaults refuse them.
+var allowLoopback = TargetRules{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}}
 
 // started is a running Prober whose results the test reads.
 type started struct {
@@ -143,7 +147,7 @@ func TestStateNextIsKuadrantsRule(t *testing.T) {
 // A probe turns unhealthy at threshold+1 consecutive failures and healthy again on one pass.
 func TestUnhealthyAfterThresholdAndBack(t *testing.T) {
 	srv := newServer(t, nil)
-	p := start(t, Options{})
+	p := start(t, Options{Targets: allowLoopback})
 	p.Set("p", Spec{Protocol: "HTTP", Address: "127.0.0.1", Hostname: "gw.example.com", Port: srv.port(t),
 		Path: "/healthz", Interval: 50 * time.Millisecond, FailureThreshold: 2}, State{})
 	p.next(t, "p", "first pass", healthyIs(true))
@@ -174,7 +178,7 @@ func TestHostSNIAndHeadersReachTheServer(t *testing.T) {
 	authority := newCA(t, "Probe Test CA")
 	cert := authority.validLeaf(t, "gw.example.com", "gw.example.com")
 	srv := newServer(t, &cert)
-	p := start(t, Options{RootCAs: authority.pool})
+	p := start(t, Options{Targets: allowLoopback, RootCAs: authority.pool})
 	headers := http.Header{}
 	headers.Set("X-Probe-Token", "s3cret")
 	headers.Set("Authorization", "Bearer abc")
@@ -209,7 +213,7 @@ func TestCertificateFailures(t *testing.T) {
 	other := trusted.validLeaf(t, "other.example.com", "other.example.com")
 	expired := trusted.leaf(t, "old.example.com", []string{"gw.example.com"},
 		time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2021, 1, 1, 0, 0, 0, 0, time.UTC))
-	p := start(t, Options{RootCAs: trusted.pool})
+	p := start(t, Options{Targets: allowLoopback, RootCAs: trusted.pool})
 	for _, tc := range []struct {
 		name     string
 		cert     tls.Certificate
@@ -249,7 +253,7 @@ func TestCertificateFailures(t *testing.T) {
 // 200 and 201 pass; anything else fails with Kuadrant's "Status code: N"; a redirect to another
 // host is not followed, one within the hostname is.
 func TestStatusCodes(t *testing.T) {
-	p := start(t, Options{})
+	p := start(t, Options{Targets: allowLoopback})
 	for _, code := range []int{200, 201, 204, 301, 404, 500, 503} {
 		t.Run(strconv.Itoa(code), func(t *testing.T) {
 			srv := newServer(t, nil)
@@ -300,7 +304,7 @@ func TestTimeout(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	t.Cleanup(func() { close(release) })
-	p := start(t, Options{Timeout: 300 * time.Millisecond})
+	p := start(t, Options{Targets: allowLoopback, Timeout: 300 * time.Millisecond})
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
 	p.Set("p", Spec{Protocol: "HTTP", Address: "127.0.0.1", Hostname: "gw.example.com", Port: port,
 		Path: "/", Interval: time.Minute, FailureThreshold: 0}, State{})
@@ -322,7 +326,7 @@ func TestConnectionRefused(t *testing.T) {
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	_ = l.Close()
-	p := start(t, Options{})
+	p := start(t, Options{Targets: allowLoopback})
 	p.Set("p", Spec{Protocol: "HTTPS", Address: "127.0.0.1", Hostname: "gw.example.com", Port: port,
 		Path: "/", Interval: 50 * time.Millisecond, FailureThreshold: 1}, State{})
 	first := p.next(t, "p", "refused", func(Result) bool { return true })
@@ -336,7 +340,7 @@ func TestConnectionRefused(t *testing.T) {
 // An address that is a hostname is resolved and dialled; one that does not resolve fails clearly.
 func TestHostnameAddresses(t *testing.T) {
 	srv := newServer(t, nil)
-	p := start(t, Options{})
+	p := start(t, Options{Targets: allowLoopback})
 	p.Set("resolves", Spec{Protocol: "HTTP", Address: "localhost", Hostname: "gw.example.com", Port: srv.port(t),
 		Path: "/", Interval: time.Minute, FailureThreshold: 1}, State{})
 	if r := p.next(t, "resolves", "localhost", func(Result) bool { return true }); r.Outcome != OutcomePassed {
@@ -354,7 +358,7 @@ func TestHostnameAddresses(t *testing.T) {
 // A probe whose spec is unusable fails with that reason, without a request.
 func TestUnusableSpecFailsWithoutARequest(t *testing.T) {
 	srv := newServer(t, nil)
-	p := start(t, Options{})
+	p := start(t, Options{Targets: allowLoopback})
 	const reason = "Additional headers Secret ns/missing not found"
 	p.Set("p", Spec{Protocol: "HTTP", Address: "127.0.0.1", Port: srv.port(t), Path: "/",
 		Interval: 50 * time.Millisecond, FailureThreshold: 1, Unusable: reason}, State{})
@@ -384,7 +388,7 @@ func TestRemoveAndChange(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	p := start(t, Options{})
+	p := start(t, Options{Targets: allowLoopback})
 	spec := func(path string) Spec {
 		return Spec{Protocol: "HTTP", Address: "127.0.0.1", Port: port, Path: path, Interval: 20 * time.Millisecond, FailureThreshold: 5}
 	}
@@ -436,7 +440,7 @@ func TestManyProbesBoundedConcurrency(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	port := srv.Listener.Addr().(*net.TCPAddr).Port
-	p := start(t, Options{Workers: workers})
+	p := start(t, Options{Targets: allowLoopback, Workers: workers})
 	for i := range probes {
 		p.Set(strconv.Itoa(i), Spec{Protocol: "HTTP", Address: "127.0.0.1", Port: port, Path: "/",
 			Interval: time.Second, FailureThreshold: 1}, State{})

@@ -15,6 +15,14 @@ import (
 	"time"
 )
 
+// ReasonTargetNotAllowed starts the status reason of a check the TargetRules refused.
+const ReasonTargetNotAllowed = "TargetNotAllowed"
+
+// targetNotAllowedReason is the whole reason: stable, and the same for every refused target, so it
+// tells the probe's owner neither the address a name resolved to, nor whether anything listens
+// there, nor any certificate name.
+const targetNotAllowedReason = ReasonTargetNotAllowed + ": the probe's target was refused by the controller's health-check rules"
+
 // classify turns a request error into an outcome and a stable reason. Go's error texts carry the
 // local, ephemeral port of the connection ("127.0.0.1:8443->127.0.0.1:51234") and, for expired
 // certificates, the current time; written to status as they are, every check would change the
@@ -36,6 +44,9 @@ func classify(err error, target, host string, timeout time.Duration) (Outcome, s
 		leaf = verifyErr.UnverifiedCertificates[0]
 	}
 	switch {
+	case errors.Is(err, ErrTargetNotAllowed):
+		// First: nothing about the target, not even how far the attempt got.
+		return OutcomeNotAllowed, targetNotAllowedReason
 	case errors.As(err, &unknownAuthority):
 		if leaf == nil {
 			leaf = unknownAuthority.Cert

@@ -179,6 +179,7 @@ func TestRendersAreAccepted(t *testing.T) {
 			"--dns-geoip-database=/var/lib/dnspolicy-controller/geoip/GeoLite2-Country.mmdb",
 			"--dns-rrl-responses-per-second=50", "--dns-rrl-slip=3", "--metrics-secure=true",
 			"--leader-election-namespace=dnspolicy-system",
+			"--health-check-allowed-cidrs=10.0.5.0/24", "--health-check-denied-cidrs=10.0.5.7/32,2001:db8::/32",
 		} {
 			if !slices.Contains(args, want) {
 				t.Errorf("args %v lack %s", args, want)

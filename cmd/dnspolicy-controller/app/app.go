@@ -21,6 +21,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnshealthcheckprobe"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 )
@@ -90,6 +91,7 @@ func NewManager(cfg *rest.Config, o Options) (manager.Manager, error) {
 	}
 	mopts.Cache = cache.Options{ByObject: map[client.Object]cache.ByObject{
 		&corev1.Secret{}: {Transform: StripSecretMetadata},
+		&corev1.Node{}:   {Transform: dnshealthcheckprobe.StripNode},
 	}}
 	if len(o.WatchNamespaces) > 0 {
 		mopts.Cache.DefaultNamespaces = map[string]cache.Config{}

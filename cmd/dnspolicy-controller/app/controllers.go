@@ -17,6 +17,7 @@ import (
 	dnsservercontroller "github.com/dnspolicy/dnspolicy-controller/controllers/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/prober"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/builtin"
@@ -103,6 +104,7 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 		if o.MaxConcurrentHealthChecks > 0 {
 			popts.Workers = o.MaxConcurrentHealthChecks
 		}
+		popts.Targets = prober.TargetRules{Allowed: o.HealthCheckAllowedCIDRs, Denied: o.HealthCheckDeniedCIDRs}
 		p := &dnshealthcheckprobe.Reconciler{
 			Client:    mgr.GetClient(),
 			APIReader: mgr.GetAPIReader(),

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnshealthcheckprobe"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/prober"
 )
 
 // EnvPrefix prefixes the environment variable of every flag: --metrics-bind-address is also
@@ -68,6 +70,11 @@ type Options struct {
 	// MaxConcurrentHealthChecks bounds the health checks running at once (0: the probe
 	// controller's default).
 	MaxConcurrentHealthChecks int
+	// HealthCheckAllowedCIDRs and HealthCheckDeniedCIDRs (--health-check-allowed-cidrs,
+	// --health-check-denied-cidrs) are the administrator's target rules of health checks
+	// (prober.TargetRules): allowed opens loopback, link-local or the cluster's own ranges to
+	// checks; denied closes any range, and wins over allowed.
+	HealthCheckAllowedCIDRs, HealthCheckDeniedCIDRs []netip.Prefix
 	// OwnerLeases are the settings of this cluster's owner leases (package lease).
 	OwnerLeases OwnerLeaseOptions
 	// PrintVersion prints Version and exits.
@@ -143,6 +150,8 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	fs.BoolVar(&o.AllowProviderEndpointOverride, "allow-provider-endpoint-override", o.AllowProviderEndpointOverride, "Honour ENDPOINT_URL in cloud provider Secrets (an emulator or private endpoint). Off: a Secret that sets it is refused, since anyone who may write a Secret could point the controller at any URL with it.")
 	probes := fs.Bool("enable-health-probe-controller", !o.NoHealthProbeController, "Run the DNSHealthCheckProbe controller with the record side (checks the probes the record controller creates and writes their status).")
 	fs.IntVar(&o.MaxConcurrentHealthChecks, "max-concurrent-health-checks", o.MaxConcurrentHealthChecks, "Health checks run at once at most; probes due beyond it wait for a free slot.")
+	allowedCIDRs := fs.String("health-check-allowed-cidrs", "", "Comma-separated CIDRs health checks may connect to although they are refused by default (loopback, link-local, the cluster's service, pod and node addresses); a denied CIDR still wins.")
+	deniedCIDRs := fs.String("health-check-denied-cidrs", "", "Comma-separated CIDRs health checks never connect to, besides the defaults; wins over --health-check-allowed-cidrs.")
 	fs.DurationVar(&o.OwnerLeases.Every, "owner-lease-renewal", o.OwnerLeases.Every, "How often this cluster renews its lease in each zone where it shares a name with another cluster (one provider change per zone each time).")
 	fs.DurationVar(&o.OwnerLeases.Duration, "owner-lease-duration", o.OwnerLeases.Duration, "How long other clusters wait after this cluster's lease last changed before they withdraw its records; 0: never.")
 	fs.BoolVar(&o.OwnerLeases.Expiry, "owner-lease-expiry", o.OwnerLeases.Expiry, "Withdraw other clusters' records once their lease has not changed for its duration (never the last targets of a name).")
@@ -207,6 +216,13 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 		o.DNSSecondaries[zone] = append(o.DNSSecondaries[zone], addr)
 	}
 	o.DNSNameservers = splitList(*nameservers)
+	var err error
+	if o.HealthCheckAllowedCIDRs, err = prober.ParsePrefixes(*allowedCIDRs); err != nil {
+		return o, fmt.Errorf("--health-check-allowed-cidrs: %w", err)
+	}
+	if o.HealthCheckDeniedCIDRs, err = prober.ParsePrefixes(*deniedCIDRs); err != nil {
+		return o, fmt.Errorf("--health-check-denied-cidrs: %w", err)
+	}
 	if l := o.OwnerLeases; l.Every < lease.MinEvery {
 		return o, fmt.Errorf("--owner-lease-renewal must be at least %v (each renewal is a provider change), not %v", lease.MinEvery, l.Every)
 	} else if l.Duration != 0 && l.Duration < 2*l.Every {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"fmt"
 	"net/netip"
 	"reflect"
 	"strings"
@@ -106,6 +107,24 @@ func TestParseHealthCheckFlags(t *testing.T) {
 	}
 	if o, err = Parse(nil, env(map[string]string{"DNSPOLICY_INSECURE_HEALTH_CHECKS": "true"})); err != nil || !o.InsecureHealthChecks {
 		t.Errorf("environment not applied: %v %+v", err, o)
+	}
+}
+
+// The health-check target rules: none by default (the prober's defaults refuse loopback and the
+// rest), CIDR lists from flags or the environment, a bad item refused naming the flag.
+func TestParseHealthCheckCIDRFlags(t *testing.T) {
+	o, err := Parse(nil, env(nil))
+	if err != nil || o.HealthCheckAllowedCIDRs != nil || o.HealthCheckDeniedCIDRs != nil {
+		t.Fatalf("defaults: %v %v %v", err, o.HealthCheckAllowedCIDRs, o.HealthCheckDeniedCIDRs)
+	}
+	o, err = Parse([]string{"--health-check-allowed-cidrs=127.0.0.0/8, ::1"}, env(map[string]string{"DNSPOLICY_HEALTH_CHECK_DENIED_CIDRS": "10.0.0.0/8"}))
+	if err != nil || fmt.Sprint(o.HealthCheckAllowedCIDRs) != "[127.0.0.0/8 ::1/128]" || fmt.Sprint(o.HealthCheckDeniedCIDRs) != "[10.0.0.0/8]" {
+		t.Errorf("%v: allowed %v denied %v", err, o.HealthCheckAllowedCIDRs, o.HealthCheckDeniedCIDRs)
+	}
+	for _, flag := range []string{"--health-check-allowed-cidrs=10.0.0.0/33", "--health-check-denied-cidrs=gateway"} {
+		if _, err := Parse([]string{flag}, env(nil)); err == nil || !strings.Contains(err.Error(), strings.Split(flag, "=")[0]) {
+			t.Errorf("%s: %v", flag, err)
+		}
 	}
 }
 

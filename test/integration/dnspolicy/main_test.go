@@ -62,7 +62,9 @@ func startCluster(t testing.TB, name string, env *testenv.Env, store *inmemory.S
 	t.Helper()
 	factory := providers.NewFactory()
 	factory.Register(v1alpha1.SecretTypeInMemory, inmemory.NewConstructor(store))
-	opts := app.Options{EnableRecordController: true, EnableDNSPolicyController: true}
+	// The health tests' gateways are on loopback, which probes reach only when allowed.
+	opts := app.Options{EnableRecordController: true, EnableDNSPolicyController: true,
+		HealthCheckAllowedCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
 	ns := testenv.StartManager(t, env, name+"-", func(mgr ctrl.Manager) error {
 		return app.AddControllers(mgr, opts, factory, recordOptions())
 	})

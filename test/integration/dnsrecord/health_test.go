@@ -391,3 +391,39 @@ func TestProbesWithoutAZone(t *testing.T) {
 		return ""
 	})
 }
+
+// refusedGateway is an address the clusters' health-check rules refuse (startClusters).
+const refusedGateway = "127.0.0.9"
+
+// A record's healthCheck probes go through the same target rules: the probe of a refused address is
+// unhealthy with the reason that says only that, and the record publishes its other address.
+func TestRefusedProbeTarget(t *testing.T) {
+	store := inmemory.NewStore()
+	cl := startClusters(t, 1, store, fastOptions(), nil)[0]
+	gws := startGateways(t, "127.0.0.8", refusedGateway)
+	const z, host = "refused.example.com", "app.refused.example.com"
+	store.EnsureZone(z)
+	cl.secret(t, z)
+	rec := &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: cl.ns},
+		Spec: v1alpha1.DNSRecordSpec{RootHost: host, ProviderRef: &v1alpha1.ProviderRef{Name: "provider"}, HealthCheck: healthCheck(gws.port),
+			Endpoints: []*v1alpha1.Endpoint{a(host, 60, "127.0.0.8", refusedGateway)}},
+	}
+	if err := cl.c.Create(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	const reason = "TargetNotAllowed: the probe's target was refused by the controller's health-check rules"
+	eventually(t, 30*time.Second, func() string {
+		p := &v1alpha1.DNSHealthCheckProbe{}
+		if err := cl.c.Get(context.Background(), client.ObjectKey{Namespace: cl.ns, Name: "web-" + refusedGateway}, p); err != nil {
+			return err.Error()
+		}
+		if p.Status.Healthy == nil || *p.Status.Healthy || p.Status.Reason != reason || p.Status.Status != 0 {
+			return fmt.Sprintf("refused probe status %+v", p.Status)
+		}
+		return same(records(t, store, z), []string{host + " A 60 127.0.0.8"})
+	})
+	if h := condition(cl.get(t, "web"), v1alpha1.ConditionTypeHealthy); !strings.Contains(h, "Not healthy addresses: ["+refusedGateway+"]") {
+		t.Errorf("Healthy %s", h)
+	}
+}

@@ -8,6 +8,7 @@ package dnsrecord_test
 import (
 	"context"
 	"fmt"
+	"net/netip"
 	"os"
 	"slices"
 	"sort"
@@ -62,7 +63,11 @@ func startClusters(t testing.TB, n int, store *inmemory.Store, opts dnsrecord.Op
 	var out []*cluster
 	for i, e := range envs[:n] {
 		ns := testenv.StartManager(t, e, fmt.Sprintf("c%d-", i), func(mgr ctrl.Manager) error {
-			return app.AddControllers(mgr, app.Options{EnableRecordController: true}, factory, opts)
+			// The health tests' gateways are on loopback, which probes reach only when allowed;
+			// refusedGateway stays refused, as the administrator's deny wins.
+			o := app.Options{EnableRecordController: true, HealthCheckAllowedCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+				HealthCheckDeniedCIDRs: []netip.Prefix{netip.MustParsePrefix(refusedGateway + "/32")}}
+			return app.AddControllers(mgr, o, factory, opts)
 		})
 		out = append(out, &cluster{name: fmt.Sprintf("cluster-%d", i), c: e.Client, ns: ns})
 	}

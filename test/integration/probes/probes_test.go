@@ -9,8 +9,10 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,6 +28,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnshealthcheckprobe"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/prober"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 	"github.com/dnspolicy/dnspolicy-controller/test/metricstest"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
@@ -37,6 +40,10 @@ func TestMain(m *testing.M) { os.Exit(testenv.Main(m, 1, &envs)) }
 
 const waitFor = 30 * time.Second
 
+// allowLoopback lets the probes reach the test's loopback gateways, which the controller's default
+// target rules refuse.
+var allowLoopback = prober.TargetRules{Allowed: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
+
 // gatewayName is the hostname address the test's DNS server resolves to 127.0.0.1.
 const gatewayName = "gw.probes.test"
 
@@ -44,10 +51,17 @@ const gatewayName = "gw.probes.test"
 // addresses resolve through a loopback DNS server that knows gatewayName.
 func start(t *testing.T) (client.Client, string) {
 	t.Helper()
+	return startWith(t, allowLoopback)
+}
+
+// startWith is start with the target rules given.
+func startWith(t *testing.T, targets prober.TargetRules) (client.Client, string) {
+	t.Helper()
 	opts := dnshealthcheckprobe.DefaultOptions()
 	opts.MinInterval = 50 * time.Millisecond
 	opts.SecretRetryMin = 200 * time.Millisecond
 	opts.Resolver = resolver(t)
+	opts.Targets = targets
 	ns := testenv.StartManager(t, envs[0], "probes-", func(mgr ctrl.Manager) error {
 		return (&dnshealthcheckprobe.Reconciler{
 			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
@@ -406,6 +420,7 @@ func TestRestartCarriesOn(t *testing.T) {
 	run := func() func() {
 		opts := dnshealthcheckprobe.DefaultOptions()
 		opts.MinInterval = 50 * time.Millisecond
+		opts.Targets = allowLoopback
 		return testenv.StartManagerIn(t, envs[0], ns, func(mgr ctrl.Manager) error {
 			return (&dnshealthcheckprobe.Reconciler{
 				Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
@@ -433,4 +448,97 @@ func TestRestartCarriesOn(t *testing.T) {
 	if after.ResourceVersion != before.ResourceVersion {
 		t.Errorf("the restarted controller rewrote an unchanged probe: %+v, was %+v", after.Status, before.Status)
 	}
+}
+
+// The controller's default rules refuse a probe of loopback, by address or by a name resolving to
+// it: the probe is unhealthy at once, its status says only that the rules refused it (no address,
+// no port, no status code), and the gateway is sent nothing.
+func TestRefusedTarget(t *testing.T) {
+	c, ns := startWith(t, prober.TargetRules{})
+	g := newGateway(t)
+	const reason = "TargetNotAllowed: the probe's target was refused by the controller's health-check rules"
+	for name, address := range map[string]string{"by-address": "127.0.0.1", "by-name": gatewayName} {
+		p := newProbe(ns, name, address, g.port, "/"+name, 100*time.Millisecond)
+		p.Spec.FailureThreshold = 5
+		if err := c.Create(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+		got := waitStatus(t, c, ns, name, healthy(false, reason))
+		if got.Status.Status != 0 || strings.Contains(got.Status.Reason, strconv.Itoa(g.port)) {
+			t.Errorf("%s: status %+v tells of the target", name, got.Status)
+		}
+		if n := g.count("/" + name); n != 0 {
+			t.Errorf("%s: the refused target was sent %d requests", name, n)
+		}
+	}
+}
+
+// A headers Secret of any type but Opaque is refused, and the probe is not sent.
+func TestTypedHeadersSecretRefused(t *testing.T) {
+	c, ns := start(t)
+	g := newGateway(t)
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "credentials", Namespace: ns},
+		Type:       v1alpha1.SecretTypeInMemory,
+		StringData: map[string]string{"X-Probe-Token": "s3cret"},
+	}
+	if err := c.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	p := newProbe(ns, "typed", "127.0.0.1", g.port, "/typed", 100*time.Millisecond)
+	p.Spec.AdditionalHeadersRef = &v1alpha1.AdditionalHeadersRef{Name: secret.Name}
+	if err := c.Create(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("HeadersSecretNotAllowed: Additional headers Secret %s/credentials is of type %s; only Opaque Secrets are read for headers",
+		ns, v1alpha1.SecretTypeInMemory)
+	waitStatus(t, c, ns, "typed", healthy(false, want))
+	if n := g.count("/typed"); n != 0 {
+		t.Errorf("a probe with a typed headers Secret sent %d requests", n)
+	}
+}
+
+// The cluster's own ranges are refused by default: the API server's Service address (from the
+// ServiceCIDRs, or the Service itself) and a node's pod range and addresses, followed as nodes come.
+func TestClusterRangesRefused(t *testing.T) {
+	var r *dnshealthcheckprobe.Reconciler
+	ns := testenv.StartManager(t, envs[0], "probes-ranges-", func(mgr ctrl.Manager) error {
+		r = &dnshealthcheckprobe.Reconciler{
+			Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(),
+			Recorder: mgr.GetEventRecorder("dnshealthcheckprobe-controller"), Options: dnshealthcheckprobe.DefaultOptions(),
+		}
+		return r.SetupWithManager(mgr)
+	})
+	c := envs[0].Client
+	api := &corev1.Service{}
+	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: "kubernetes"}, api); err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{GenerateName: "probes-node-"},
+		Spec: corev1.NodeSpec{PodCIDR: "10.244.3.0/24", PodCIDRs: []string{"10.244.3.0/24", "fd00:10:244:3::/64"}}}
+	if err := c.Create(context.Background(), node); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Delete(context.Background(), node) })
+	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "192.0.2.44"}, {Type: corev1.NodeHostName, Address: "node-1"}}
+	if err := c.Status().Update(context.Background(), node); err != nil {
+		t.Fatal(err)
+	}
+	testenv.Eventually(t, waitFor, func() string {
+		rules := r.TargetRules()
+		for _, ip := range []string{api.Spec.ClusterIP, "10.244.3.7", "fd00:10:244:3::9", "192.0.2.44"} {
+			if rules.Permits(netip.MustParseAddr(ip)) {
+				return fmt.Sprintf("%s is permitted; cluster ranges %v", ip, rules.Cluster)
+			}
+		}
+		if !rules.Permits(netip.MustParseAddr("192.0.2.45")) {
+			return "192.0.2.45, no cluster address, is refused"
+		}
+		return ""
+	})
+	// A probe of the node's address is refused, as any.
+	if err := c.Create(context.Background(), newProbe(ns, "node", "192.0.2.44", 10250, "/metrics", time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus(t, c, ns, "node", healthy(false, "TargetNotAllowed: the probe's target was refused by the controller's health-check rules"))
 }
