@@ -33,7 +33,7 @@ func (p *panicOnce) RoundTrip(r *http.Request) (*http.Response, error) {
 func TestPanickingCheckFailsAndTheProbeCarriesOn(t *testing.T) {
 	srv := newServer(t, nil)
 	before := proberPanics()
-	p := start(t, Options{Workers: 1, WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return &panicOnce{RoundTripper: rt} }})
+	p := start(t, Options{Workers: 1, Targets: allowLoopback, WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return &panicOnce{RoundTripper: rt} }})
 	p.Set("p", Spec{Protocol: "HTTP", Address: "127.0.0.1", Port: srv.port(t), Path: "/healthz", Interval: 50 * time.Millisecond, FailureThreshold: 5}, State{})
 	first := p.next(t, "p", "the check that panicked", func(Result) bool { return true })
 	if first.Outcome != OutcomeError || first.State.ConsecutiveFailures != 1 {
@@ -51,7 +51,7 @@ func TestPanickingDeliveryCarriesOn(t *testing.T) {
 	before := proberPanics()
 	results := make(chan Result, 64)
 	var delivered atomic.Int64
-	p := New(Options{Workers: 1, FirstCheckSpread: time.Millisecond, OnResult: func(r Result) {
+	p := New(Options{Workers: 1, Targets: allowLoopback, FirstCheckSpread: time.Millisecond, OnResult: func(r Result) {
 		if delivered.Add(1) == 1 {
 			panic("callback bug")
 		}
