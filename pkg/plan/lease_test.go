@@ -173,9 +173,8 @@ func leasedStep(t *testing.T, z strictZone, o *owner, desired []*v1alpha1.Endpoi
 	return res
 }
 
-// Leases as the engine feeds them (Input.LeaseExpired, by the lease a claim names): a dead owner's
-// targets and claims go, and its TTL, which had won, stays only because a live owner (the Kuadrant
-// one, presumed to want the record as published) holds it too; an owner whose claims name no lease (as
+// Leases as the engine feeds them (Input.LeaseExpired, by the lease a claim names): a dead owner
+// whose TTL had won hands over to the live owners' wish; an owner whose claims name no lease (as
 // Kuadrant writes them) is never withdrawn, nor is a live owner; the gate passes the batch with the
 // withdrawn owners as expired, and Result.Withdrawn names them.
 func TestExpiredLeaseHandsOver(t *testing.T) {
@@ -205,14 +204,12 @@ func TestExpiredLeaseHandsOver(t *testing.T) {
 	if fmt.Sprint(res.Withdrawn) != "[a-dead]" {
 		t.Fatalf("Withdrawn = %v, want [a-dead]", res.Withdrawn)
 	}
-	// The dead owner's TTL is also the one the Kuadrant owner's claim, which does not say what it
-	// wants, presumes it wants (the record as published): that owner is live, so it holds the TTL.
-	if len(res.Conflicts) != 1 || res.Conflicts[0].WinnerOwner != "k-kuadrant" || res.Conflicts[0].Field != FieldTTL {
-		t.Errorf("once the winner's lease expired, the Kuadrant owner should hold the published TTL: %+v", res.Conflicts)
+	if len(res.Conflicts) != 0 {
+		t.Errorf("the live owner's conflict did not clear once the winner's lease expired: %+v", res.Conflicts)
 	}
 	got := z.endpoint(t, "s.example.com", "A")
-	if got.RecordTTL != 30 || fmt.Sprint(got.Targets) != "[10.0.0.2 10.0.0.3]" {
-		t.Errorf("after the hand-over the record is %s, want TTL 30 with the live owner's and Kuadrant's targets", line(got))
+	if got.RecordTTL != 60 || fmt.Sprint(got.Targets) != "[10.0.0.2 10.0.0.3]" {
+		t.Errorf("after the hand-over the record is %s, want TTL 60 with the live owner's and Kuadrant's targets", line(got))
 	}
 	owners := z.owners(t, "s.example.com", "A")
 	if fmt.Sprint(owners) != "[b-live k-kuadrant]" {

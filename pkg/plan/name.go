@@ -55,6 +55,8 @@ type slot struct {
 	keptBy *slot
 	// eligible are the claimants whose wish is known or presumed, in owner order.
 	eligible []claimant
+	// gone are the claimants counted expired, whether withdrawn here or kept (no live one is left).
+	gone []claimant
 }
 
 func (s *slot) cname() bool { return s.key.RecordType == v1alpha1.RecordTypeCNAME }
@@ -301,6 +303,11 @@ func (p *planner) gatherClaimants(s *slot) {
 		s.claimants = append(s.claimants, claimant{owner: p.owner, wish: s.ours, held: s.ourClaim != nil})
 	}
 	slices.SortFunc(s.claimants, func(a, b claimant) int { return strings.Compare(a.owner, b.owner) })
+	for _, c := range s.claimants {
+		if c.expired {
+			s.gone = append(s.gone, c)
+		}
+	}
 	if slices.ContainsFunc(s.claimants, func(c claimant) bool { return !c.expired }) {
 		s.claimants = slices.DeleteFunc(s.claimants, func(c claimant) bool { return c.expired })
 	} else {
@@ -401,10 +408,9 @@ func shareSetTTL(slots []*slot, values []*value) {
 			continue
 		}
 		t := s.key.RecordType
-		c := s.eligible[0]
-		inc := s.current != nil && slices.ContainsFunc(s.eligible, func(c claimant) bool { return c.holds() && c.wish.RecordTTL == s.current.RecordTTL })
-		if inc {
-			c = s.eligible[slices.IndexFunc(s.eligible, func(c claimant) bool { return c.holds() && c.wish.RecordTTL == s.current.RecordTTL })]
+		c, inc := s.incumbent(func(wish *v1alpha1.Endpoint) bool { return wish.RecordTTL == s.current.RecordTTL })
+		if !inc {
+			c = s.eligible[0]
 		}
 		if w, ok := winner[t]; !ok || inc && !held[t] || inc == held[t] && c.owner < w.owner {
 			winner[t], held[t] = c, inc
@@ -425,8 +431,11 @@ func (p *planner) value(s *slot) *value {
 	eligible := s.eligible
 	multi := !s.cname() || slices.ContainsFunc(eligible, func(c claimant) bool { return len(c.wish.Targets) > 1 })
 	w := eligible[0]
-	if i := slices.IndexFunc(eligible, func(c claimant) bool { return s.incumbent(c, multi) }); i >= 0 {
-		w = eligible[i]
+	if inc, ok := s.incumbent(func(wish *v1alpha1.Endpoint) bool {
+		return (multi || wish.Targets.SameTargets(s.current.Targets)) && wish.RecordTTL == s.current.RecordTTL &&
+			sameProviderSpecific(wish.ProviderSpecific, s.current.ProviderSpecific)
+	}); ok {
+		w = inc
 	}
 	var targets v1alpha1.Targets
 	if multi {
@@ -455,16 +464,33 @@ func (p *planner) value(s *slot) *value {
 	}
 }
 
-// incumbent reports whether c holds the key's published value: a live owner that claimed the key
-// before this plan and still wants exactly what is published of its single-valued fields (the
-// target of a single-valued CNAME, the TTL, the routing properties). The incumbent's value stays
-// however low a newcomer's owner ID; the lowest claimant decides only where there is none (the key
-// is not published yet, or its incumbents left, expired or changed their wish). A claim that does
-// not say what its owner wants presumes the record as published, so its owner is an incumbent.
-func (s *slot) incumbent(c claimant, multi bool) bool {
-	cur := s.current
-	return cur != nil && c.holds() && (multi || c.wish.Targets.SameTargets(cur.Targets)) &&
-		c.wish.RecordTTL == cur.RecordTTL && sameProviderSpecific(c.wish.ProviderSpecific, cur.ProviderSpecific)
+// incumbent returns the lowest claimant that holds what the key publishes, as far as published
+// tells (a live owner that claimed the key before this plan and still wants it): its value stays
+// however low a newcomer's owner ID. same says whether a wish wants what is published (the target
+// of a single-valued CNAME, the TTL, the routing properties; or the TTL alone). Where there is no
+// incumbent (the key is not published yet, or its incumbents left, expired or changed their wish)
+// the lowest claimant decides.
+//
+// A claim that does not say what its owner wants (Kuadrant's format) presumes the record as
+// published, so it always seems to want it. Such an owner holds the value only where no claim that
+// does say (or whose wish Input.Known tells) wants it, live or gone: an owner whose wish is read
+// decided it, and once that owner is gone the value is free again, though a Kuadrant owner shares
+// the record. Where nobody's read wish explains the value, the presumption is the best reading, and
+// it keeps a newcomer from taking the value of an owner whose wish this plan cannot read.
+func (s *slot) incumbent(same func(*v1alpha1.Endpoint) bool) (claimant, bool) {
+	if s.current == nil {
+		return claimant{}, false
+	}
+	if i := slices.IndexFunc(s.eligible, func(c claimant) bool { return c.holds() && !c.unknown && same(c.wish) }); i >= 0 {
+		return s.eligible[i], true
+	}
+	if slices.ContainsFunc(s.gone, func(c claimant) bool { return !c.unknown && c.wish != nil && same(c.wish) }) {
+		return claimant{}, false
+	}
+	if i := slices.IndexFunc(s.eligible, func(c claimant) bool { return c.holds() && same(c.wish) }); i >= 0 {
+		return s.eligible[i], true
+	}
+	return claimant{}, false
 }
 
 // union is the targets of a multi-value key: every readable wish, and, where some claimant's wish

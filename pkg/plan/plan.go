@@ -17,7 +17,8 @@
 //   - Everything single-valued (a CNAME's target, every TTL, a set's routing properties) keeps the
 //     value published while its incumbent still wants it: a live owner that claimed the record
 //     before the plan and wants exactly that value (an owner whose claim does not say what it wants
-//     is presumed to want the record as published). A newcomer cannot take a value by choosing a low
+//     is presumed to want the record as published, where no claim that says, live or gone, explains
+//     the value). A newcomer cannot take a value by choosing a low
 //     owner ID. Only where there is no incumbent (first publication; the incumbent left, expired or
 //     changed its wish) does the wish of the claimant with the lowest owner ID win. The incumbent is
 //     read from the zone, so every owner picks the same. Losers publish the winner's value too, keep
