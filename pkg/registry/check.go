@@ -473,6 +473,11 @@ func (g *gate) goneMember(r *Record) bool {
 				return true
 			}
 		}
+		// Or the batch's owner claims the published member now (it joins the group as the gone
+		// owners leave it).
+		if slices.ContainsFunc(g.newClaims[m.Key], func(c *Claim) bool { return g.owners[c.Owner] }) {
+			return true
+		}
 	}
 	// Or a member the batch itself creates, with its owner's claim.
 	for _, e := range g.createdAt[r.Key.DNSName] {

@@ -256,6 +256,13 @@ func TestCheckGoneMember(t *testing.T) {
 	if err := geos.Check([]string{"o1"}, []string{"o3"}, &batch.Changes{Delete: []*v1alpha1.Endpoint{def, mustTXT(t, "o3", def)}}); err == nil {
 		t.Error("o1 withdrew the default geo, which only the expired o3 held")
 	}
+	// o1 claims the default geo only the expired o3 held as it withdraws o3's JP geo and o3's claim on
+	// the default (FuzzPlan found the plan doing so): the default stays, held by o1's new claim.
+	joining := Read([]*v1alpha1.Endpoint{def, mustTXT(t, "o3", def), jp, mustTXT(t, "o3", jp)})
+	if err := joining.Check([]string{"o1"}, []string{"o3"}, &batch.Changes{Create: []*v1alpha1.Endpoint{mustTXT(t, "o1", def)},
+		Delete: []*v1alpha1.Endpoint{jp, mustTXT(t, "o3", jp), mustTXT(t, "o3", def)}}); err != nil {
+		t.Errorf("o1, claiming the default geo, withdraws the expired o3's JP geo: %v", err)
+	}
 	notMember := Read([]*v1alpha1.Endpoint{ep("x.example.com", "A", "3.3.3.3"), mustTXT(t, "o3", ep("x.example.com", "A", "3.3.3.3")),
 		ep("x.example.com", "AAAA", "2001:db8::1"), mustTXT(t, "o1", ep("x.example.com", "AAAA", "2001:db8::1"))})
 	plain := batch.Changes{Delete: []*v1alpha1.Endpoint{ep("x.example.com", "A", "3.3.3.3"), mustTXT(t, "o3", ep("x.example.com", "A", "3.3.3.3"))}}
