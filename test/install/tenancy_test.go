@@ -570,7 +570,7 @@ func TestTenancyOwnersAndReach(t *testing.T) {
 		probe := &v1alpha1.DNSHealthCheckProbe{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "headers"},
 			Spec: v1alpha1.DNSHealthCheckProbeSpec{
-				Address: "192.0.2.1", Port: 80, Path: "/", Protocol: "HTTP", Interval: metav1.Duration{Duration: 5 * time.Second},
+				Address: "192.0.2.1", Port: 80, Path: "/healthz", Protocol: "HTTP", Interval: metav1.Duration{Duration: 5 * time.Second},
 				FailureThreshold: 1, AdditionalHeadersRef: &v1alpha1.AdditionalHeadersRef{Name: "creds"},
 			},
 		}
