@@ -21,8 +21,9 @@ import (
 // re-checks (plans again from a fresh read, as its next pass does) and the zone must then be a state
 // the rules give for the owners' wishes (which of two newcomers' values was published first depends
 // on the order their batches applied in), with every value an owner held before the round and still
-// wants unchanged. Each run ends with every owner leaving at once, from one
-// view, and the zone must hold only the human's records.
+// wants unchanged (but a merged CNAME's, where the round may have passed through a moment when
+// every wish was for one target: checkIncumbents). Each run ends with every owner leaving at once,
+// from one view, and the zone must hold only the human's records.
 func TestConcurrentPlanners(t *testing.T) {
 	runSeeded(t, 10000, concurrentRun)
 }

@@ -740,6 +740,56 @@ func TestIncumbentLeavesLowestRemainingWins(t *testing.T) {
 	expectConflicts(t, res, Conflict{DNSName: "www.example.com", RecordType: "CNAME", Field: FieldTargets, Ours: "z.example.net", Published: "m2.example.net", WinnerOwner: "m"})
 }
 
+// A CNAME whose targets are merged (one owner wants several) holds only its TTL: the incumbent
+// keeps it while the name stays merged. Where the incumbent changes to one target and every wish is
+// then for one, nobody wants the merged value exactly, so the lowest owner's target and TTL win,
+// and an owner that merges targets in again finds that owner the incumbent. Which TTL the end
+// holds depends on whether the change to one target or the join applied first, as when both plan
+// from one view (TestConcurrentPlanners, seed 1796220101474977902).
+func TestIncumbentMergedTargets(t *testing.T) {
+	for _, tc := range []struct {
+		order       string
+		changeFirst bool
+		end         string
+	}{
+		{"change first", true, "n0.example.com CNAME 60 lb1.example.net,lb2.example.net,lb3.example.net"},
+		{"join first", false, "n0.example.com CNAME 300 lb1.example.net,lb2.example.net,lb3.example.net"},
+	} {
+		t.Run(tc.order, func(t *testing.T) {
+			z := newZone()
+			o1, o2, o3 := &owner{id: "o1"}, &owner{id: "o2"}, &owner{id: "o3"}
+			want := func(ttl v1alpha1.TTL, targets ...string) []*v1alpha1.Endpoint {
+				return eps(rec("n0.example.com", "CNAME", ttl, targets...))
+			}
+			step(t, z, o3, want(300, "lb1.example.net", "lb2.example.net"))
+			step(t, z, o1, want(60, "lb2.example.net"))
+			expectLines(t, "records", z.records(), []string{"n0.example.com CNAME 300 lb1.example.net,lb2.example.net"})
+
+			wishes := map[*owner][]*v1alpha1.Endpoint{
+				o1: want(60, "lb2.example.net"),
+				o2: want(60, "lb1.example.net", "lb3.example.net"),
+				o3: want(300, "lb2.example.net"),
+			}
+			change := func() { step(t, z, o3, wishes[o3]) }
+			join := func() { step(t, z, o2, wishes[o2]) }
+			if tc.changeFirst {
+				change()
+				expectLines(t, "records after the incumbent changed to one target", z.records(), []string{"n0.example.com CNAME 60 lb2.example.net"})
+				join()
+			} else {
+				join()
+				change()
+			}
+			for _, o := range []*owner{o1, o2, o3} {
+				if res := step(t, z, o, wishes[o]); !res.Changes.Empty() {
+					t.Fatalf("%s still writes:\n%s", o.id, describeChanges(res.Changes))
+				}
+			}
+			expectLines(t, "records", z.records(), []string{tc.end})
+		})
+	}
+}
+
 // Two clusters, each planning for its own owner over the one zone (neither knows the other's
 // requests), reach the same winner in either order: the incumbent is read from the zone. The loser
 // names the winner, and neither writes once settled.

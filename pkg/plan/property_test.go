@@ -461,7 +461,9 @@ func checkWishes(z strictZone, wants map[string][]*v1alpha1.Endpoint) error {
 // off the zones themselves: at most one kind (CNAME or the rest) and, for a single-target CNAME,
 // one target is published at a name; and where a published key's single values (target of a
 // single-target CNAME, TTL, routing properties) or its name's kind changed, no owner that held
-// them (claimed the key before and wanted exactly that) still wants them.
+// them (claimed the key before and wanted exactly that) still wants them. A CNAME whose targets
+// were merged is exempt where one target is chosen: nobody held it exactly (also where the owners'
+// changes may have passed through that, mayGoSingle).
 func checkIncumbents(before, after strictZone, prevWants, wants map[string][]*v1alpha1.Endpoint) error {
 	kinds := map[string]map[bool]bool{}
 	for k, e := range after {
@@ -502,6 +504,16 @@ func checkIncumbents(before, after strictZone, prevWants, wants map[string][]*v1
 			}
 		case b.RecordType == "CNAME" && !single && len(a.Targets) == 1:
 			// The targets merged before and one is chosen now: nobody held a single target.
+		case b.RecordType == "CNAME" && !single && mayGoSingle(k, prevWants, wants):
+			// The targets merged before and, at some moment between the two zones, every wish at
+			// the key may have been for a single target (the owners that wanted several had
+			// changed to one, or left; those that join with several had not yet applied): the
+			// key then published one owner's target, as in the case above, and the merged value
+			// was nobody's exact wish, so the lowest owner's TTL and routing properties took it,
+			// and owners that later merged targets into it again found that owner the incumbent.
+			// A step of one owner (TestInterleavings) that allows such a moment ends in it, the
+			// case above; owners that plan concurrently (TestConcurrentPlanners) may pass through
+			// it within a round, in the order their batches apply.
 		case single && len(a.Targets) == 1 && !a.Targets.SameTargets(b.Targets) || a.RecordTTL != b.RecordTTL ||
 			!sameProviderSpecific(a.ProviderSpecific, b.ProviderSpecific):
 			if hs := holders(k, sameValue); len(hs) > 0 {
@@ -510,6 +522,25 @@ func checkIncumbents(before, after strictZone, prevWants, wants map[string][]*v1
 		}
 	}
 	return nil
+}
+
+// mayGoSingle reports whether the wishes at a CNAME key could all be for a single target (or none)
+// at one moment between the zone of prevWants and that of wants, because an owner that wanted
+// several targets changed to one or left: each owner's wish, before or after, is absent or
+// single-target, so an order of the owners' changes passes through that moment.
+func mayGoSingle(k v1alpha1.EndpointKey, prevWants, wants map[string][]*v1alpha1.Endpoint) bool {
+	single := func(w *v1alpha1.Endpoint) bool { return w == nil || len(w.Targets) == 1 }
+	went := false
+	for _, ws := range []map[string][]*v1alpha1.Endpoint{prevWants, wants} {
+		for o := range ws {
+			p, w := wanted(prevWants, o, k), wanted(wants, o, k)
+			if !single(p) && !single(w) {
+				return false
+			}
+			went = went || !single(p) && single(w)
+		}
+	}
+	return went
 }
 
 // checkReport: an owner publishes its wish exactly where it reports no conflict, and any owner it
