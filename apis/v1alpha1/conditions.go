@@ -81,6 +81,10 @@ const (
 	// on a record whose published records were gone from the zone, withdrawn by another cluster that
 	// counted this one's lease expired or deleted by hand, and were published again.
 	ReasonRepublished = "Republished"
+	// ReasonOwnerIDInUse: Ready=False, the record's owner ID (spec.ownerID, or the one computed from
+	// its UID) belongs in this cluster to another namespace, whose oldest DNSRecord used it first:
+	// the record publishes nothing, and withdraws nothing when deleted.
+	ReasonOwnerIDInUse = "OwnerIDInUse"
 )
 
 // Condition messages. Kuadrant's tooling matches the first group verbatim (DESIGN 4b).
@@ -98,4 +102,6 @@ const (
 	MessageNotAccepted = "The DNS provider serving the zone cannot serve every endpoint of the record (authoritative record %s reports it): %s"
 	MessageNoConflict  = "Every value this owner wants is published"
 	MessageConflicted  = "Another owner's value is published: %s"
+	// MessageOwnerIDInUse names the owner ID and the namespace holding it, nothing of its records.
+	MessageOwnerIDInUse = "Owner ID %s belongs to namespace %s in this cluster (a DNSRecord there used it first): this record publishes nothing, and withdraws nothing when deleted, until it uses another owner ID or no record there uses this one"
 )

@@ -226,7 +226,7 @@ func explainRecord(w io.Writer, r *registry.Record, plans map[string]ownerPlan, 
 			if (v1alpha1.EndpointKey{DNSName: v1alpha1.NormalizeName(cf.DNSName), RecordType: cf.RecordType, SetIdentifier: cf.SetIdentifier}) != r.Key {
 				continue
 			}
-			winner := "the wish of " + cf.WinnerOwner + " (the lowest owner ID wins)"
+			winner := "the wish of " + cf.WinnerOwner + " (it holds the published value)"
 			if cf.WinnerOwner == "" {
 				winner = "blocked by a record no owner claims (a human's)"
 			}

@@ -136,7 +136,7 @@ func TestPlugin(t *testing.T) {
 	out = f.run(t, "explain", "app.example.com")
 	for _, want := range []string{
 		"\nA app.example.com\n  published: 10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.9 ttl 60\n  claimants:\n    " + ownerA + " wants 10.0.0.1 ttl 60\n    " + ownerB + " wants 10.0.0.2 ttl 30\n    " + ownerC + " wants 10.0.0.3 ttl 60 [lease looks expired]\n    " + ownerK + " (Kuadrant-format claim",
-		"    recordTTL: " + ownerB + " wants 30, 60 is published, the wish of " + ownerA + " (the lowest owner ID wins)",
+		"    recordTTL: " + ownerB + " wants 30, 60 is published, the wish of " + ownerA + " (it holds the published value)",
 		"\nTXT app.example.com\n  published: \"v=spf1 -all\" ttl 300\n  no owner claims it: a human's",
 		"\nTXT " + health.RecordName(ownerC, "app.example.com") + "\n  published: \"dnspolicy-health=1 owner=" + ownerC + " state=healthy renewal=7\" ttl 60\n  health statement of " + ownerC + " about app.example.com",
 		"leases: the lease of " + ownerC + " looks expired",

@@ -4,9 +4,11 @@
 // The controller is thin and reads top to bottom (Reconcile): fetch the record, then run its phases
 // in order until one ends the pass, and write the status once, in a deferred patch.
 //
-//   - a record that exists: validate, connect (Secret, backend, grants, zone), ensure the finalizer, ensure
-//     the probes of its addresses (health.go), publish what passes them;
-//   - a record being deleted: connect, withdraw, release (see delete.go for the bounded release);
+//   - a record that exists: validate, check that its owner ID is its namespace's (owners.go),
+//     connect (Secret, backend, grants, zone), ensure the finalizer, ensure the probes of its
+//     addresses (health.go), publish what passes them;
+//   - a record being deleted: release it at once if its owner ID is another namespace's
+//     (owners.go), else connect, withdraw, release (see delete.go for the bounded release);
 //   - an authoritative record (a zone DNS servers serve, written by the records of a
 //     providers.HostZones backend: coredns): validate, connect, ensure the finalizer, and check
 //     that the backend can serve it (authoritative.go). It is reconciled as Kuadrant reconciles it,
@@ -140,7 +142,10 @@ var conditionOrder = conditions.Order(v1alpha1.ConditionOrder)
 
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.backends = &backends.Cache{Factory: r.Factory, Wrap: providers.Instrument, Idle: r.Options.BackendIdle, SettingKeys: []string{SecretKeyLeaseExpiry}}
+	r.init()
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.DNSRecord{}, ownerIDField, indexOwnerID); err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("dnsrecord").
 		// Status writes do not change the generation, so our own status updates never trigger a pass.
@@ -148,7 +153,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A probe's result changes what its record publishes.
 		Owns(&v1alpha1.DNSHealthCheckProbe{}).
 		// The publisher asks for passes when another cluster's lease expires (lease.go).
-		WatchesRawSource(r.replanSource())
+		WatchesRawSource(r.replanSource()).
+		// A record waiting for its owner ID (owners.go) is queued when the record holding it goes.
+		Watches(&v1alpha1.DNSRecord{}, r.ownerEvents())
 	if !r.Options.NoSecretWatch {
 		// A fixed or rotated provider Secret takes effect at once rather than at the records' next
 		// retry (up to MaxBackoff away), and drops the backend built from its old version. Only
@@ -163,6 +170,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](r.Options.MinBackoff, r.Options.MaxBackoff),
 	}).
 		Complete(r)
+}
+
+// init builds what the Reconciler keeps between passes.
+func (r *Reconciler) init() {
+	r.backends = &backends.Cache{Factory: r.Factory, Wrap: providers.Instrument, Idle: r.Options.BackendIdle, SettingKeys: []string{SecretKeyLeaseExpiry}}
 }
 
 // scope is what one pass knows.
@@ -217,9 +229,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	case isAuthoritative(rec):
 		phases = []phase{r.validateAuthoritative, r.connect, r.ensureFinalizer, r.checkAuthoritative}
 	case rec.DeletionTimestamp != nil:
-		phases = []phase{r.connectForDeletion, r.withdraw}
+		phases = []phase{r.releaseBorrowed, r.connectForDeletion, r.withdraw}
 	default:
-		phases = []phase{r.validate, r.connect, r.ensureFinalizer, r.ensureProbes, r.publish}
+		phases = []phase{r.validate, r.checkOwner, r.connect, r.ensureFinalizer, r.ensureProbes, r.publish}
 	}
 	for _, p := range phases {
 		if res, err, done := p(ctx, s); done {

@@ -3,6 +3,7 @@ package plan
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand"
 	"slices"
 	"strings"
@@ -17,9 +18,12 @@ import (
 // A batch the zone no longer fits (a precondition failed) is refused whole, and its owner plans again
 // from a fresh read, as the publish queue does. After every batch that applies: the human's records
 // are untouched and no record is left without an ownership TXT. After each round every owner
-// re-checks (plans again from a fresh read, as its next pass does) and the zone must then be exactly
-// what the rules give for the owners' wishes. Each run ends with every owner leaving at once, from one
-// view, and the zone must hold only the human's records.
+// re-checks (plans again from a fresh read, as its next pass does) and the zone must then be a state
+// the rules give for the owners' wishes (which of two newcomers' values was published first depends
+// on the order their batches applied in), with every value an owner held before the round and still
+// wants unchanged (but a merged CNAME's, where the round may have passed through a moment when
+// every wish was for one target: checkIncumbents). Each run ends with every owner leaving at once,
+// from one view, and the zone must hold only the human's records.
 func TestConcurrentPlanners(t *testing.T) {
 	runSeeded(t, 10000, concurrentRun)
 }
@@ -75,16 +79,16 @@ func concurrentRun(rng *rand.Rand) error {
 		}
 		return nil
 	}
-	settle := func() error {
+	settle := func(before strictZone, prevWants map[string][]*v1alpha1.Endpoint) error {
 		for _, o := range owners {
 			if _, err := tryStep(z, o, wants[o.id]); err != nil {
 				return err
 			}
 		}
-		if err := checkZone(z, wants); err != nil {
+		if err := checkZone(z, nil, wants); err != nil {
 			return err
 		}
-		return nil
+		return checkIncumbents(before, z, prevWants, wants)
 	}
 	for n := 1 + rng.Intn(5); n > 0; n-- {
 		party := slices.Clone(owners)
@@ -97,10 +101,11 @@ func concurrentRun(rng *rand.Rand) error {
 				wishes[i] = randomWishes(rng)
 			}
 		}
+		before, prevWants := maps.Clone(z), maps.Clone(wants)
 		if err := round(party, wishes); err != nil {
 			return fail(err)
 		}
-		if err := settle(); err != nil {
+		if err := settle(before, prevWants); err != nil {
 			return fail(err)
 		}
 	}

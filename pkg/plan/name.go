@@ -20,7 +20,13 @@ type claimant struct {
 	unknown bool
 	// expired: the owner is gone (Input.Expired, or the lease its claim names ran out).
 	expired bool
+	// held: the claim was in the zone before this plan (ours only once we claimed the key).
+	held bool
 }
+
+// holds reports whether c is a live owner that claimed the key before this plan: an owner that
+// can be the incumbent of what the key publishes.
+func (c claimant) holds() bool { return c.held && !c.expired && c.wish != nil }
 
 // slot is one record key at a name: what the zone holds and claims there, and what we want.
 type slot struct {
@@ -49,6 +55,8 @@ type slot struct {
 	keptBy *slot
 	// eligible are the claimants whose wish is known or presumed, in owner order.
 	eligible []claimant
+	// gone are the claimants counted expired, whether withdrawn here or kept (no live one is left).
+	gone []claimant
 }
 
 func (s *slot) cname() bool { return s.key.RecordType == v1alpha1.RecordTypeCNAME }
@@ -59,6 +67,37 @@ func (s *slot) claims() bool { return s.ours != nil && !s.human && s.taken == ni
 // candidate: the key can be published, if its kind wins at the name.
 func (s *slot) candidate() bool {
 	return !s.human && s.blocker == nil && len(s.eligible) > 0
+}
+
+// kindAt decides the kind (CNAME, or everything else) published at a name, and the owner reported
+// as its winner: the lowest eligible claimant of that kind. The kind already published stays while
+// a live owner that claimed one of its records before this plan still wants that record (the
+// incumbent): a newcomer cannot take a name by choosing a low owner ID. Where no kind has an
+// incumbent (nothing published yet, its owners left or expired), or both do (a zone written around
+// us), the kind of the lowest eligible claimant wins. Every owner reads the same zone, so all pick
+// the same.
+func kindAt(slots []*slot) (winner string, cname bool) {
+	held := map[bool]bool{}
+	for _, s := range slots {
+		if s.candidate() && s.current != nil && slices.ContainsFunc(s.eligible, claimant.holds) {
+			held[s.cname()] = true
+		}
+	}
+	for _, s := range slots {
+		if s.candidate() && (len(held) != 1 || held[s.cname()]) && (winner == "" || s.eligible[0].owner < winner) {
+			winner = s.eligible[0].owner
+		}
+	}
+	if len(held) == 1 {
+		return winner, held[true]
+	}
+	cname = true
+	for _, s := range slots {
+		if s.candidate() && !s.cname() && slices.ContainsFunc(s.eligible, func(c claimant) bool { return c.owner == winner }) {
+			cname = false
+		}
+	}
+	return winner, cname
 }
 
 // planName plans every record key at one name, because what one key may hold depends on the others:
@@ -72,20 +111,7 @@ func (p *planner) planName(name string) error {
 	}
 	p.withdrawGoneMembers(slots)
 
-	// The kind (CNAME, or everything else) published at the name is the one of the lowest eligible
-	// claimant: every owner reads the same claims and so picks the same.
-	kindWinner := ""
-	for _, s := range slots {
-		if s.candidate() && (kindWinner == "" || s.eligible[0].owner < kindWinner) {
-			kindWinner = s.eligible[0].owner
-		}
-	}
-	cname := true
-	for _, s := range slots {
-		if s.candidate() && !s.cname() && slices.ContainsFunc(s.eligible, func(c claimant) bool { return c.owner == kindWinner }) {
-			cname = false
-		}
-	}
+	kindWinner, cname := kindAt(slots)
 	var publishedTypes []string
 	for _, s := range slots {
 		if s.candidate() && s.cname() == cname && !slices.Contains(publishedTypes, s.key.RecordType) {
@@ -261,7 +287,7 @@ func (p *planner) gatherClaimants(s *slot) {
 			}
 			// A legacy TXT names no lease and is shared by its owners: no plan withdraws it.
 			wish := p.wishOf(c, s.key)
-			cl := claimant{owner: c.Owner, wish: wish, unknown: wish == nil, expired: !c.Legacy && p.claimExpired(c)}
+			cl := claimant{owner: c.Owner, wish: wish, unknown: wish == nil, expired: !c.Legacy && p.claimExpired(c), held: true}
 			if cl.unknown && s.current != nil {
 				// Kuadrant's owners do not write their wish; the record as published is the best
 				// reading of it, and keeps the record as it is when such an owner wins.
@@ -274,9 +300,14 @@ func (p *planner) gatherClaimants(s *slot) {
 		}
 	}
 	if s.ours != nil && s.taken == nil {
-		s.claimants = append(s.claimants, claimant{owner: p.owner, wish: s.ours})
+		s.claimants = append(s.claimants, claimant{owner: p.owner, wish: s.ours, held: s.ourClaim != nil})
 	}
 	slices.SortFunc(s.claimants, func(a, b claimant) int { return strings.Compare(a.owner, b.owner) })
+	for _, c := range s.claimants {
+		if c.expired {
+			s.gone = append(s.gone, c)
+		}
+	}
 	if slices.ContainsFunc(s.claimants, func(c claimant) bool { return !c.expired }) {
 		s.claimants = slices.DeleteFunc(s.claimants, func(c claimant) bool { return c.expired })
 	} else {
@@ -363,18 +394,26 @@ type value struct {
 }
 
 // shareSetTTL gives our members of a group of sets (one name and type, several set identifiers:
-// weighted or geo routing) the TTL of the lowest claimant of any member. Route 53 refuses weighted
-// members of one name and type with different TTLs, and Cloud DNS holds one TTL per name and type,
-// so owners wanting different TTLs for their members of one group is a TTL conflict like any other.
-// Only our own members change: every owner reads the same claims and moves its own.
+// weighted or geo routing) one TTL: that of the lowest incumbent of any member (a live owner that
+// claimed the member before this plan and wants the TTL it publishes), or, where no member has one,
+// of the lowest claimant of any member. Route 53 refuses weighted members of one name and type with
+// different TTLs, and Cloud DNS holds one TTL per name and type, so owners wanting different TTLs
+// for their members of one group is a TTL conflict like any other. Only our own members change:
+// every owner reads the same claims and moves its own.
 func shareSetTTL(slots []*slot, values []*value) {
-	winner := map[string]claimant{} // record type -> the group's lowest claimant with a wish
+	winner := map[string]claimant{} // record type -> the group's lowest incumbent, else lowest claimant
+	held := map[string]bool{}       // record type -> winner is an incumbent
 	for i, s := range slots {
 		if values[i] == nil || s.key.SetIdentifier == "" {
 			continue
 		}
-		if w, ok := winner[s.key.RecordType]; !ok || s.eligible[0].owner < w.owner {
-			winner[s.key.RecordType] = s.eligible[0]
+		t := s.key.RecordType
+		c, inc := s.incumbent(func(wish *v1alpha1.Endpoint) bool { return wish.RecordTTL == s.current.RecordTTL })
+		if !inc {
+			c = s.eligible[0]
+		}
+		if w, ok := winner[t]; !ok || inc && !held[t] || inc == held[t] && c.owner < w.owner {
+			winner[t], held[t] = c, inc
 		}
 	}
 	for i, s := range slots {
@@ -390,8 +429,14 @@ func shareSetTTL(slots []*slot, values []*value) {
 
 func (p *planner) value(s *slot) *value {
 	eligible := s.eligible
-	w := eligible[0]
 	multi := !s.cname() || slices.ContainsFunc(eligible, func(c claimant) bool { return len(c.wish.Targets) > 1 })
+	w := eligible[0]
+	if inc, ok := s.incumbent(func(wish *v1alpha1.Endpoint) bool {
+		return (multi || wish.Targets.SameTargets(s.current.Targets)) && wish.RecordTTL == s.current.RecordTTL &&
+			sameProviderSpecific(wish.ProviderSpecific, s.current.ProviderSpecific)
+	}); ok {
+		w = inc
+	}
 	var targets v1alpha1.Targets
 	if multi {
 		targets = p.union(s)
@@ -417,6 +462,35 @@ func (p *planner) value(s *slot) *value {
 		winner: w.owner,
 		multi:  multi,
 	}
+}
+
+// incumbent returns the lowest claimant that holds what the key publishes, as far as published
+// tells (a live owner that claimed the key before this plan and still wants it): its value stays
+// however low a newcomer's owner ID. same says whether a wish wants what is published (the target
+// of a single-valued CNAME, the TTL, the routing properties; or the TTL alone). Where there is no
+// incumbent (the key is not published yet, or its incumbents left, expired or changed their wish)
+// the lowest claimant decides.
+//
+// A claim that does not say what its owner wants (Kuadrant's format) presumes the record as
+// published, so it always seems to want it. Such an owner holds the value only where no claim that
+// does say (or whose wish Input.Known tells) wants it, live or gone: an owner whose wish is read
+// decided it, and once that owner is gone the value is free again, though a Kuadrant owner shares
+// the record. Where nobody's read wish explains the value, the presumption is the best reading, and
+// it keeps a newcomer from taking the value of an owner whose wish this plan cannot read.
+func (s *slot) incumbent(same func(*v1alpha1.Endpoint) bool) (claimant, bool) {
+	if s.current == nil {
+		return claimant{}, false
+	}
+	if i := slices.IndexFunc(s.eligible, func(c claimant) bool { return c.holds() && !c.unknown && same(c.wish) }); i >= 0 {
+		return s.eligible[i], true
+	}
+	if slices.ContainsFunc(s.gone, func(c claimant) bool { return !c.unknown && c.wish != nil && same(c.wish) }) {
+		return claimant{}, false
+	}
+	if i := slices.IndexFunc(s.eligible, func(c claimant) bool { return c.holds() && same(c.wish) }); i >= 0 {
+		return s.eligible[i], true
+	}
+	return claimant{}, false
 }
 
 // union is the targets of a multi-value key: every readable wish, and, where some claimant's wish

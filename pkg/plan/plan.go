@@ -14,13 +14,20 @@
 //   - A record key nobody claims is created, with this owner's TXT.
 //   - A, AAAA and NS records, and CNAMEs that some claimant wants with several targets, hold the
 //     union of their claimants' targets. A record goes when its last claimant leaves.
-//   - Everything single-valued (a CNAME's target, every TTL, a set's routing properties) takes the
-//     wish of the claimant with the lowest owner ID. Losers publish the winner's value too, keep
+//   - Everything single-valued (a CNAME's target, every TTL, a set's routing properties) keeps the
+//     value published while its incumbent still wants it: a live owner that claimed the record
+//     before the plan and wants exactly that value (an owner whose claim does not say what it wants
+//     is presumed to want the record as published, where no claim that says, live or gone, explains
+//     the value). A newcomer cannot take a value by choosing a low
+//     owner ID. Only where there is no incumbent (first publication; the incumbent left, expired or
+//     changed its wish) does the wish of the claimant with the lowest owner ID win. The incumbent is
+//     read from the zone, so every owner picks the same. Losers publish the winner's value too, keep
 //     their claim, and get a Conflict; when the winner leaves, the next claimant's wish is published
 //     by whoever plans next, at the latest by the leaving winner itself.
 //   - A CNAME cannot share its name. Where owners want a CNAME and other types at one name, the
-//     kind (CNAME, or A/AAAA/NS) of the lowest claimant at the name is published; the other kind's
-//     records go, their claims stay, and their owners get a "recordType" Conflict.
+//     kind (CNAME, or A/AAAA/NS) already published stays while an incumbent holds one of its records;
+//     otherwise the lowest claimant's kind is published. The other kind's records go, their claims
+//     stay, and their owners get a "recordType" Conflict.
 //   - A record without any ownership TXT is a human's (or another tool's): it is never changed,
 //     deleted, claimed or shadowed. A wish that collides with one is not written and is reported
 //     with WinnerOwner "". Nor is a wish whose ownership TXT name holds a TXT that is not our claim

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -175,25 +176,31 @@ func loadbalanced(geo, lb, ip string, defaultGeo bool) []*v1alpha1.Endpoint {
 	return out
 }
 
-// Case 1: two owners each make their own geo the default. The lowest owner's default wins, whoever
-// plans first, and the other reports it.
+// Case 1: two owners each make their own geo the default. The default published first stays
+// (its owner is the incumbent), whichever owner ID is lower, and the other reports it.
 func TestConflictDefaultGeo(t *testing.T) {
 	ie := loadbalanced("IE", "aaaaaa-111111", "1.1.1.1", true)
 	us := loadbalanced("US", "bbbbbb-222222", "2.2.2.2", true)
-	lost := Conflict{DNSName: "klb.app.example.com", RecordType: "CNAME", SetIdentifier: "default", Field: FieldTargets,
-		Ours: "us.klb.app.example.com", Published: "ie.klb.app.example.com", WinnerOwner: "a"}
-	want := []string{
+	geo := map[byte]string{'a': "ie", 'b': "us"}
+	base := []string{
 		"aaaaaa-111111.klb.app.example.com A 60 1.1.1.1",
 		"app.example.com CNAME 300 klb.app.example.com",
 		"bbbbbb-222222.klb.app.example.com A 60 2.2.2.2",
 		"ie.klb.app.example.com CNAME [aaaaaa-111111.klb.app.example.com] 60 aaaaaa-111111.klb.app.example.com {weight=120}",
 		"klb.app.example.com CNAME [IE] 300 ie.klb.app.example.com {geo-code=IE}",
 		"klb.app.example.com CNAME [US] 300 us.klb.app.example.com {geo-code=US}",
-		"klb.app.example.com CNAME [default] 300 ie.klb.app.example.com {geo-code=*}",
 		"us.klb.app.example.com CNAME [bbbbbb-222222.klb.app.example.com] 60 bbbbbb-222222.klb.app.example.com {weight=120}",
+	}
+	defaultTo := func(o byte) string {
+		return "klb.app.example.com CNAME [default] 300 " + geo[o] + ".klb.app.example.com {geo-code=*}"
 	}
 	for _, order := range []string{"ab", "ba"} {
 		t.Run(order, func(t *testing.T) {
+			w, l := order[0], order[1] // the first to publish holds the default
+			lost := Conflict{DNSName: "klb.app.example.com", RecordType: "CNAME", SetIdentifier: "default", Field: FieldTargets,
+				Ours: geo[l] + ".klb.app.example.com", Published: geo[w] + ".klb.app.example.com", WinnerOwner: string(w)}
+			want := append(slices.Clone(base), defaultTo(w))
+			sort.Strings(want)
 			z := newZone()
 			owners := map[byte]*owner{'a': {id: "a"}, 'b': {id: "b"}}
 			desired := map[byte][]*v1alpha1.Endpoint{'a': ie, 'b': us}
@@ -208,27 +215,25 @@ func TestConflictDefaultGeo(t *testing.T) {
 					}
 				}
 			}
-			expectConflicts(t, results['a'])
-			expectConflicts(t, results['b'], lost)
+			expectConflicts(t, results[w])
+			expectConflicts(t, results[l], lost)
 			expectLines(t, "records", z.records(), want)
 
 			// The winner leaves: its own last batch publishes the next claimant's default.
-			res := step(t, z, owners['a'], nil)
-			expectLines(t, "a's last batch updates", lines(res.Changes.UpdateNew), []string{
-				"klb.app.example.com CNAME [default] 300 us.klb.app.example.com {geo-code=*}",
-			})
-			// Alone again, b only writes its claims back as Kuadrant's; its records stay.
+			res := step(t, z, owners[w], nil)
+			expectLines(t, "the winner's last batch updates", lines(res.Changes.UpdateNew), []string{defaultTo(l)})
+			// Alone again, the other only writes its claims back as Kuadrant's; its records stay.
 			before := z.records()
-			res = step(t, z, owners['b'], us)
+			res = step(t, z, owners[l], desired[l])
 			expectConflicts(t, res)
 			if len(res.Changes.Create)+len(res.Changes.Delete) != 0 || slices.ContainsFunc(res.Changes.UpdateNew, func(e *v1alpha1.Endpoint) bool {
 				return e.RecordType != "TXT" || strings.Contains(e.Targets[0], "claim-")
 			}) {
-				t.Fatalf("b after a left:\n%s", describeChanges(res.Changes))
+				t.Fatalf("%c after %c left:\n%s", l, w, describeChanges(res.Changes))
 			}
 			expectLines(t, "records", z.records(), before)
-			if res = step(t, z, owners['b'], us); !res.Changes.Empty() {
-				t.Fatalf("b writes again:\n%s", describeChanges(res.Changes))
+			if res = step(t, z, owners[l], desired[l]); !res.Changes.Empty() {
+				t.Fatalf("%c writes again:\n%s", l, describeChanges(res.Changes))
 			}
 		})
 	}
@@ -277,10 +282,13 @@ func TestWinnerExpires(t *testing.T) {
 	expectLines(t, "records", z.records(), []string{"only-a.example.com A 60 1.1.1.1"})
 }
 
-// Case 2: owners want different TTLs on one shared record.
+// Case 2: owners want different TTLs on one shared record. The TTL published first stays, whichever
+// owner ID is lower; the targets merge.
 func TestConflictTTL(t *testing.T) {
+	ttl := map[byte]string{'a': "60", 'b': "300"}
 	for _, order := range []string{"ab", "ba"} {
 		t.Run(order, func(t *testing.T) {
+			w, l := order[0], order[1]
 			z := newZone()
 			owners := map[byte]*owner{'a': {id: "a"}, 'b': {id: "b"}}
 			desired := map[byte][]*v1alpha1.Endpoint{
@@ -293,20 +301,23 @@ func TestConflictTTL(t *testing.T) {
 					results[o] = step(t, z, owners[o], desired[o])
 				}
 			}
-			expectLines(t, "records", z.records(), []string{"s.example.com A 60 1.1.1.1,2.2.2.2"})
-			expectConflicts(t, results['a'])
-			expectConflicts(t, results['b'], Conflict{DNSName: "s.example.com", RecordType: "A", Field: FieldTTL, Ours: "300", Published: "60", WinnerOwner: "a"})
-			if len(results['b'].Published) != 1 || results['b'].Published[0].RecordTTL != 300 {
-				t.Fatalf("b publishes %v", results['b'].Published)
+			expectLines(t, "records", z.records(), []string{"s.example.com A " + ttl[w] + " 1.1.1.1,2.2.2.2"})
+			expectConflicts(t, results[w])
+			expectConflicts(t, results[l], Conflict{DNSName: "s.example.com", RecordType: "A", Field: FieldTTL, Ours: ttl[l], Published: ttl[w], WinnerOwner: string(w)})
+			if len(results[l].Published) != 1 || results[l].Published[0].RecordTTL != desired[l][0].RecordTTL {
+				t.Fatalf("%c publishes %v", l, results[l].Published)
 			}
 		})
 	}
 }
 
-// Case 3: two owners each want a single-target CNAME at one host.
+// Case 3: two owners each want a single-target CNAME at one host. The target published first stays
+// while its owner wants it, whichever owner ID is lower.
 func TestConflictSimpleCNAME(t *testing.T) {
 	for _, order := range []string{"ab", "ba"} {
 		t.Run(order, func(t *testing.T) {
+			w, l := order[0], order[1]
+			target := map[byte]string{'a': "lb-a.example.net", 'b': "lb-b.example.net"}
 			z := newZone()
 			owners := map[byte]*owner{'a': {id: "a"}, 'b': {id: "b"}}
 			desired := map[byte][]*v1alpha1.Endpoint{
@@ -319,9 +330,9 @@ func TestConflictSimpleCNAME(t *testing.T) {
 					results[o] = step(t, z, owners[o], desired[o])
 				}
 			}
-			expectLines(t, "records", z.records(), []string{"www.example.com CNAME 60 lb-a.example.net"})
-			expectConflicts(t, results['a'])
-			expectConflicts(t, results['b'], Conflict{DNSName: "www.example.com", RecordType: "CNAME", Field: FieldTargets, Ours: "lb-b.example.net", Published: "lb-a.example.net", WinnerOwner: "a"})
+			expectLines(t, "records", z.records(), []string{"www.example.com CNAME 60 " + target[w]})
+			expectConflicts(t, results[w])
+			expectConflicts(t, results[l], Conflict{DNSName: "www.example.com", RecordType: "CNAME", Field: FieldTargets, Ours: target[l], Published: target[w], WinnerOwner: string(w)})
 			for _, r := range results {
 				if !reflect.DeepEqual(r.Owners, []string{"a", "b"}) {
 					t.Fatalf("owners %v", r.Owners)
@@ -344,18 +355,19 @@ func TestMultiTargetCNAME(t *testing.T) {
 	expectLines(t, "records", z.records(), []string{"www.example.com CNAME 60 lb-b.example.net"})
 }
 
-// Case 4: one owner wants a simple A at a host, another a loadbalanced CNAME. The lowest owner's
-// kind is published; the other keeps only its claim and reports the record type.
+// Case 4: one owner wants a simple A at a host, another a loadbalanced CNAME. The kind published
+// first stays while its owner wants it, whichever owner ID is lower; the other keeps only its claim
+// and reports the record type. Once the winner leaves, the other's kind is published.
 func TestConflictAAndCNAME(t *testing.T) {
 	simple := eps(rec("app.example.com", "A", 60, "9.9.9.9"))
+	const appA, appCNAME = "app.example.com A 60 9.9.9.9", "app.example.com CNAME 300 klb.app.example.com"
 	for _, tc := range []struct {
 		name          string
 		simpleOwner   string
 		balancedOwner string
-		wantApp       string
 	}{
-		{"lower owner simple", "a", "b", "app.example.com A 60 9.9.9.9"},
-		{"lower owner loadbalanced", "b", "a", "app.example.com CNAME 300 klb.app.example.com"},
+		{"lower owner simple", "a", "b"},
+		{"lower owner loadbalanced", "b", "a"},
 	} {
 		for _, order := range []string{"simple first", "loadbalanced first"} {
 			t.Run(tc.name+", "+order, func(t *testing.T) {
@@ -364,8 +376,12 @@ func TestConflictAAndCNAME(t *testing.T) {
 				balanced := loadbalanced("IE", "aaaaaa-111111", "1.1.1.1", false)
 				first, second := s, l
 				firstWant, secondWant := simple, balanced
+				wantApp, wantAfter := appA, appCNAME
+				lost := Conflict{DNSName: "app.example.com", RecordType: "CNAME", Field: FieldType, Ours: "CNAME", Published: "A", WinnerOwner: s.id}
 				if order == "loadbalanced first" {
 					first, second, firstWant, secondWant = l, s, balanced, simple
+					wantApp, wantAfter = appCNAME, appA
+					lost = Conflict{DNSName: "app.example.com", RecordType: "A", Field: FieldType, Ours: "A", Published: "CNAME", WinnerOwner: l.id}
 				}
 				var res *Result
 				results := map[string]*Result{}
@@ -378,19 +394,13 @@ func TestConflictAAndCNAME(t *testing.T) {
 					t.Fatalf("still writing:\n%s", describeChanges(res.Changes))
 				}
 				got := z.records()
-				expectLines(t, "app", withPrefix(got, "app.example.com "), []string{tc.wantApp})
+				expectLines(t, "app", withPrefix(got, "app.example.com "), []string{wantApp})
 				if len(got) != 4 {
 					t.Fatalf("the loadbalanced tree beside app is not whole: %v", got)
 				}
-				if tc.simpleOwner == "a" {
-					expectConflicts(t, results["a"])
-					expectConflicts(t, results["b"], Conflict{DNSName: "app.example.com", RecordType: "CNAME", Field: FieldType, Ours: "CNAME", Published: "A", WinnerOwner: "a"})
-				} else {
-					expectConflicts(t, results["a"])
-					expectConflicts(t, results["b"], Conflict{DNSName: "app.example.com", RecordType: "A", Field: FieldType, Ours: "A", Published: "CNAME", WinnerOwner: "a"})
-				}
-				loser := results["b"]
-				for _, p := range loser.Published {
+				expectConflicts(t, results[first.id])
+				expectConflicts(t, results[second.id], lost)
+				for _, p := range results[second.id].Published {
 					if p.DNSName == "app.example.com" {
 						t.Fatalf("the loser lists %v as published", p)
 					}
@@ -400,12 +410,7 @@ func TestConflictAAndCNAME(t *testing.T) {
 					"b app.example.com " + map[bool]string{true: "CNAME ", false: "A "}[tc.simpleOwner == "a"],
 				})
 				// The winner leaves: the loser's kind is published, by the winner's last batch.
-				winner := map[string]*owner{s.id: s, l.id: l}["a"]
-				res = step(t, z, winner, nil)
-				wantAfter := "app.example.com CNAME 300 klb.app.example.com"
-				if tc.simpleOwner != "a" {
-					wantAfter = "app.example.com A 60 9.9.9.9"
-				}
+				step(t, z, first, nil)
 				expectLines(t, "app after the winner left", withPrefix(z.records(), "app.example.com "), []string{wantAfter})
 			})
 		}
@@ -679,5 +684,147 @@ func TestWeightedMembersShareOneTTL(t *testing.T) {
 	res = step(t, z, b, member("leaf-b", 60, "leaf-b.klb.app.example.com"))
 	if got := ttls(); len(res.Conflicts) != 0 || got["leaf-b"] != 60 || len(got) != 1 {
 		t.Fatalf("after the winner left: %v, conflicts %+v", got, res.Conflicts)
+	}
+}
+
+// The attack of issue 22: a newcomer with owner ID "000000" wants another target (and a huge TTL)
+// at a name whose CNAME another owner published. The published value stays while its owner wants
+// it; the newcomer keeps its claim, publishes nothing of its own there, and is told who won.
+func TestIncumbentKeepsTheName(t *testing.T) {
+	z := newZone()
+	victim, attacker := &owner{id: "team-a"}, &owner{id: "000000"}
+	good := eps(rec("www.example.com", "CNAME", 60, "lb.example.net"))
+	evil := eps(rec("www.example.com", "CNAME", 2147483647, "evil.example.net"))
+	step(t, z, victim, good)
+	for i := 0; i < 2; i++ {
+		res := step(t, z, attacker, evil)
+		expectConflicts(t, res,
+			Conflict{DNSName: "www.example.com", RecordType: "CNAME", Field: FieldTTL, Ours: "2147483647", Published: "60", WinnerOwner: "team-a"},
+			Conflict{DNSName: "www.example.com", RecordType: "CNAME", Field: FieldTargets, Ours: "evil.example.net", Published: "lb.example.net", WinnerOwner: "team-a"})
+		expectConflicts(t, step(t, z, victim, good))
+	}
+	expectLines(t, "records", z.records(), []string{"www.example.com CNAME 60 lb.example.net"})
+
+	// Nor does a CNAME from a lower owner take a name whose A is published.
+	z = newZone()
+	step(t, z, victim, eps(rec("app.example.com", "A", 60, "192.0.2.1")))
+	res := step(t, z, attacker, eps(rec("app.example.com", "CNAME", 60, "evil.example.net")))
+	expectConflicts(t, res, Conflict{DNSName: "app.example.com", RecordType: "CNAME", Field: FieldType, Ours: "CNAME", Published: "A", WinnerOwner: "team-a"})
+	expectConflicts(t, step(t, z, victim, eps(rec("app.example.com", "A", 60, "192.0.2.1"))))
+	expectLines(t, "records", withPrefix(z.records(), "app.example.com "), []string{"app.example.com A 60 192.0.2.1"})
+}
+
+// When the incumbent changes its wish or leaves, no one holds the published value any more: the
+// lowest remaining claimant's wish is published, whoever plans next.
+func TestIncumbentLeavesLowestRemainingWins(t *testing.T) {
+	z := newZone()
+	m, hi, lo := &owner{id: "m"}, &owner{id: "z"}, &owner{id: "000000"}
+	want := func(target string) []*v1alpha1.Endpoint { return eps(rec("www.example.com", "CNAME", 60, target)) }
+	step(t, z, m, want("m.example.net"))
+	step(t, z, hi, want("z.example.net"))
+	step(t, z, lo, want("lo.example.net"))
+	expectLines(t, "records", z.records(), []string{"www.example.com CNAME 60 m.example.net"})
+
+	// The incumbent changes its wish: it holds nothing published now, and the lowest wins.
+	step(t, z, m, want("m2.example.net"))
+	expectLines(t, "records after the incumbent changed its wish", z.records(), []string{"www.example.com CNAME 60 lo.example.net"})
+	// The new incumbent stays while it wants its value, the higher owners' wishes notwithstanding.
+	step(t, z, m, want("m2.example.net"))
+	step(t, z, hi, want("z.example.net"))
+	expectLines(t, "records", z.records(), []string{"www.example.com CNAME 60 lo.example.net"})
+
+	// The incumbent's record is deleted: its own last batch publishes the lowest remaining wish.
+	step(t, z, lo, nil)
+	expectLines(t, "records after the incumbent left", z.records(), []string{"www.example.com CNAME 60 m2.example.net"})
+	res := step(t, z, hi, want("z.example.net"))
+	expectConflicts(t, res, Conflict{DNSName: "www.example.com", RecordType: "CNAME", Field: FieldTargets, Ours: "z.example.net", Published: "m2.example.net", WinnerOwner: "m"})
+}
+
+// A CNAME whose targets are merged (one owner wants several) holds only its TTL: the incumbent
+// keeps it while the name stays merged. Where the incumbent changes to one target and every wish is
+// then for one, nobody wants the merged value exactly, so the lowest owner's target and TTL win,
+// and an owner that merges targets in again finds that owner the incumbent. Which TTL the end
+// holds depends on whether the change to one target or the join applied first, as when both plan
+// from one view (TestConcurrentPlanners, seed 1796220101474977902).
+func TestIncumbentMergedTargets(t *testing.T) {
+	for _, tc := range []struct {
+		order       string
+		changeFirst bool
+		end         string
+	}{
+		{"change first", true, "n0.example.com CNAME 60 lb1.example.net,lb2.example.net,lb3.example.net"},
+		{"join first", false, "n0.example.com CNAME 300 lb1.example.net,lb2.example.net,lb3.example.net"},
+	} {
+		t.Run(tc.order, func(t *testing.T) {
+			z := newZone()
+			o1, o2, o3 := &owner{id: "o1"}, &owner{id: "o2"}, &owner{id: "o3"}
+			want := func(ttl v1alpha1.TTL, targets ...string) []*v1alpha1.Endpoint {
+				return eps(rec("n0.example.com", "CNAME", ttl, targets...))
+			}
+			step(t, z, o3, want(300, "lb1.example.net", "lb2.example.net"))
+			step(t, z, o1, want(60, "lb2.example.net"))
+			expectLines(t, "records", z.records(), []string{"n0.example.com CNAME 300 lb1.example.net,lb2.example.net"})
+
+			wishes := map[*owner][]*v1alpha1.Endpoint{
+				o1: want(60, "lb2.example.net"),
+				o2: want(60, "lb1.example.net", "lb3.example.net"),
+				o3: want(300, "lb2.example.net"),
+			}
+			change := func() { step(t, z, o3, wishes[o3]) }
+			join := func() { step(t, z, o2, wishes[o2]) }
+			if tc.changeFirst {
+				change()
+				expectLines(t, "records after the incumbent changed to one target", z.records(), []string{"n0.example.com CNAME 60 lb2.example.net"})
+				join()
+			} else {
+				join()
+				change()
+			}
+			for _, o := range []*owner{o1, o2, o3} {
+				if res := step(t, z, o, wishes[o]); !res.Changes.Empty() {
+					t.Fatalf("%s still writes:\n%s", o.id, describeChanges(res.Changes))
+				}
+			}
+			expectLines(t, "records", z.records(), []string{tc.end})
+		})
+	}
+}
+
+// Two clusters, each planning for its own owner over the one zone (neither knows the other's
+// requests), reach the same winner in either order: the incumbent is read from the zone. The loser
+// names the winner, and neither writes once settled.
+func TestIncumbentTwoClustersAgree(t *testing.T) {
+	for _, order := range []string{"ab", "ba"} {
+		t.Run(order, func(t *testing.T) {
+			z := newZone()
+			owners := map[byte]*owner{'a': {id: "aaaaaa"}, 'b': {id: "000000"}}
+			target := map[byte]string{'a': "a.example.net", 'b': "b.example.net"}
+			w, l := order[0], order[1]
+			results := map[byte]*Result{}
+			for i := 0; i < 3; i++ {
+				for _, o := range []byte(order) {
+					results[o] = step(t, z, owners[o], eps(rec("www.example.com", "CNAME", 60, target[o])))
+					if i == 2 && !results[o].Changes.Empty() {
+						t.Fatalf("%s still writes:\n%s", owners[o].id, describeChanges(results[o].Changes))
+					}
+				}
+			}
+			expectLines(t, "records", z.records(), []string{"www.example.com CNAME 60 " + target[w]})
+			expectConflicts(t, results[w])
+			expectConflicts(t, results[l], Conflict{DNSName: "www.example.com", RecordType: "CNAME", Field: FieldTargets,
+				Ours: target[l], Published: target[w], WinnerOwner: owners[w].id})
+			// Both plans over one view of the zone agree on the winner.
+			view := z.endpoints()
+			for _, o := range []byte("ab") {
+				res, err := Plan(Input{OwnerID: owners[o].id, ZoneName: "example.com", Current: view, Previous: owners[o].published,
+					Desired: eps(rec("www.example.com", "CNAME", 60, target[o]))})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !res.Changes.Empty() || o == l && (len(res.Conflicts) != 1 || res.Conflicts[0].WinnerOwner != owners[w].id) {
+					t.Fatalf("%s over the shared view: conflicts %+v\n%s", owners[o].id, res.Conflicts, describeChanges(res.Changes))
+				}
+			}
+		})
 	}
 }

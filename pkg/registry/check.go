@@ -35,10 +35,10 @@ var ErrRefused = errors.New("ownership check refused the change")
 //   - Delete: one of the owners claimed the key and no claim is left on it after the batch (its
 //     last owner left), or it is a member of a set group only expired owners held, withdrawn by a
 //     party to the name while a live member stays (goneMember), or the key lost a record-type
-//     conflict seen by a party to the name: a
-//     claimed record of the other kind (CNAME vs. A/AAAA/NS) stays at the name, claimed by an owner
-//     no higher than every remaining claimant of the deleted record (the lowest claimant's kind
-//     wins). Losers keep their claims, so the deletion is visible and reversible.
+//     conflict seen by a party to the name: a claimed record of the other kind (CNAME vs.
+//     A/AAAA/NS) stays at the name and wins (otherKindWins: the kind a live owner already holds
+//     published stays; otherwise the lowest claimant's kind wins). Losers keep their claims, so the
+//     deletion is visible and reversible.
 //   - Require: every required set is in the zone with the required values.
 //
 // And no batch leaves a record without any claim, it would look like a human's record forever; a
@@ -377,19 +377,46 @@ func (g *gate) remainingAt(name string) []*v1alpha1.Endpoint {
 }
 
 // otherKindWins reports whether a claimed record of the other kind (CNAME vs. A/AAAA/NS) stays at
-// e's name, claimed by an owner no higher than lowest, the lowest remaining claimant of e: the plan's
-// rule for which kind a name publishes.
+// e's name and wins the plan's rule for which kind a name publishes over e, whose lowest remaining
+// claimant is lowest: the kind already published stays while a live owner that claimed it before
+// still wants it (the incumbent); where neither kind is held so, or both are, the lowest
+// claimant's kind wins. The gate knows an owner to be live when it is one of the batch's own (an
+// owner the plan counts gone, by a lease the gate is not told about, may still look live here), so
+// it holds the batch's owners to the rule exactly: their own published record goes only to an
+// incumbent of the other kind with a claimant no higher. A deletion for others' claims is let
+// through where the other kind is held or lowest.
 func (g *gate) otherKindWins(e *v1alpha1.Endpoint, lowest string) bool {
 	cname := e.RecordType == v1alpha1.RecordTypeCNAME
+	ours := false
+	if r := g.zone.records[e.Key()]; r != nil {
+		for _, c := range r.Claims {
+			ours = ours || g.owners[c.Owner] && !g.deleted[c.TXT.Key()]
+		}
+	}
 	for _, other := range g.remainingAt(e.Key().DNSName) {
 		if !slices.Contains(OwnedTypes, other.RecordType) || (other.RecordType == v1alpha1.RecordTypeCNAME) == cname {
 			continue
 		}
-		if owners := g.claimsAfter(other.Key()); len(owners) > 0 && owners[0] <= lowest {
+		owners := g.claimsAfter(other.Key())
+		if len(owners) == 0 {
+			continue
+		}
+		held := g.held(other.Key())
+		if held && (!ours || owners[0] <= lowest) || !ours && owners[0] <= lowest {
 			return true
 		}
 	}
 	return false
+}
+
+// held reports whether a record was published before the batch and stays, with a claim that was
+// in the zone before the batch and stays, of an owner not counted expired: an incumbent holds it.
+func (g *gate) held(key v1alpha1.EndpointKey) bool {
+	r := g.zone.records[key]
+	if r == nil || r.Endpoint == nil || g.deleted[key] {
+		return false
+	}
+	return slices.ContainsFunc(r.Claims, func(c *Claim) bool { return !g.deleted[c.TXT.Key()] && !g.expired[c.Owner] })
 }
 
 func (g *gate) existsAfter(key v1alpha1.EndpointKey) bool {
@@ -445,6 +472,11 @@ func (g *gate) goneMember(r *Record) bool {
 			if !g.expired[c.Owner] && !g.deleted[c.TXT.Key()] && (g.owners[c.Owner] || g.required[c.TXT.Key()]) {
 				return true
 			}
+		}
+		// Or the batch's owner claims the published member now (it joins the group as the gone
+		// owners leave it).
+		if slices.ContainsFunc(g.newClaims[m.Key], func(c *Claim) bool { return g.owners[c.Owner] }) {
+			return true
 		}
 	}
 	// Or a member the batch itself creates, with its owner's claim.

@@ -67,13 +67,15 @@ const (
 
 // Acceptance 8 of issue 10: two controllers, each a separate process with its own control plane,
 // share one Route 53 (emulator) zone. For the default-geo, TTL, CNAME-targets and A-versus-CNAME
-// conflicts, whichever side writes first, the loser is told within the pass that follows the
+// conflicts, the side that writes first wins (its value stays while it wants it, issue 22), whether
+// its owner ID is the lower or the higher; the loser is told within the pass that follows the
 // winner's write, its status says what is published (a lost shared wish is the Conflicted condition,
 // not Ready=False, and a policy whose targets are published stays Enforced), and nobody writes again.
 //
-// "The loser writes first" is made exact with the emulator's hold: the loser's change applies, its
-// next requests (the read that checks its write) wait until the winner's change has applied. That is
-// the interleaving of two clusters applying their manifests at the same moment.
+// "The higher owner ID writes first" is made exact with the emulator's hold: the winner's change
+// applies, its next requests (the read that checks its write) wait until the loser's change has
+// applied. That is the interleaving of two clusters applying their manifests at the same moment; the
+// lower owner ID planning while the winner's write is still being checked takes nothing.
 func TestTwoControllersConflictsEnd(t *testing.T) {
 	ctrllog.SetLogger(logr.Discard()) // the control planes' own logs; the controllers log to files
 	bin := buildController(t)
@@ -102,8 +104,8 @@ func TestTwoControllersConflictsEnd(t *testing.T) {
 	// each in its own namespaces with its own Secrets.
 	var wg sync.WaitGroup
 	for _, kind := range conflictKinds {
-		for _, loserFirst := range []bool{false, true} {
-			c := &conflictCase{kind: kind, loserFirst: loserFirst, emu: emu, url: url, clusters: clusters}
+		for _, higherFirst := range []bool{false, true} {
+			c := &conflictCase{kind: kind, higherFirst: higherFirst, emu: emu, url: url, clusters: clusters}
 			wg.Go(func() { t.Run(c.slug(), c.run) })
 		}
 	}
@@ -188,21 +190,21 @@ var conflictKinds = []conflictKind{
 // conflictCase is one kind and one order, in its own namespace of each cluster with its own provider
 // Secrets (each cluster its own access key), so the cases run at once without sharing a publish queue.
 type conflictCase struct {
-	kind       conflictKind
-	loserFirst bool
-	emu        *route53emu.Server
-	url        string
-	clusters   [2]*conflictCluster
-	// winner is the side (0 or 1) whose owner ID is lower: the plan publishes the wish of the
-	// claimant with the lowest owner ID (pkg/plan).
+	kind        conflictKind
+	higherFirst bool
+	emu         *route53emu.Server
+	url         string
+	clusters    [2]*conflictCluster
+	// winner is the side (0 or 1) that writes first: the plan keeps the value published while its
+	// owner wants it (pkg/plan), whichever owner ID is lower. higherFirst: that side's is the higher.
 	winner int
 	owners [2]string
 }
 
 func (c *conflictCase) slug() string {
-	order := "winner-first"
-	if c.loserFirst {
-		order = "loser-first"
+	order := "lower-first"
+	if c.higherFirst {
+		order = "higher-first"
 	}
 	return strings.ReplaceAll(c.kind.name, " ", "-") + "-" + order
 }
@@ -222,7 +224,7 @@ func (c *conflictCase) recordName() string {
 
 func (c *conflictCase) geoOf(side int) string { return []string{"IE", "US"}[side] }
 func (c *conflictCase) gatewayIP(side int) string {
-	return fmt.Sprintf("10.10.%d.%d", map[bool]int{false: 1, true: 2}[c.loserFirst], side+1)
+	return fmt.Sprintf("10.10.%d.%d", map[bool]int{false: 1, true: 2}[c.higherFirst], side+1)
 }
 
 // leaf is the A record name of one side's Gateway in the loadbalanced tree (DESIGN section 3).
@@ -239,8 +241,8 @@ func accessKeyOf(slug string, side int) string {
 func conflictKeys() []string {
 	var keys []string
 	for _, kind := range conflictKinds {
-		for _, loserFirst := range []bool{false, true} {
-			c := &conflictCase{kind: kind, loserFirst: loserFirst}
+		for _, higherFirst := range []bool{false, true} {
+			c := &conflictCase{kind: kind, higherFirst: higherFirst}
 			keys = append(keys, accessKeyOf(c.slug(), 0), accessKeyOf(c.slug(), 1), accessKeyOf(c.slug(), 9))
 		}
 	}
@@ -271,45 +273,42 @@ func (c *conflictCase) run(t *testing.T) {
 			c.owners[side] = hash.Base36(string(rec.UID), 8)
 		}
 	}
+	lower := 0
 	if c.owners[1] < c.owners[0] {
-		c.winner = 1
+		lower = 1
+	}
+	c.winner = lower
+	if c.higherFirst {
+		c.winner = 1 - lower
 	}
 	first, second := c.winnerSide(), c.loserSide()
-	if c.loserFirst {
-		first, second = second, first
-	}
-	t.Logf("%s: winner %s (%s), loser %s (%s); %s writes first", c.slug(), c.owners[c.winner], c.clusters[c.winner].name,
-		c.owners[c.loserSide()], c.clusters[c.loserSide()].name, c.clusters[first].name)
+	t.Logf("%s: winner %s (%s) writes first, loser %s (%s)", c.slug(), c.owners[c.winner], c.clusters[c.winner].name,
+		c.owners[c.loserSide()], c.clusters[c.loserSide()].name)
 
 	var hold *route53emu.Hold
-	if c.loserFirst {
-		hold = c.emu.HoldAfterChange(accessKeyOf(c.slug(), c.loserSide()))
+	if c.higherFirst {
+		hold = c.emu.HoldAfterChange(accessKeyOf(c.slug(), first))
 		defer hold.Release()
 	}
 	c.start(t, first)
-	firstWrote := c.waitForWrite(t, first, 60*time.Second)
-	if c.loserFirst {
+	c.waitForWrite(t, first, 60*time.Second)
+	if c.higherFirst {
 		select {
 		case <-hold.Holding():
 		case <-time.After(10 * time.Second):
-			t.Fatalf("the loser's change applied but the emulator's hold did not start")
+			t.Fatalf("the winner's change applied but the emulator's hold did not start")
 		}
 	} else {
 		// The winner is published and settled before the loser starts.
 		c.waitReady(t, first, metav1.ConditionTrue, 60*time.Second)
 	}
+	// The loser's first pass follows the winner's write: it is told in that pass.
+	from := time.Now()
 	c.start(t, second)
-	winnerWrote := firstWrote
-	if c.loserFirst {
+	if c.higherFirst {
 		c.waitForWrite(t, second, 60*time.Second)
-		winnerWrote = c.waitPublished(t, 30*time.Second)
+		c.waitPublished(t, 30*time.Second)
 		hold.Release()
-	}
-	// The loser's pass that follows the winner's write: the rest of its held pass (loser first), or
-	// its first pass (winner first, counted from when the loser started).
-	from := winnerWrote
-	if !c.loserFirst {
-		from = time.Now()
 	}
 	c.waitTold(t, from)
 
@@ -405,8 +404,8 @@ func (c *conflictCase) recordWrites(side int) int {
 	return n
 }
 
-// waitForWrite waits for one side's first change to the zone and returns when it was seen.
-func (c *conflictCase) waitForWrite(t *testing.T, side int, timeout time.Duration) time.Time {
+// waitForWrite waits for one side's first change to the zone.
+func (c *conflictCase) waitForWrite(t *testing.T, side int, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for c.writes(side) == 0 {
@@ -416,7 +415,6 @@ func (c *conflictCase) waitForWrite(t *testing.T, side int, timeout time.Duratio
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	return time.Now()
 }
 
 func (c *conflictCase) waitReady(t *testing.T, side int, status metav1.ConditionStatus, timeout time.Duration) {
@@ -439,7 +437,7 @@ func (c *conflictCase) waitReady(t *testing.T, side int, status metav1.Condition
 func (c *conflictCase) waitTold(t *testing.T, from time.Time) {
 	t.Helper()
 	loser := c.loserSide()
-	since := map[bool]string{true: "the winner's write", false: "the loser started"}[c.loserFirst]
+	const since = "the loser started"
 	deadline := from.Add(45 * time.Second)
 	readyTold := false
 	for {
@@ -470,9 +468,8 @@ func (c *conflictCase) waitTold(t *testing.T, from time.Time) {
 	}
 }
 
-// waitPublished waits until the zone holds the winner's value beside both owners' own records, and
-// returns when it was seen.
-func (c *conflictCase) waitPublished(t *testing.T, timeout time.Duration) time.Time {
+// waitPublished waits until the zone holds the winner's value beside both owners' own records.
+func (c *conflictCase) waitPublished(t *testing.T, timeout time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -481,7 +478,7 @@ func (c *conflictCase) waitPublished(t *testing.T, timeout time.Duration) time.T
 		if err != nil {
 			msg = err.Error()
 		} else if msg = c.kind.published(c, zone); msg == "" {
-			return time.Now()
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%s: within %s the zone did not come to hold the winner's value with both owners' own records:\n%s\nemulator:\n  %s\n%s: %s\n%s: %s",

@@ -46,8 +46,8 @@ const (
 
 // Acceptance 2 and 3 of issue 12, on the Route 53 and the Cloud DNS emulator: three control planes,
 // each with the controller as its own process, share one zone with an owner written as Kuadrant
-// writes (no lease). The owner of the lowest ID, whose TTL wins, runs in the cluster whose
-// controller is killed with SIGKILL. Its target leaves the zone and the answers of a DNS server
+// writes (no lease), published first with the TTL the owner of the lowest ID wants, which wins; that
+// owner runs in the cluster whose controller is killed with SIGKILL. Its target leaves the zone and the answers of a DNS server
 // serving the zone within its lease and one re-check; the survivors' targets never do, their TTL
 // takes over and their Conflicted conditions clear; the Kuadrant owner's target stays; afterwards
 // the survivors write only their renewals; restarting the killed controller brings its target back.
@@ -106,8 +106,10 @@ func cloudDNSCloud(t *testing.T) leaseCloud {
 func deadClusterLeaves(t *testing.T, bin string, cloud leaseCloud) {
 	reader := leaseReader(t, cloud)
 
-	// The Kuadrant owner was there first.
-	kuadrant := v1alpha1.NewEndpoint(leaseHost, v1alpha1.RecordTypeA, 60, "10.9.9.9")
+	// The Kuadrant owner was there first, with the TTL the dead owner will want: its claim, which does
+	// not say what it wants, holds that TTL until the dead owner's claim, which says so, explains it
+	// (pkg/plan: incumbency); once that owner is gone the TTL is free and the survivors' takes over.
+	kuadrant := v1alpha1.NewEndpoint(leaseHost, v1alpha1.RecordTypeA, 30, "10.9.9.9")
 	reader.apply(t, &providers.Changes{Create: []*v1alpha1.Endpoint{kuadrant, kuadrantClaim("k-kuadrant", kuadrant)}})
 
 	owners := []string{"a-dies", "b-lives", "c-lives"}

@@ -452,6 +452,69 @@ func TestTenancyOwnersAndReach(t *testing.T) {
 	t.Cleanup(inside.Close)
 	insideAddr := netip.MustParseAddrPort(strings.TrimPrefix(inside.URL, "http://"))
 
+	// A zone two teams share through a backend whose Secret holds no credential: the team that
+	// published first keeps its value; a lower owner ID chosen later takes nothing.
+	t.Run("chosen owner ID takes nothing", func(t *testing.T) {
+		for _, ns := range []string{"team-a", "team-c"} {
+			if err := e.teams[ns].Create(ctx, &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"},
+				Type:       v1alpha1.SecretTypeInMemory,
+				StringData: map[string]string{v1alpha1.InMemInitZonesKey: "shared.example.com"},
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		host := "app.shared.example.com"
+		good := &v1alpha1.DNSRecord{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app"},
+			Spec: v1alpha1.DNSRecordSpec{RootHost: host, ProviderRef: &v1alpha1.ProviderRef{Name: "shared"},
+				Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(host, "CNAME", 60, "good.example.net")}},
+		}
+		if err := e.teams["team-a"].Create(ctx, good); err != nil {
+			t.Fatal(err)
+		}
+		e.waitCondition(t, e.teams["team-a"], good, string(v1alpha1.ConditionTypeReady), "True")
+		before := e.snapshot(t, "team-a")
+		evil := &v1alpha1.DNSRecord{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-c", Name: "app"},
+			Spec: v1alpha1.DNSRecordSpec{RootHost: host, OwnerID: "000000", ProviderRef: &v1alpha1.ProviderRef{Name: "shared"},
+				Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(host, "CNAME", 60, "evil.example.net")}},
+		}
+		if err := e.teams["team-c"].Create(ctx, evil); err != nil {
+			t.Fatal(err)
+		}
+		e.waitCondition(t, e.teams["team-c"], evil, string(v1alpha1.ConditionTypeConflicted), "True", "good.example.net")
+		e.unchanged(t, "team-a", before)
+
+		// Borrowing team-a's owner ID: refused, and deleting the borrower withdraws nothing.
+		var cur v1alpha1.DNSRecord
+		if err := e.cp.c.Get(ctx, client.ObjectKeyFromObject(good), &cur); err != nil {
+			t.Fatal(err)
+		}
+		if cur.Status.OwnerID == "" {
+			t.Fatal("team-a's record has no owner ID in its status")
+		}
+		borrow := &v1alpha1.DNSRecord{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-c", Name: "borrow"},
+			Spec: v1alpha1.DNSRecordSpec{RootHost: host, OwnerID: cur.Status.OwnerID, ProviderRef: &v1alpha1.ProviderRef{Name: "shared"},
+				Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(host, "CNAME", 60, "good.example.net")}},
+		}
+		if err := e.teams["team-c"].Create(ctx, borrow); err != nil {
+			t.Fatal(err)
+		}
+		e.waitCondition(t, e.teams["team-c"], borrow, string(v1alpha1.ConditionTypeReady), "False", "OwnerIDInUse", "team-a")
+		if err := e.teams["team-c"].Delete(ctx, borrow); err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, 30*time.Second, func() string {
+			if err := e.cp.c.Get(ctx, client.ObjectKeyFromObject(borrow), &v1alpha1.DNSRecord{}); err == nil {
+				return "the borrower is not gone yet"
+			}
+			return ""
+		})
+		e.unchanged(t, "team-a", before)
+	})
+
 	// The caps every record has: a TTL over a day is refused whatever the backend.
 	t.Run("TTL cap", func(t *testing.T) {
 		rec := e.authoritative(t, "team-b", demoZone, "ttl.b."+demoZone, v1alpha1.NewEndpoint("ttl.b."+demoZone, "A", 2147483647, evilAddr))

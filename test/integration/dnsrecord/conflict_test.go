@@ -21,8 +21,8 @@ func keyOf(cl *cluster, name string) client.ObjectKey {
 	return client.ObjectKey{Namespace: cl.ns, Name: name}
 }
 
-// ownedRecord creates a record with an explicit owner ID, so the winner of a conflict (the lowest
-// owner ID) is known to the test.
+// ownedRecord creates a record with an explicit owner ID, so the test can name the winner of a
+// conflict in the loser's status.
 func (cl *cluster) ownedRecord(t *testing.T, owner, host string, eps ...*v1alpha1.Endpoint) {
 	t.Helper()
 	r := &v1alpha1.DNSRecord{
@@ -40,19 +40,20 @@ func (cl *cluster) ownedRecord(t *testing.T, owner, host string, eps ...*v1alpha
 type conflictCase struct {
 	name   string
 	host   string
-	winner []*v1alpha1.Endpoint // owner-a's (the lowest owner ID) endpoints
-	loser  []*v1alpha1.Endpoint // owner-b's
+	winner []*v1alpha1.Endpoint // owner-b's, published first (the incumbent)
+	loser  []*v1alpha1.Endpoint // owner-a's, the lower owner ID, joining later
 	field  string               // what the loser reports
 	// loserReady is the loser's Ready status: True when every record key it wants is published
 	// (with the winner's value for the shared thing), False when one is not there at all.
 	loserReady metav1.ConditionStatus
 	published  []string // the zone's records while both are present
-	after      []string // the zone's records once owner-a left
+	after      []string // the zone's records once the winner left
 }
 
-// Each conflict converges to the lowest owner's value, both owners stop writing, the loser says so
-// (Conflicted=True naming the field and the winner; Ready says whether its records are published),
-// and the loser's value takes over when the winner leaves.
+// Each conflict converges to the value published first, though the owner joining later has the
+// lower owner ID (incumbency: a chosen ID such as 000000 takes nothing), both owners stop writing,
+// the loser says so (Conflicted=True naming the field and the winner; Ready says whether its
+// records are published), and the loser's value takes over when the winner leaves.
 func TestConflictsEnd(t *testing.T) {
 	const z = "conflict.example.com"
 	host := func(s string) string { return s + "." + z }
@@ -131,10 +132,15 @@ func TestConflictsEnd(t *testing.T) {
 			for _, cl := range cls {
 				cl.secret(t, z)
 			}
-			// The loser starts first: the winner must take over a zone the loser already wrote.
-			cls[1].ownedRecord(t, "owner-b", tc.host, tc.loser...)
-			time.Sleep(300 * time.Millisecond)
-			cls[0].ownedRecord(t, "owner-a", tc.host, tc.winner...)
+			// The winner publishes first; the loser, with the lower owner ID, joins once it has.
+			cls[0].ownedRecord(t, "owner-b", tc.host, tc.winner...)
+			eventually(t, 30*time.Second, func() string {
+				if w := ready(cls[0].get(t, "web")); w == nil || w.Status != metav1.ConditionTrue {
+					return fmt.Sprintf("winner Ready %v", w)
+				}
+				return ""
+			})
+			cls[1].ownedRecord(t, "owner-a", tc.host, tc.loser...)
 
 			// The loser learns it lost when its view of the zone is refreshed (publish MaxAge, 10 s).
 			eventually(t, 30*time.Second, func() string {
@@ -162,11 +168,11 @@ func TestConflictsEnd(t *testing.T) {
 			})
 			loser := cls[1].get(t, "web")
 			msg := conflicted(loser).Message
-			if !strings.HasPrefix(msg, "Another owner's value is published: ") || !strings.Contains(msg, "from owner owner-a") || !strings.Contains(msg, ": "+tc.field+" wants ") {
+			if !strings.HasPrefix(msg, "Another owner's value is published: ") || !strings.Contains(msg, "from owner owner-b") || !strings.Contains(msg, ": "+tc.field+" wants ") {
 				t.Errorf("loser's Conflicted condition must name the winning owner and the field %q: %s", tc.field, msg)
 			}
 			if tc.loserReady == metav1.ConditionFalse {
-				if m := ready(loser).Message; !strings.Contains(m, tc.host+" CNAME") || !strings.Contains(m, "from owner owner-a") {
+				if m := ready(loser).Message; !strings.Contains(m, tc.host+" CNAME") || !strings.Contains(m, "from owner owner-b") {
 					t.Errorf("loser's Ready must name the record that is not published and the winner: %s", m)
 				}
 			}
