@@ -563,49 +563,41 @@ func (p *Prober) firstDelay(interval time.Duration) time.Duration {
 	return rand.N(spread)
 }
 
-// tenantQueue is a min-heap of tenants by their first entry's next check; every tenant in it has
-// one.
-type tenantQueue []*tenant
+// dueHeap is a min-heap by next check (container/heap) of items that keep their place in it
+// (-1 outside it), so a changed or removed item is fixed or removed where it is.
+type dueHeap[T interface {
+	dueAt() time.Time
+	place() *int
+}] []T
 
-func (q tenantQueue) Len() int           { return len(q) }
-func (q tenantQueue) Less(i, j int) bool { return q[i].queue[0].next.Before(q[j].queue[0].next) }
-func (q tenantQueue) Swap(i, j int) {
+func (q dueHeap[T]) Len() int           { return len(q) }
+func (q dueHeap[T]) Less(i, j int) bool { return q[i].dueAt().Before(q[j].dueAt()) }
+func (q dueHeap[T]) Swap(i, j int) {
 	q[i], q[j] = q[j], q[i]
-	q[i].index, q[j].index = i, j
+	*q[i].place(), *q[j].place() = i, j
 }
-func (q *tenantQueue) Push(x any) {
-	t := x.(*tenant)
-	t.index = len(*q)
-	*q = append(*q, t)
+func (q *dueHeap[T]) Push(x any) {
+	it := x.(T)
+	*it.place() = len(*q)
+	*q = append(*q, it)
 }
-func (q *tenantQueue) Pop() any {
+func (q *dueHeap[T]) Pop() any {
 	old := *q
-	t := old[len(old)-1]
-	old[len(old)-1] = nil
+	it := old[len(old)-1]
+	var none T
+	old[len(old)-1] = none
 	*q = old[:len(old)-1]
-	t.index = -1
-	return t
+	*it.place() = -1
+	return it
 }
 
-// dueQueue is a min-heap of entries by next check.
-type dueQueue []*entry
+// tenantQueue holds the tenants with a check queued, by their first entry's next check.
+type tenantQueue = dueHeap[*tenant]
 
-func (q dueQueue) Len() int           { return len(q) }
-func (q dueQueue) Less(i, j int) bool { return q[i].next.Before(q[j].next) }
-func (q dueQueue) Swap(i, j int) {
-	q[i], q[j] = q[j], q[i]
-	q[i].index, q[j].index = i, j
-}
-func (q *dueQueue) Push(x any) {
-	e := x.(*entry)
-	e.index = len(*q)
-	*q = append(*q, e)
-}
-func (q *dueQueue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	old[len(old)-1] = nil
-	*q = old[:len(old)-1]
-	e.index = -1
-	return e
-}
+// dueQueue holds a tenant's entries by next check.
+type dueQueue = dueHeap[*entry]
+
+func (t *tenant) dueAt() time.Time { return t.queue[0].next }
+func (t *tenant) place() *int      { return &t.index }
+func (e *entry) dueAt() time.Time  { return e.next }
+func (e *entry) place() *int       { return &e.index }

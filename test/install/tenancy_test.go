@@ -28,6 +28,7 @@ import (
 	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,32 +85,39 @@ func startTenancy(t *testing.T) *tenancy {
 	return e
 }
 
+// secret creates, as the team, a Secret of the type with the data (kept if it exists).
+func (e *tenancy) secret(t *testing.T, ns, name string, typ corev1.SecretType, data map[string]string) {
+	t.Helper()
+	err := e.teams[ns].Create(context.Background(), &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Type: typ, StringData: data,
+	})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+}
+
+// record creates, as the team, a DNSRecord publishing the endpoints under rootHost through the
+// provider Secret named provider, with the owner ID given (empty: the computed one).
+func (e *tenancy) record(t *testing.T, ns, name, rootHost, ownerID, provider string, eps ...*v1alpha1.Endpoint) *v1alpha1.DNSRecord {
+	t.Helper()
+	rec := &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.DNSRecordSpec{RootHost: rootHost, OwnerID: ownerID,
+			ProviderRef: &v1alpha1.ProviderRef{Name: provider}, Endpoints: eps},
+	}
+	if err := e.teams[ns].Create(context.Background(), rec); err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
 // publish creates, as the team, a kuadrant.io/coredns provider Secret for the zone and a DNSRecord
 // that uses it, and waits for the record to be Ready.
 func (e *tenancy) publish(t *testing.T, ns, rootHost string, eps ...*v1alpha1.Endpoint) *v1alpha1.DNSRecord {
 	t.Helper()
-	c := e.teams[ns]
-	ctx := context.Background()
-	secret := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "zone"},
-		Type:       v1alpha1.SecretTypeCoreDNS,
-		StringData: map[string]string{v1alpha1.CoreDNSZonesKey: demoZone},
-	}
-	if err := c.Create(ctx, secret); err != nil && !strings.Contains(err.Error(), "already exists") {
-		t.Fatal(err)
-	}
-	rec := &v1alpha1.DNSRecord{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rec-" + hash.Base36(rootHost, 8)},
-		Spec: v1alpha1.DNSRecordSpec{
-			RootHost:    rootHost,
-			ProviderRef: &v1alpha1.ProviderRef{Name: "zone"},
-			Endpoints:   eps,
-		},
-	}
-	if err := c.Create(ctx, rec); err != nil {
-		t.Fatal(err)
-	}
-	e.waitCondition(t, c, rec, string(v1alpha1.ConditionTypeReady), "True")
+	e.secret(t, ns, "zone", v1alpha1.SecretTypeCoreDNS, map[string]string{v1alpha1.CoreDNSZonesKey: demoZone})
+	rec := e.record(t, ns, "rec-"+hash.Base36(rootHost, 8), rootHost, "", "zone", eps...)
+	e.waitCondition(t, e.teams[ns], rec, string(v1alpha1.ConditionTypeReady), "True")
 	return rec
 }
 
@@ -268,13 +276,7 @@ func TestTenancyEmbeddedZones(t *testing.T) {
 	// its record says which grant is missing.
 	t.Run("own Secret does not entitle", func(t *testing.T) {
 		before := e.snapshot(t, "team-a")
-		if err := e.teams["team-c"].Create(context.Background(), &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "team-c", Name: "zone"},
-			Type:       v1alpha1.SecretTypeCoreDNS,
-			StringData: map[string]string{v1alpha1.CoreDNSZonesKey: demoZone},
-		}); err != nil {
-			t.Fatal(err)
-		}
+		e.secret(t, "team-c", "zone", v1alpha1.SecretTypeCoreDNS, map[string]string{v1alpha1.CoreDNSZonesKey: demoZone})
 		rec := e.authoritative(t, "team-c", demoZone, demoZone,
 			v1alpha1.NewEndpoint(app, "A", 60, evilAddr), v1alpha1.NewEndpoint("c."+demoZone, "A", 60, evilAddr))
 		e.waitCondition(t, e.teams["team-c"], rec, "Served", "False", "NotGranted", "team-c", app)
@@ -456,33 +458,13 @@ func TestTenancyOwnersAndReach(t *testing.T) {
 	// published first keeps its value; a lower owner ID chosen later takes nothing.
 	t.Run("chosen owner ID takes nothing", func(t *testing.T) {
 		for _, ns := range []string{"team-a", "team-c"} {
-			if err := e.teams[ns].Create(ctx, &corev1.Secret{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shared"},
-				Type:       v1alpha1.SecretTypeInMemory,
-				StringData: map[string]string{v1alpha1.InMemInitZonesKey: "shared.example.com"},
-			}); err != nil {
-				t.Fatal(err)
-			}
+			e.secret(t, ns, "shared", v1alpha1.SecretTypeInMemory, map[string]string{v1alpha1.InMemInitZonesKey: "shared.example.com"})
 		}
 		host := "app.shared.example.com"
-		good := &v1alpha1.DNSRecord{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "app"},
-			Spec: v1alpha1.DNSRecordSpec{RootHost: host, ProviderRef: &v1alpha1.ProviderRef{Name: "shared"},
-				Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(host, "CNAME", 60, "good.example.net")}},
-		}
-		if err := e.teams["team-a"].Create(ctx, good); err != nil {
-			t.Fatal(err)
-		}
+		good := e.record(t, "team-a", "app", host, "", "shared", v1alpha1.NewEndpoint(host, "CNAME", 60, "good.example.net"))
 		e.waitCondition(t, e.teams["team-a"], good, string(v1alpha1.ConditionTypeReady), "True")
 		before := e.snapshot(t, "team-a")
-		evil := &v1alpha1.DNSRecord{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "team-c", Name: "app"},
-			Spec: v1alpha1.DNSRecordSpec{RootHost: host, OwnerID: "000000", ProviderRef: &v1alpha1.ProviderRef{Name: "shared"},
-				Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(host, "CNAME", 60, "evil.example.net")}},
-		}
-		if err := e.teams["team-c"].Create(ctx, evil); err != nil {
-			t.Fatal(err)
-		}
+		evil := e.record(t, "team-c", "app", host, "000000", "shared", v1alpha1.NewEndpoint(host, "CNAME", 60, "evil.example.net"))
 		e.waitCondition(t, e.teams["team-c"], evil, string(v1alpha1.ConditionTypeConflicted), "True", "good.example.net")
 		e.unchanged(t, "team-a", before)
 
@@ -494,14 +476,7 @@ func TestTenancyOwnersAndReach(t *testing.T) {
 		if cur.Status.OwnerID == "" {
 			t.Fatal("team-a's record has no owner ID in its status")
 		}
-		borrow := &v1alpha1.DNSRecord{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "team-c", Name: "borrow"},
-			Spec: v1alpha1.DNSRecordSpec{RootHost: host, OwnerID: cur.Status.OwnerID, ProviderRef: &v1alpha1.ProviderRef{Name: "shared"},
-				Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(host, "CNAME", 60, "good.example.net")}},
-		}
-		if err := e.teams["team-c"].Create(ctx, borrow); err != nil {
-			t.Fatal(err)
-		}
+		borrow := e.record(t, "team-c", "borrow", host, cur.Status.OwnerID, "shared", v1alpha1.NewEndpoint(host, "CNAME", 60, "good.example.net"))
 		e.waitCondition(t, e.teams["team-c"], borrow, string(v1alpha1.ConditionTypeReady), "False", "OwnerIDInUse", "team-a")
 		if err := e.teams["team-c"].Delete(ctx, borrow); err != nil {
 			t.Fatal(err)
@@ -560,13 +535,7 @@ func TestTenancyOwnersAndReach(t *testing.T) {
 
 	// Headers come only from Opaque Secrets: a provider Secret's credentials are not sent.
 	t.Run("probe headers only from Opaque Secrets", func(t *testing.T) {
-		if err := e.teams["team-b"].Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "creds"},
-			Type:       v1alpha1.SecretTypeAWS,
-			StringData: map[string]string{v1alpha1.AWSAccessKeyIDKey: "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret"},
-		}); err != nil {
-			t.Fatal(err)
-		}
+		e.secret(t, "team-b", "creds", v1alpha1.SecretTypeAWS, map[string]string{v1alpha1.AWSAccessKeyIDKey: "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret"})
 		probe := &v1alpha1.DNSHealthCheckProbe{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "headers"},
 			Spec: v1alpha1.DNSHealthCheckProbeSpec{
@@ -592,23 +561,10 @@ func TestTenancyOwnersAndReach(t *testing.T) {
 	// A provider Secret's ENDPOINT_URL (a test hook) is not honoured: the SDK is never pointed at
 	// an address a team chose.
 	t.Run("provider endpoint override refused", func(t *testing.T) {
-		if err := e.teams["team-b"].Create(ctx, &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "aws"},
-			Type:       v1alpha1.SecretTypeAWS,
-			StringData: map[string]string{v1alpha1.AWSAccessKeyIDKey: "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret",
-				v1alpha1.EndpointOverrideKey: inside.URL},
-		}); err != nil {
-			t.Fatal(err)
-		}
+		e.secret(t, "team-b", "aws", v1alpha1.SecretTypeAWS, map[string]string{v1alpha1.AWSAccessKeyIDKey: "AKIDEXAMPLE", "AWS_SECRET_ACCESS_KEY": "secret",
+			v1alpha1.EndpointOverrideKey: inside.URL})
 		host := "www.example.org"
-		rec := &v1alpha1.DNSRecord{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "aws"},
-			Spec: v1alpha1.DNSRecordSpec{RootHost: host, ProviderRef: &v1alpha1.ProviderRef{Name: "aws"},
-				Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint(host, "A", 60, "192.0.2.1")}},
-		}
-		if err := e.teams["team-b"].Create(ctx, rec); err != nil {
-			t.Fatal(err)
-		}
+		rec := e.record(t, "team-b", "aws", host, "", "aws", v1alpha1.NewEndpoint(host, "A", 60, "192.0.2.1"))
 		e.waitCondition(t, e.teams["team-b"], rec, string(v1alpha1.ConditionTypeReady), "False", "--allow-provider-endpoint-override")
 		if n := hits.Load(); n != 0 {
 			t.Errorf("the loopback server got %d requests", n)
