@@ -96,10 +96,12 @@ FUZZ_TARGETS = FuzzHandler:./pkg/dnsserver FuzzZone:./pkg/dnsserver FuzzGlue:./p
 fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.
 	@# Go's fuzzing engine can end a run with "context deadline exceeded" and no failing input when
 	@# -fuzztime runs out during an execution on a loaded machine; such a run is tried once more. A
-	@# real failure writes its input under testdata and fails as it should.
+	@# real failure writes its input under testdata and fails as it should. The shell runs with -e
+	@# (.SHELLFLAGS), so the run's status is taken with || rc=: a bare failing assignment would end the
+	@# loop before the output is shown or the run tried again.
 	@for t in $(FUZZ_TARGETS); do \
 	  echo "fuzz $${t%%:*} ($${t#*:}, $(FUZZTIME))"; \
-	  out=$$(go test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) "$${t#*:}" 2>&1); rc=$$?; echo "$$out"; \
+	  rc=0; out=$$(go test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) "$${t#*:}" 2>&1) || rc=$$?; echo "$$out"; \
 	  if [ $$rc -ne 0 ] && echo "$$out" | grep -q 'context deadline exceeded' && ! echo "$$out" | grep -q 'Failing input written'; then \
 	    echo "fuzz $${t%%:*}: the engine's deadline, no failing input: once more"; \
 	    go test -run '^$$' -fuzz "^$${t%%:*}$$" -fuzztime $(FUZZTIME) "$${t#*:}" || exit 1; \
