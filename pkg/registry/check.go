@@ -378,13 +378,14 @@ func (g *gate) remainingAt(name string) []*v1alpha1.Endpoint {
 
 // otherKindWins reports whether a claimed record of the other kind (CNAME vs. A/AAAA/NS) stays at
 // e's name and wins the plan's rule for which kind a name publishes over e, whose lowest remaining
-// claimant is lowest: the kind already published stays while a live owner that claimed it before
-// still wants it (the incumbent); where neither kind is held so, or both are, the lowest
-// claimant's kind wins. The gate knows an owner to be live when it is one of the batch's own (an
-// owner the plan counts gone, by a lease the gate is not told about, may still look live here), so
-// it holds the batch's owners to the rule exactly: their own published record goes only to an
-// incumbent of the other kind with a claimant no higher. A deletion for others' claims is let
-// through where the other kind is held or lowest.
+// claimant is lowest: the kind already published stays while a live owner that claimed one of its
+// records before still wants it (the incumbent); where neither kind is held so, or both are, the
+// kind of the lowest claimant wins. The gate knows an owner to be live when it is one of the
+// batch's own or not counted expired (an owner the plan counts gone, by a lease the gate is not told
+// about, may still look live here), so it holds the batch's owners to the rule exactly where their
+// own claim stays on e: e goes only to a held other kind where e's kind is not held, or to a claimant
+// no higher where both or neither are. A deletion for others' claims is let through where the other
+// kind is held or lowest.
 func (g *gate) otherKindWins(e *v1alpha1.Endpoint, lowest string) bool {
 	cname := e.RecordType == v1alpha1.RecordTypeCNAME
 	ours := false
@@ -393,6 +394,7 @@ func (g *gate) otherKindWins(e *v1alpha1.Endpoint, lowest string) bool {
 			ours = ours || g.owners[c.Owner] && !g.deleted[c.TXT.Key()]
 		}
 	}
+	otherHeld, otherLower := false, false
 	for _, other := range g.remainingAt(e.Key().DNSName) {
 		if !slices.Contains(OwnedTypes, other.RecordType) || (other.RecordType == v1alpha1.RecordTypeCNAME) == cname {
 			continue
@@ -401,19 +403,30 @@ func (g *gate) otherKindWins(e *v1alpha1.Endpoint, lowest string) bool {
 		if len(owners) == 0 {
 			continue
 		}
-		held := g.held(other.Key())
-		if held && (!ours || owners[0] <= lowest) || !ours && owners[0] <= lowest {
-			return true
+		otherHeld = otherHeld || g.held(other.Key(), false)
+		otherLower = otherLower || owners[0] <= lowest
+	}
+	if !ours {
+		return otherHeld || otherLower
+	}
+	ownHeld := false
+	for _, r := range g.zone.byName[e.Key().DNSName] {
+		if slices.Contains(OwnedTypes, r.Key.RecordType) && (r.Key.RecordType == v1alpha1.RecordTypeCNAME) == cname {
+			ownHeld = ownHeld || g.held(r.Key, true)
 		}
 	}
-	return false
+	if otherHeld != ownHeld {
+		return otherHeld
+	}
+	return otherLower
 }
 
-// held reports whether a record was published before the batch and stays, with a claim that was
-// in the zone before the batch and stays, of an owner not counted expired: an incumbent holds it.
-func (g *gate) held(key v1alpha1.EndpointKey) bool {
+// held reports whether a record was published before the batch and stays (or, with deleting,
+// whether or not the batch deletes it: held when the plan chose), with a claim that was in the zone before the batch and stays, of an owner
+// not counted expired: an incumbent holds it.
+func (g *gate) held(key v1alpha1.EndpointKey, deleting bool) bool {
 	r := g.zone.records[key]
-	if r == nil || r.Endpoint == nil || g.deleted[key] {
+	if r == nil || r.Endpoint == nil || g.deleted[key] && !deleting {
 		return false
 	}
 	return slices.ContainsFunc(r.Claims, func(c *Claim) bool { return !g.deleted[c.TXT.Key()] && !g.expired[c.Owner] })

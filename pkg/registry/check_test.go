@@ -177,6 +177,15 @@ func TestCheckIncumbentKind(t *testing.T) {
 	if err := both.Check([]string{"000000"}, nil, &batch.Changes{Delete: []*v1alpha1.Endpoint{cname}}); err == nil {
 		t.Fatal("000000 deleted its CNAME, which is held and lowest, for b's A")
 	}
+	// Both kinds held, and the lowest claimant at the name is a gone owner's record of b's kind
+	// beside b's (a zone written around us, as FuzzPlan found): the plan lets that kind win, and
+	// the newcomer's held CNAME goes in its own batch.
+	aaaa := ep("x.example.com", "AAAA", "2001:db8::1")
+	goneTXT := mustTXT(t, "0", aaaa)
+	withGone := Read([]*v1alpha1.Endpoint{a, bTXT, cname, lowTXT, aaaa, goneTXT})
+	if err := withGone.Check([]string{"000000"}, []string{"0"}, &batch.Changes{Delete: []*v1alpha1.Endpoint{cname}}); err != nil {
+		t.Fatalf("000000's held CNAME beside a held A and a gone lower owner's AAAA: %v", err)
+	}
 }
 
 // An owner-named record (its name carries its owner's hash) is created, changed and deleted by its
