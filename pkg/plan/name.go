@@ -70,12 +70,13 @@ func (s *slot) candidate() bool {
 }
 
 // kindAt decides the kind (CNAME, or everything else) published at a name, and the owner reported
-// as its winner: the lowest eligible claimant of that kind. The kind already published stays while
-// a live owner that claimed one of its records before this plan still wants that record (the
-// incumbent): a newcomer cannot take a name by choosing a low owner ID. Where no kind has an
-// incumbent (nothing published yet, its owners left or expired), or both do (a zone written around
-// us), the kind of the lowest eligible claimant wins. Every owner reads the same zone, so all pick
-// the same.
+// as its winner: the first eligible claimant of that kind, live owners before gone ones, each in
+// owner order (before). The kind already published stays while a live owner that claimed one of its
+// records before this plan still wants that record (the incumbent): a newcomer cannot take a name by
+// choosing a low owner ID. Where no kind has an incumbent (nothing published yet, its owners left or
+// expired), or both do (a zone written around us), the kind of the first claimant wins: a gone
+// owner's record never decides over a live owner's, so withdrawing gone owners (withdrawGoneMembers)
+// cannot change the kind. Every owner reads the same zone, so all pick the same.
 func kindAt(slots []*slot) (winner string, cname bool) {
 	held := map[bool]bool{}
 	for _, s := range slots {
@@ -83,11 +84,14 @@ func kindAt(slots []*slot) (winner string, cname bool) {
 			held[s.cname()] = true
 		}
 	}
+	var first claimant
 	for _, s := range slots {
-		if s.candidate() && (len(held) != 1 || held[s.cname()]) && (winner == "" || s.eligible[0].owner < winner) {
-			winner = s.eligible[0].owner
+		// eligible holds gone owners only where no live owner claims the key.
+		if s.candidate() && (len(held) != 1 || held[s.cname()]) && (first.owner == "" || before(s.eligible[0], first)) {
+			first = s.eligible[0]
 		}
 	}
+	winner = first.owner
 	if len(held) == 1 {
 		return winner, held[true]
 	}
@@ -100,6 +104,14 @@ func kindAt(slots []*slot) (winner string, cname bool) {
 	return winner, cname
 }
 
+// before orders claimants for a name's kind: live owners first, then by owner ID.
+func before(a, b claimant) bool {
+	if a.expired != b.expired {
+		return !a.expired
+	}
+	return a.owner < b.owner
+}
+
 // planName plans every record key at one name, because what one key may hold depends on the others:
 // a CNAME shares its name with nothing.
 func (p *planner) planName(name string) error {
@@ -109,9 +121,8 @@ func (p *planner) planName(name string) error {
 	for _, s := range slots {
 		s.blocker = blocker(s, unclaimed)
 	}
-	p.withdrawGoneMembers(slots)
-
 	kindWinner, cname := kindAt(slots)
+	p.withdrawGoneMembers(slots, cname)
 	var publishedTypes []string
 	for _, s := range slots {
 		if s.candidate() && s.cname() == cname && !slices.Contains(publishedTypes, s.key.RecordType) {
@@ -323,10 +334,11 @@ func (p *planner) gatherClaimants(s *slot) {
 
 // withdrawGoneMembers withdraws, with their owners, the members of a set group (the weighted or geo
 // sets of one name and type) that only gone owners hold, where a live owner holds another member
-// that is published (or that we publish now): a dead cluster's weighted leaf, or the geo only it served, would otherwise keep
-// drawing a share of the answers. The live members keep the name. The default geo is not one: it is
-// where every client no other geo takes goes, and without it they would get no answer at all.
-func (p *planner) withdrawGoneMembers(slots []*slot) {
+// that is published (or that we publish now) and stays, its kind being the one the name publishes
+// (cname): a dead cluster's weighted leaf, or the geo only it served, would otherwise keep drawing a
+// share of the answers. The live members keep the name. The default geo is not one: it is where
+// every client no other geo takes goes, and without it they would get no answer at all.
+func (p *planner) withdrawGoneMembers(slots []*slot, cname bool) {
 	live := func(c claimant) bool { return !c.expired }
 	for _, s := range slots {
 		if s.key.SetIdentifier == "" || s.human || s.current == nil || len(s.claimants) == 0 || slices.ContainsFunc(s.claimants, live) ||
@@ -336,7 +348,7 @@ func (p *planner) withdrawGoneMembers(slots []*slot) {
 		for _, o := range slots {
 			// Published, or ours and about to be: the plan must not find another member to withdraw
 			// for when it is planned again.
-			stays := o.current != nil || o.ours != nil && o.taken == nil && o.blocker == nil
+			stays := o.cname() == cname && (o.current != nil || o.ours != nil && o.taken == nil && o.blocker == nil)
 			if o != s && o.key.RecordType == s.key.RecordType && o.key.SetIdentifier != "" && !o.human && stays &&
 				slices.ContainsFunc(o.claimants, live) {
 				s.keptBy = o

@@ -828,3 +828,20 @@ func TestIncumbentTwoClustersAgree(t *testing.T) {
 		})
 	}
 }
+
+// A gone owner's record never decides which kind a name publishes over a live owner's, however
+// low its owner ID: where nobody holds the name (the gone owner's CNAME, its lease expired), a live
+// owner's A takes it; the gone owner's claim stays with its lost record, as every loser's does.
+func TestGoneOwnerNeverDecidesKind(t *testing.T) {
+	z := newZone()
+	gone, live := &owner{id: "0"}, &owner{id: "z"}
+	step(t, z, gone, eps(rec("app.example.com", "CNAME", 60, "old.example.net")))
+	res := step(t, z, live, eps(rec("app.example.com", "A", 60, "192.0.2.1")), "0")
+	expectConflicts(t, res)
+	expectLines(t, "records", withPrefix(z.records(), "app.example.com "), []string{"app.example.com A 60 192.0.2.1"})
+	// While "0" is live, its CNAME holds the name.
+	z = newZone()
+	step(t, z, gone, eps(rec("app.example.com", "CNAME", 60, "old.example.net")))
+	res = step(t, z, live, eps(rec("app.example.com", "A", 60, "192.0.2.1")))
+	expectConflicts(t, res, Conflict{DNSName: "app.example.com", RecordType: "A", Field: FieldType, Ours: "A", Published: "CNAME", WinnerOwner: "0"})
+}

@@ -280,7 +280,7 @@ func (g *gate) checkDelete(e *v1alpha1.Endpoint) error {
 	if len(after) == 0 && g.goneMember(r) {
 		return g.checkParty(e) // a set group's member only gone owners held, withdrawn with them
 	}
-	if len(after) > 0 && g.otherKindWins(e, after[0]) {
+	if len(after) > 0 && g.otherKindWins(e, after) {
 		return g.checkParty(e) // it lost a record-type conflict, as a party to the name sees
 	}
 	if len(after) > 0 {
@@ -377,24 +377,19 @@ func (g *gate) remainingAt(name string) []*v1alpha1.Endpoint {
 }
 
 // otherKindWins reports whether a claimed record of the other kind (CNAME vs. A/AAAA/NS) stays at
-// e's name and wins the plan's rule for which kind a name publishes over e, whose lowest remaining
-// claimant is lowest: the kind already published stays while a live owner that claimed one of its
-// records before still wants it (the incumbent); where neither kind is held so, or both are, the
-// kind of the lowest claimant wins. The gate knows an owner to be live when it is one of the
-// batch's own or not counted expired (an owner the plan counts gone, by a lease the gate is not told
-// about, may still look live here), so it holds the batch's owners to the rule exactly where their
-// own claim stays on e: e goes only to a held other kind where e's kind is not held, or to a claimant
-// no higher where both or neither are. A deletion for others' claims is let through where the other
-// kind is held or lowest.
-func (g *gate) otherKindWins(e *v1alpha1.Endpoint, lowest string) bool {
+// e's name and wins the plan's rule for which kind a name publishes over e, which claimants (sorted)
+// claim after the batch: the kind already published stays while a live owner that claimed one of its
+// records before still wants it (the incumbent); where neither kind is held so, or both are, the kind
+// of the first claimant wins, live owners before gone ones, each in owner order. The gate knows an
+// owner to be gone when it is in expired; the plan may count more gone (by a lease the gate is not
+// told about), so a deletion for others' claims is let through where the other kind is held, or
+// first in either order (owner order alone, or live owners first). The batch's own record, where its
+// claim stays on e, is held to the rule exactly: e goes only to a held other kind where e's kind is
+// not held, or, where both or neither are, to a first claimant.
+func (g *gate) otherKindWins(e *v1alpha1.Endpoint, claimants []string) bool {
 	cname := e.RecordType == v1alpha1.RecordTypeCNAME
-	ours := false
-	if r := g.zone.records[e.Key()]; r != nil {
-		for _, c := range r.Claims {
-			ours = ours || g.owners[c.Owner] && !g.deleted[c.TXT.Key()]
-		}
-	}
-	otherHeld, otherLower := false, false
+	ours := g.ownersClaim(claimants)
+	otherHeld, otherFirst, otherLower := false, false, false
 	for _, other := range g.remainingAt(e.Key().DNSName) {
 		if !slices.Contains(OwnedTypes, other.RecordType) || (other.RecordType == v1alpha1.RecordTypeCNAME) == cname {
 			continue
@@ -404,10 +399,11 @@ func (g *gate) otherKindWins(e *v1alpha1.Endpoint, lowest string) bool {
 			continue
 		}
 		otherHeld = otherHeld || g.held(other.Key(), false)
-		otherLower = otherLower || owners[0] <= lowest
+		otherFirst = otherFirst || !g.comesFirst(claimants, owners)
+		otherLower = otherLower || owners[0] <= claimants[0]
 	}
 	if !ours {
-		return otherHeld || otherLower
+		return otherHeld || otherFirst || otherLower
 	}
 	ownHeld := false
 	for _, r := range g.zone.byName[e.Key().DNSName] {
@@ -418,7 +414,26 @@ func (g *gate) otherKindWins(e *v1alpha1.Endpoint, lowest string) bool {
 	if otherHeld != ownHeld {
 		return otherHeld
 	}
-	return otherLower
+	return otherFirst
+}
+
+// comesFirst reports whether the first of a's owners comes before the first of b's, live owners
+// (not in expired) before gone ones, each in owner order. Both are sorted and not empty.
+func (g *gate) comesFirst(a, b []string) bool {
+	first := func(owners []string) (bool, string) {
+		for _, o := range owners {
+			if !g.expired[o] {
+				return false, o
+			}
+		}
+		return true, owners[0]
+	}
+	ga, oa := first(a)
+	gb, ob := first(b)
+	if ga != gb {
+		return !ga
+	}
+	return oa < ob
 }
 
 // held reports whether a record was published before the batch and stays (or, with deleting,

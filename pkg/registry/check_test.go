@@ -177,16 +177,20 @@ func TestCheckIncumbentKind(t *testing.T) {
 	if err := both.Check([]string{"000000"}, nil, &batch.Changes{Delete: []*v1alpha1.Endpoint{cname}}); err == nil {
 		t.Fatal("000000 deleted its CNAME, which is held and lowest, for b's A")
 	}
-	// Both kinds held, and the lowest claimant at the name is a gone owner's record of b's kind
-	// beside b's (a zone written around us, as FuzzPlan found): the plan lets that kind win, and
-	// the newcomer's held CNAME goes in its own batch.
+	// Both kinds held, and the lowest owner ID at the name is a gone owner's record of b's kind
+	// (a zone written around us, as FuzzPlan found): a gone owner never decides the kind, so the
+	// first live claimant's (000000's CNAME) stays, and b's A and the gone AAAA go.
 	aaaa := ep("x.example.com", "AAAA", "2001:db8::1")
 	goneTXT := mustTXT(t, "0", aaaa)
 	withGone := Read([]*v1alpha1.Endpoint{a, bTXT, cname, lowTXT, aaaa, goneTXT})
-	if err := withGone.Check([]string{"000000"}, []string{"0"}, &batch.Changes{Delete: []*v1alpha1.Endpoint{cname}}); err != nil {
-		t.Fatalf("000000's held CNAME beside a held A and a gone lower owner's AAAA: %v", err)
+	if err := withGone.Check([]string{"000000"}, []string{"0"}, &batch.Changes{Delete: []*v1alpha1.Endpoint{cname}}); err == nil {
+		t.Fatal("000000 deleted its held CNAME, the first live claimant's, for a gone owner's AAAA")
+	}
+	if err := withGone.Check([]string{"b"}, []string{"0"}, &batch.Changes{Delete: []*v1alpha1.Endpoint{a, aaaa}}); err != nil {
+		t.Fatalf("b's A and the gone owner's AAAA beside the first live claimant's held CNAME: %v", err)
 	}
 }
+
 
 // An owner-named record (its name carries its owner's hash) is created, changed and deleted by its
 // owner only, with no ownership TXT; another owner, or a look-alike name, is refused.
