@@ -157,6 +157,15 @@ func (r *DNSRecord) RootHost() string {
 	return strings.TrimPrefix(r.Spec.RootHost, WildcardPrefix)
 }
 
+// Metadata is the record's identity as metadata only: a write (a status patch, with its body
+// given apart) that reads its response into it is sent the record's metadata, not the whole
+// record, whose spec can hold thousands of targets.
+func (r *DNSRecord) Metadata() *metav1.PartialObjectMetadata {
+	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace}}
+	m.SetGroupVersionKind(GroupVersion.WithKind("DNSRecord"))
+	return m
+}
+
 func init() {
 	register(&DNSRecord{}, &DNSRecordList{})
 }

@@ -299,8 +299,9 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		return nil
 	}
 	// The diff is taken between metadata and status only: a record's spec can hold thousands of
-	// targets, and a merge patch of whole objects marshals and unmarshals both.
-	if err := r.Client.Status().Patch(ctx, statusOf(rec), client.MergeFrom(s.before)); err != nil && !apierrors.IsNotFound(err) {
+	// targets, and a merge patch of whole objects marshals and unmarshals both. For the same reason
+	// the response, which the API server sends whole, is read as metadata only.
+	if err := r.Client.Status().Patch(ctx, rec.Metadata(), client.MergeFrom(s.before), client.WithSubResourceBody(statusOf(rec))); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
 	r.reasons.observe(s.key, rec, &s.before.Status, true)

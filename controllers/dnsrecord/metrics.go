@@ -70,9 +70,11 @@ func init() {
 		kuadrantWriteCounter, kuadrantRecordReady, kuadrantAuthoritativeSpec)
 }
 
-// kuadrantSeries are the label values of one record's Kuadrant series whose labels can change.
+// kuadrantSeries are the label values of one record's Kuadrant series whose labels can change, and
+// the generation the spec's hash was taken of.
 type kuadrantSeries struct {
 	ready, spec []string
+	generation  int64
 }
 
 // observe sets the Kuadrant series of a record at the end of a pass. written says whether the pass
@@ -89,9 +91,18 @@ func (r *reasons) observe(key types.NamespacedName, rec *v1alpha1.DNSRecord, bef
 		ready = 1
 	}
 	kuadrantRecordReady.WithLabelValues(next.ready...).Set(ready)
+	r.mu.Lock()
+	old := r.series[key]
+	r.mu.Unlock()
 	if _, ok := rec.Labels[v1alpha1.AuthoritativeRecordLabel]; ok {
-		if sha, err := specHash(rec.Spec); err == nil {
-			next.spec = []string{rec.RootHost(), sha, key.Name, key.Namespace}
+		// The hash marshals the whole spec, thousands of targets for some records: it is taken
+		// once per generation, not on every pass.
+		if old.spec != nil && old.generation == rec.Generation && rec.Generation != 0 {
+			next.spec, next.generation = old.spec, old.generation
+		} else if sha, err := specHash(rec.Spec); err == nil {
+			next.spec, next.generation = []string{rec.RootHost(), sha, key.Name, key.Namespace}, rec.Generation
+		}
+		if next.spec != nil {
 			kuadrantAuthoritativeSpec.WithLabelValues(next.spec...).Set(1)
 		}
 	}
@@ -100,7 +111,7 @@ func (r *reasons) observe(key types.NamespacedName, rec *v1alpha1.DNSRecord, bef
 	if r.series == nil {
 		r.series = map[types.NamespacedName]kuadrantSeries{}
 	}
-	dropSeries(r.series[key], next)
+	dropSeries(old, next)
 	r.series[key] = next
 }
 

@@ -148,22 +148,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		}
 		logger.Info("DNS server metrics already registered by another server in this process")
 	}
-	authoritative, err := predicate.LabelSelectorPredicate(metav1.LabelSelector{
-		MatchLabels: map[string]string{v1alpha1.AuthoritativeRecordLabel: "true"},
-	})
-	if err != nil {
-		return err
-	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("dnsserver").
 		// A record's zone label may change; the map function sees the old object too, so the zone
-		// it left is served again without it. Status writes (ours and the record controller's)
-		// change nothing served, so only spec and label changes count, and a status write that
-		// dropped the Served condition: the record controller patches the status of authoritative
-		// records whole, and one that read the record before this controller wrote the condition
-		// writes it without.
-		Watches(&v1alpha1.DNSRecord{}, handler.EnqueueRequestsFromMapFunc(zoneOf), builder.WithPredicates(authoritative,
-			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.LabelChangedPredicate{}, servedDropped))).
+		// it left is served again without it.
+		Watches(&v1alpha1.DNSRecord{}, handler.EnqueueRequestsFromMapFunc(zoneOf), builder.WithPredicates(servedChange)).
 		WithOptions(controller.Options{NeedLeaderElection: ptr.To(false), MaxConcurrentReconciles: 4})
 	if r.Peers != nil {
 		if r.peerEvents == nil {
@@ -187,18 +176,35 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return b.Complete(r)
 }
 
-// servedDropped passes updates that took the Served condition away.
-var servedDropped = predicate.Funcs{
+// servedChange passes the events of authoritative records that can change what a zone serves or
+// what this controller must write: a record created or deleted; an update of one that is
+// authoritative before or after it, that changed its spec (generation), its authoritative or zone
+// label, or took the Served condition away (the record controller patches the status of
+// authoritative records whole, and one that read the record before this controller wrote the
+// condition writes it without). Status writes and other metadata (the record controller's finalizer
+// and provider label) change nothing served, and building a zone of a large record again for them
+// cost as much memory as the first build.
+var servedChange = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return authoritative(e.Object) },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return authoritative(e.Object) },
+	GenericFunc: func(e event.GenericEvent) bool { return authoritative(e.Object) },
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		had := func(obj client.Object) bool {
+		if !authoritative(e.ObjectOld) && !authoritative(e.ObjectNew) {
+			return false
+		}
+		servedCond := func(obj client.Object) bool {
 			rec, ok := obj.(*v1alpha1.DNSRecord)
 			return ok && meta.FindStatusCondition(rec.Status.Conditions, ConditionServed) != nil
 		}
-		return had(e.ObjectOld) && !had(e.ObjectNew)
+		label := func(key string) bool { return e.ObjectOld.GetLabels()[key] != e.ObjectNew.GetLabels()[key] }
+		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
+			label(v1alpha1.AuthoritativeRecordLabel) || label(v1alpha1.CoreDNSZoneNameLabel) ||
+			servedCond(e.ObjectOld) && !servedCond(e.ObjectNew)
 	},
-	CreateFunc:  func(event.CreateEvent) bool { return false },
-	DeleteFunc:  func(event.DeleteEvent) bool { return false },
-	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+func authoritative(obj client.Object) bool {
+	return obj.GetLabels()[v1alpha1.AuthoritativeRecordLabel] == "true"
 }
 
 // PeersChanged asks for a zone to be merged and served again: a peer's export changed, or a peer
@@ -589,7 +595,11 @@ func (r *Reconciler) report(ctx context.Context, records []v1alpha1.DNSRecord, v
 			"metadata":   map[string]any{"name": rec.Name, "namespace": rec.Namespace},
 			"status":     map[string]any{"conditions": conditions},
 		}}
-		if err := r.Client.Status().Patch(ctx, patch, client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership); err != nil && !apierrors.IsNotFound(err) {
+		// The response is read as metadata only: the API server would otherwise send the whole
+		// record back, spec included, and a record of many targets cost more to decode than
+		// its zone costs to build.
+		if err := r.Client.Status().Patch(ctx, rec.Metadata(), client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership,
+			client.WithSubResourceBody(patch)); err != nil && !apierrors.IsNotFound(err) {
 			errs = append(errs, fmt.Errorf("DNSRecord %s/%s: writing the %s condition: %w", rec.Namespace, rec.Name, ConditionServed, err))
 		}
 	}

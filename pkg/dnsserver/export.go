@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -254,7 +253,7 @@ func buildExport(origin string, ex Export, nameservers []string, serial uint32) 
 	for _, rr := range records {
 		fmt.Fprintf(digest, "%q\n", rr.(*dns.TXT).Txt)
 	}
-	snap.transfer = slices.Concat([]dns.RR{soa}, records)
+	snap.soaRR, snap.export = soa, records
 	copy(snap.digest[:], digest.Sum(nil))
 	return snap, nil
 }

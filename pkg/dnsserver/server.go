@@ -487,7 +487,7 @@ func (s *Server) notifier(e *zoneEntry) {
 			// A round that panics is logged and counted; the next change starts another.
 			defer goroutine.Recover(goroutine.DNSServer, s.log.WithValues("zone", snap.origin), nil)
 			defer cancel()
-			s.notify(ctx, e.wake, snap.origin, snap.soa.rrs[0], secondaries)
+			s.notify(ctx, e.wake, snap.origin, snap.soaRR, secondaries)
 		}()
 	}
 }

@@ -61,7 +61,11 @@ func serialNewer(a, b uint32) bool {
 // Each envelope gets its own write deadline: a secondary reading slowly but steadily finishes a
 // large zone, one that stops reading is cut off after one timeout.
 func (x *transfer) stream(c net.Conn, req *request, now func() time.Time, timeout time.Duration) error {
-	records := append(append([]dns.RR(nil), x.snap.transfer...), x.snap.soa.rrs[0])
+	records, err := x.snap.transferRecords()
+	if err != nil {
+		return err
+	}
+	records = append(records, x.snap.soaRR)
 	var mac string
 	if x.signer != nil {
 		mac = x.signer.mac

@@ -35,12 +35,13 @@ const (
 // rrset is one record set encoded for the wire once, when the zone is built. Every record starts with
 // a two-byte compression pointer for its owner name, patched per answer to wherever that name sits in
 // the message; everything after it is copied as is. Names inside the data are not compressed, so any
-// of them can later be pointed at.
+// of them can later be pointed at. The records are not kept in any other form: for a large set the
+// parsed records took five times the wire's memory, and only zone transfers and glue need them, which
+// decode the wire (records).
 type rrset struct {
 	ttl    uint32
 	wire   []byte
 	starts []uint16
-	rrs    []dns.RR
 	// target is the lower-cased wire name a CNAME points to; inZone says whether to follow it.
 	target []byte
 	inZone bool
@@ -112,8 +113,11 @@ type snapshot struct {
 	nsGlue  []glue
 	hasCuts bool
 	hasWild bool
-	// transfer is the zone as a secondary receives it, SOA first (and again last when sent).
-	transfer []dns.RR
+	// soaRR is the SOA record, for transfers and NOTIFY.
+	soaRR *dns.SOA
+	// export holds an export's records (its snapshot has no nodes): what a transfer sends after
+	// the SOA.
+	export []dns.RR
 	// digest identifies the content (everything but the serial), to tell a real change from a resync.
 	digest [sha256.Size]byte
 }
@@ -611,7 +615,7 @@ func buildZone(origin string, data ZoneData, serial uint32, nsAddrs map[string][
 			n.cutGlue = snap.glueFor(n.cut)
 		}
 	}
-	snap.transfer = snap.transferRecords()
+	snap.soaRR = soa
 	copy(snap.digest[:], digest.Sum(nil))
 	return snap, refused, nil
 }
@@ -775,7 +779,7 @@ func newRoutedSet(origin string, rrtype uint16, drafts []*draft) (*routedSet, er
 		rs.members = append(rs.members, m)
 	}
 	var err error
-	if rs.static, err = rs.unlocated(origin, rrtype); err != nil {
+	if rs.static, err = rs.unlocated(origin, rrtype, drafts); err != nil {
 		return nil, fmt.Errorf("all members together (served to secondaries): %w", err)
 	}
 	return rs, nil
@@ -784,7 +788,7 @@ func newRoutedSet(origin string, rrtype uint16, drafts []*draft) (*routedSet, er
 // unlocated is the static view of a routed set. Address and text sets serve every member's records
 // (a multi-value answer, as the rfc2136 backend degrades weighted sets); a CNAME set serves the member
 // an unlocated client gets at the geo step, and the heaviest at the weighted step.
-func (rs *routedSet) unlocated(origin string, rrtype uint16) (*rrset, error) {
+func (rs *routedSet) unlocated(origin string, rrtype uint16, drafts []*draft) (*rrset, error) {
 	if rrtype != dns.TypeCNAME {
 		var all []dns.RR
 		seen := map[string]bool{}
@@ -792,12 +796,13 @@ func (rs *routedSet) unlocated(origin string, rrtype uint16) (*rrset, error) {
 		for _, m := range rs.members {
 			ttl = min(ttl, m.set.ttl)
 		}
-		for _, m := range rs.members {
-			for _, rr := range m.set.rrs {
-				c := dns.Copy(rr)
-				c.Header().Ttl = ttl
-				if s := c.String(); !seen[s] {
-					seen[s] = true
+		for _, d := range drafts {
+			values, rrs := d.sorted()
+			for i, rr := range rrs {
+				if !seen[values[i]] {
+					seen[values[i]] = true
+					c := dns.Copy(rr)
+					c.Header().Ttl = ttl
 					all = append(all, c)
 				}
 			}
@@ -815,9 +820,10 @@ func (rs *routedSet) unlocated(origin string, rrtype uint16) (*rrset, error) {
 }
 
 // parseTargets turns endpoint targets into records; values are their normalised forms, for
-// deduplication and change detection.
+// deduplication and change detection. The records are named "." (encodeSet writes the owner name
+// apart), so encoding them needs no copy.
 func parseTargets(name string, rrtype uint16, ttl uint32, targets []string) (values []string, rrs []dns.RR, problems []string, tooLarge bool) {
-	hdr := header(name, rrtype, ttl)
+	hdr := header(".", rrtype, ttl)
 	bp := packBuffers.Get().(*[]byte)
 	defer packBuffers.Put(bp)
 	buf := *bp
@@ -835,15 +841,13 @@ func parseTargets(name string, rrtype uint16, ttl uint32, targets []string) (val
 		// Data over the protocol's limits (record data over what a message carries, a
 		// character-string over 255 bytes) cannot be sent; say so here rather than fail when the
 		// set is encoded.
-		c := dns.Copy(rr)
-		c.Header().Name = "."
-		if size := dns.Len(c); size > maxSetWire {
+		if size := dns.Len(rr); size > maxSetWire {
 			tooLarge = true
 			problems = append(problems, fmt.Sprintf("target %.40q... is %d bytes of record data, over the %d one DNS message can carry",
 				value, size, maxSetWire))
 			return
 		}
-		if _, err := dns.PackRR(c, buf, 0, nil, false); err != nil {
+		if _, err := dns.PackRR(rr, buf, 0, nil, false); err != nil {
 			problems = append(problems, fmt.Sprintf("target %.40q... cannot be encoded: %v", value, err))
 			return
 		}
@@ -884,6 +888,7 @@ func parseTargets(name string, rrtype uint16, ttl uint32, targets []string) (val
 				problems = append(problems, fmt.Sprintf("target %q is not valid %s data", t, dns.TypeToString[rrtype]))
 				continue
 			}
+			rr.Header().Name = "."
 			add(rr.String(), rr)
 		}
 	}
@@ -922,7 +927,7 @@ const maxSetWire = dns.MaxMsgSize - headerLen - (255 + 4) - optReserve - maxTSIG
 // encodeSet packs records for the wire with a placeholder owner pointer each. It fails for records
 // that do not pack (data over the protocol's limits) and for a set too large for one message.
 func encodeSet(origin string, rrs []dns.RR) (*rrset, error) {
-	s := &rrset{rrs: rrs}
+	s := &rrset{}
 	if len(rrs) > 0 {
 		s.ttl = rrs[0].Header().Ttl
 	}
@@ -930,8 +935,11 @@ func encodeSet(origin string, rrs []dns.RR) (*rrset, error) {
 	defer packBuffers.Put(bp)
 	buf := *bp
 	for _, rr := range rrs {
-		c := dns.Copy(rr)
-		c.Header().Name = "."
+		c := rr
+		if rr.Header().Name != "." {
+			c = dns.Copy(rr)
+			c.Header().Name = "."
+		}
 		end, err := dns.PackRR(c, buf, 0, nil, false)
 		if err != nil {
 			return nil, fmt.Errorf("record %s cannot be encoded: %w", rr, err)
@@ -948,7 +956,28 @@ func encodeSet(origin string, rrs []dns.RR) (*rrset, error) {
 		s.target, _ = wireName(c.Target)
 		s.inZone = dns.IsSubDomain(origin, c.Target)
 	}
+	// Appending grew the buffers by doubling; a zone keeps them for as long as it is served.
+	s.wire, s.starts = slices.Clip(s.wire), slices.Clip(s.starts)
 	return s, nil
+}
+
+// records decodes the set's records, with owner (a wire name) as their name.
+func (s *rrset) records(name []byte) ([]dns.RR, error) {
+	rrs := make([]dns.RR, 0, len(s.starts))
+	buf := make([]byte, 0, len(name)+dns.MaxMsgSize)
+	for i, start := range s.starts {
+		end := len(s.wire)
+		if i+1 < len(s.starts) {
+			end = int(s.starts[i+1])
+		}
+		buf = append(append(buf[:0], name...), s.wire[start+2:end]...)
+		rr, _, err := dns.UnpackRR(buf, 0)
+		if err != nil {
+			return nil, fmt.Errorf("record %d of a set: %w", i, err)
+		}
+		rrs = append(rrs, rr)
+	}
+	return rrs, nil
 }
 
 func firstCNAME(rrs []dns.RR) (*dns.CNAME, bool) {
@@ -964,7 +993,8 @@ func firstCNAME(rrs []dns.RR) (*dns.CNAME, bool) {
 func (z *snapshot) glueFor(ns *rrset) []glue {
 	var out []glue
 	size := 0
-	for _, rr := range ns.rrs {
+	rrs, _ := ns.records(z.apex) // encoded by this build: it decodes
+	for _, rr := range rrs {
 		target := rr.(*dns.NS).Ns
 		if !dns.IsSubDomain(z.origin, target) {
 			continue
@@ -1006,40 +1036,47 @@ func (s *rrset) namedSize(name []byte) int {
 	return len(s.wire) + len(s.starts)*(len(name)-2)
 }
 
-// transferRecords lists the zone for AXFR: SOA, apex NS, then every other record set by name.
-func (z *snapshot) transferRecords() []dns.RR {
+// transferRecords lists the zone for AXFR: SOA, apex NS, then every other record set by name,
+// decoded from the wire of each set. An export is its SOA and records.
+func (z *snapshot) transferRecords() ([]dns.RR, error) {
+	if z.export != nil {
+		return append([]dns.RR{z.soaRR}, z.export...), nil
+	}
 	names := make([]string, 0, len(z.nodes))
 	for k := range z.nodes {
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	each := func(visit func([]dns.RR)) {
-		visit(z.soa.rrs[:1])
-		visit(z.ns.rrs)
-		for _, k := range names {
-			n := z.nodes[k]
-			for _, ts := range n.sets {
-				if ts.refused || ts.rrtype == dns.TypeSOA || (ts.rrtype == dns.TypeNS && k == string(z.apex)) {
-					continue
-				}
-				if ts.static != nil {
-					visit(ts.static.rrs)
-				} else {
-					visit(ts.routed.static.rrs)
-				}
+	out := []dns.RR{z.soaRR}
+	add := func(name []byte, s *rrset) error {
+		rrs, err := s.records(name)
+		out = append(out, rrs...)
+		return err
+	}
+	if err := add(z.apex, z.ns); err != nil {
+		return nil, err
+	}
+	for _, k := range names {
+		n := z.nodes[k]
+		for _, ts := range n.sets {
+			if ts.refused || ts.rrtype == dns.TypeSOA || (ts.rrtype == dns.TypeNS && k == string(z.apex)) {
+				continue
 			}
-			if n.cut != nil {
-				visit(n.cut.rrs)
+			set := ts.static
+			if set == nil {
+				set = ts.routed.static
+			}
+			if err := add([]byte(k), set); err != nil {
+				return nil, err
+			}
+		}
+		if n.cut != nil {
+			if err := add([]byte(k), n.cut); err != nil {
+				return nil, err
 			}
 		}
 	}
-	// Counted first, so a zone of many records is listed in one allocation rather than in a slice
-	// grown by doubling.
-	total := 0
-	each(func(rrs []dns.RR) { total += len(rrs) })
-	out := make([]dns.RR, 0, total)
-	each(func(rrs []dns.RR) { out = append(out, rrs...) })
-	return out
+	return out, nil
 }
 
 func header(name string, rrtype uint16, ttl uint32) dns.RR_Header {
