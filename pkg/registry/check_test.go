@@ -191,7 +191,6 @@ func TestCheckIncumbentKind(t *testing.T) {
 	}
 }
 
-
 // An owner-named record (its name carries its owner's hash) is created, changed and deleted by its
 // owner only, with no ownership TXT; another owner, or a look-alike name, is refused.
 func TestCheckNamedRecords(t *testing.T) {
