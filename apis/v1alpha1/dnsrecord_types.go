@@ -157,11 +157,11 @@ func (r *DNSRecord) RootHost() string {
 	return strings.TrimPrefix(r.Spec.RootHost, WildcardPrefix)
 }
 
-// Metadata is the record's identity as metadata only: a write (a status patch, with its body
-// given apart) that reads its response into it is sent the record's metadata, not the whole
-// record, whose spec can hold thousands of targets.
+// Metadata is a copy of the record's metadata alone: a write of it (a metadata patch, or a status
+// patch with its body given apart) is sent the record's metadata in response, not the whole record,
+// whose spec can hold thousands of targets.
 func (r *DNSRecord) Metadata() *metav1.PartialObjectMetadata {
-	m := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: r.Name, Namespace: r.Namespace}}
+	m := &metav1.PartialObjectMetadata{ObjectMeta: *r.ObjectMeta.DeepCopy()}
 	m.SetGroupVersionKind(GroupVersion.WithKind("DNSRecord"))
 	return m
 }

@@ -258,7 +258,10 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 	if !missing {
 		return ctrl.Result{}, nil, false
 	}
-	patch := client.MergeFrom(rec.DeepCopy())
+	// The patch is a diff of the metadata alone, and its response is the metadata alone: a record's
+	// spec can hold thousands of targets, and a merge patch of whole objects marshals both and
+	// decodes the whole record sent back.
+	patch := client.MergeFrom(rec.Metadata())
 	controllerutil.AddFinalizer(rec, v1alpha1.RecordFinalizer)
 	if rec.Labels == nil {
 		rec.Labels = map[string]string{}
@@ -266,13 +269,11 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 	for k, v := range want {
 		rec.Labels[k] = v
 	}
-	// The patch response overwrites the whole object, status included; keep what this pass has
-	// worked out so far.
-	status := rec.Status.DeepCopy()
-	if err := r.Client.Patch(ctx, rec, patch); err != nil {
+	written := rec.Metadata()
+	if err := r.Client.Patch(ctx, written, patch); err != nil {
 		return ctrl.Result{}, err, true
 	}
-	rec.Status = *status
+	rec.ObjectMeta = written.ObjectMeta
 	// The status patch is a diff from s.before: with the metadata it had before this patch, the
 	// diff would carry the old resourceVersion, and any write since (a DNS server's condition, a
 	// contributor's endpoints) would make the status patch fail.

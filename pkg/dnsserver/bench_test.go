@@ -1,6 +1,9 @@
 package dnsserver
 
 import (
+	"fmt"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"net/netip"
 	"testing"
 
@@ -69,4 +72,30 @@ func BenchmarkServeGeoWeighted(b *testing.B) {
 		benchQuery(b, "api.example.com.", dns.TypeA, clientJP),
 		benchQuery(b, "api.example.com.", dns.TypeA, clientNone),
 	})
+}
+
+// BenchmarkBuildLargeReferral builds the zone of the tenancy tier's one large record (1.2 MB of
+// referral glue: an NS set of 250 names below a cut, each with 300 addresses): its bytes per
+// operation are what one such record costs the controller's heap each time its zone is built.
+func BenchmarkBuildLargeReferral(b *testing.B) {
+	const sub = "deep.example.com"
+	var eps []*v1alpha1.Endpoint
+	var names []string
+	for i := range 250 {
+		name := fmt.Sprintf("ns%d.%s", i, sub)
+		names = append(names, name)
+		addrs := make([]string, 300)
+		for j := range addrs {
+			addrs[j] = netip.AddrFrom4([4]byte{10, byte(i), byte(j >> 8), byte(j)}).String()
+		}
+		eps = append(eps, v1alpha1.NewEndpoint(name, "A", 60, addrs...))
+	}
+	eps = append(eps, v1alpha1.NewEndpoint(sub, "NS", 60, names...))
+	data := ZoneData{Sources: []Source{{Name: "team/big", Endpoints: eps}}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := buildZone("example.com.", data, 1, nil, 86400); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

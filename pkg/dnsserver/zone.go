@@ -1,6 +1,7 @@
 package dnsserver
 
 import (
+	"bytes"
 	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
@@ -234,6 +235,9 @@ type draft struct {
 	records map[string]dns.RR // by normalised value, so duplicates collapse
 	geo     []string
 	weight  *uint64
+	// values and rrs are the records in order, once sorted (sorted).
+	values []string
+	rrs    []dns.RR
 }
 
 // describe names an endpoint in a refusal, briefly: a refusal is shown in a status condition, and
@@ -449,7 +453,7 @@ func buildZone(origin string, data ZoneData, serial uint32, nsAddrs map[string][
 			}
 			d := g.members[ep.SetIdentifier]
 			if d == nil {
-				d = &draft{setID: ep.SetIdentifier, ttl: ttl, records: map[string]dns.RR{}}
+				d = &draft{setID: ep.SetIdentifier, ttl: ttl, records: make(map[string]dns.RR, len(values))}
 				g.members[ep.SetIdentifier] = d
 			}
 			// The same record set from several sources serves the union of their targets.
@@ -723,8 +727,14 @@ func weightText(w *uint64) string {
 	return strconv.FormatUint(*w, 10)
 }
 
-// sorted returns the records of a draft ordered by value, with the set's TTL.
+// sorted returns the records of a draft ordered by value, with the set's TTL. It sorts once: the
+// build reads a set's records up to three times (to encode it, for the unlocated view of a routed
+// set, for the digest), and a large set's sorted copies were a good part of a build's garbage.
+// Callers do not change what it returns.
 func (d *draft) sorted() (values []string, rrs []dns.RR) {
+	if d.values != nil {
+		return d.values, d.rrs
+	}
 	values = make([]string, 0, len(d.records))
 	for v := range d.records {
 		values = append(values, v)
@@ -735,6 +745,7 @@ func (d *draft) sorted() (values []string, rrs []dns.RR) {
 		rrs[i] = d.records[v]
 		rrs[i].Header().Ttl = d.ttl
 	}
+	d.values, d.rrs = values, rrs
 	return values, rrs
 }
 
@@ -824,6 +835,8 @@ func (rs *routedSet) unlocated(origin string, rrtype uint16, drafts []*draft) (*
 // apart), so encoding them needs no copy.
 func parseTargets(name string, rrtype uint16, ttl uint32, targets []string) (values []string, rrs []dns.RR, problems []string, tooLarge bool) {
 	hdr := header(".", rrtype, ttl)
+	values, rrs = make([]string, 0, len(targets)), make([]dns.RR, 0, len(targets))
+	var scratch [64]byte
 	bp := packBuffers.Get().(*[]byte)
 	defer packBuffers.Put(bp)
 	buf := *bp
@@ -863,10 +876,16 @@ func parseTargets(name string, rrtype uint16, ttl uint32, targets []string) (val
 				continue
 			}
 			ip = ip.Unmap()
+			// The target is its own normal form when written as one, as it nearly always is:
+			// a large set then costs no second string per address.
+			value := t
+			if text := ip.AppendTo(scratch[:0]); string(text) != t {
+				value = string(text)
+			}
 			if rrtype == dns.TypeA {
-				add(ip.String(), &dns.A{Hdr: hdr, A: ip.AsSlice()})
+				add(value, &dns.A{Hdr: hdr, A: ip.AsSlice()})
 			} else {
-				add(ip.String(), &dns.AAAA{Hdr: hdr, AAAA: ip.AsSlice()})
+				add(value, &dns.AAAA{Hdr: hdr, AAAA: ip.AsSlice()})
 			}
 		case dns.TypeCNAME, dns.TypeNS:
 			target, err := canonicalName(t)
@@ -931,35 +950,43 @@ func encodeSet(origin string, rrs []dns.RR) (*rrset, error) {
 	if len(rrs) > 0 {
 		s.ttl = rrs[0].Header().Ttl
 	}
-	bp := packBuffers.Get().(*[]byte)
-	defer packBuffers.Put(bp)
+	// The set is packed in a scratch buffer and copied out once, at its size: a zone keeps it for
+	// as long as it is served. Each record is packed one byte in, so that its root owner name (one
+	// zero byte) and the byte before it become the owner pointer. The buffer holds a set at the
+	// limit plus the largest record, so packing fails only for data over the protocol's limits.
+	bp := setBuffers.Get().(*[]byte)
+	defer setBuffers.Put(bp)
 	buf := *bp
+	s.starts = make([]uint16, 0, len(rrs))
+	pos := 0
 	for _, rr := range rrs {
 		c := rr
 		if rr.Header().Name != "." {
 			c = dns.Copy(rr)
 			c.Header().Name = "."
 		}
-		end, err := dns.PackRR(c, buf, 0, nil, false)
+		end, err := dns.PackRR(c, buf, pos+1, nil, false)
 		if err != nil {
 			return nil, fmt.Errorf("record %s cannot be encoded: %w", rr, err)
 		}
-		if len(s.wire)+1+end > maxSetWire {
+		if end > maxSetWire {
 			return nil, fmt.Errorf("%d records of %d bytes or more exceed the %d bytes one DNS message can carry",
-				len(rrs), len(s.wire)+1+end, maxSetWire)
+				len(rrs), end, maxSetWire)
 		}
-		s.starts = append(s.starts, uint16(len(s.wire)))
-		s.wire = append(s.wire, 0xC0, headerLen)
-		s.wire = append(s.wire, buf[1:end]...)
+		s.starts = append(s.starts, uint16(pos))
+		buf[pos], buf[pos+1] = 0xC0, headerLen
+		pos = end
 	}
+	s.wire = bytes.Clone(buf[:pos])
 	if c, ok := firstCNAME(rrs); ok {
 		s.target, _ = wireName(c.Target)
 		s.inZone = dns.IsSubDomain(origin, c.Target)
 	}
-	// Appending grew the buffers by doubling; a zone keeps them for as long as it is served.
-	s.wire, s.starts = slices.Clip(s.wire), slices.Clip(s.starts)
 	return s, nil
 }
+
+// setBuffers hold a set at maxSetWire and one more record of the largest size each, for encodeSet.
+var setBuffers = sync.Pool{New: func() any { b := make([]byte, 2*dns.MaxMsgSize); return &b }}
 
 // records decodes the set's records, with owner (a wire name) as their name.
 func (s *rrset) records(name []byte) ([]dns.RR, error) {
