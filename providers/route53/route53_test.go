@@ -62,7 +62,9 @@ func emulatorSecret(url string) *corev1.Secret {
 }
 
 // fastProvider parses the Secret as the constructor does, with bounds that suit a local emulator.
-// Backoff stays long enough for the token bucket to refill.
+// Backoff stays long enough for the token bucket to refill. An attempt may take a while on a loaded
+// machine (a batch at the 1,000-change limit took over 2 s at load 30); the tests that are about
+// attempt timeouts set their own.
 func fastProvider(t *testing.T, url string) *Provider {
 	t.Helper()
 	opts, err := ParseOptions(emulatorSecret(url))
@@ -70,7 +72,7 @@ func fastProvider(t *testing.T, url string) *Provider {
 		t.Fatal(err)
 	}
 	opts.MaxBackoff = 500 * time.Millisecond
-	opts.AttemptTimeout = 2 * time.Second
+	opts.AttemptTimeout = 15 * time.Second
 	opts.InsyncPoll = 10 * time.Millisecond
 	opts.InsyncTimeout = 5 * time.Second
 	return NewWithOptions(opts)
