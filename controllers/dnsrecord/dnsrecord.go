@@ -14,7 +14,7 @@
 //     that the backend can serve it (authoritative.go). It is reconciled as Kuadrant reconciles it,
 //     but publishes nothing: it is the zone.
 //
-// Publishing goes through the zone's publish queue (pkg/publish: plan, ownership check, batched
+// Publishing goes through the zone's publish queue (subpackage publish: plan, ownership check, batched
 // apply, validation read). Failures are returned to controller-runtime, whose per-record
 // exponential rate limiter (MinBackoff doubling up to MaxBackoff) schedules the retry.
 package dnsrecord
@@ -42,11 +42,11 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/backends"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/publish"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/grant"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/health"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 )
 

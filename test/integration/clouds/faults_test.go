@@ -482,7 +482,7 @@ func faultsOwner(t testing.TB, cls []*cluster, key string) string {
 // targets and routing properties.
 // faultsLines renders a zone for comparison, leases aside: the two clusters share names, so each
 // renews a lease record and names it in its claims there (docs/zone-sharing.md#owner-leases). The
-// lease tests (pkg/publish, test/e2e) check those; here a lease record only has to be one.
+// lease tests (controllers/dnsrecord/publish, test/e2e) check those; here a lease record only has to be one.
 func faultsLines(eps []*v1alpha1.Endpoint) []string {
 	lines := make([]string, 0, len(eps))
 	for _, ep := range eps {
