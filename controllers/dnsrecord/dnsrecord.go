@@ -188,13 +188,23 @@ type scope struct {
 	backend *backends.Backend
 	zone    providers.Zone
 	// provider is what the pass writes with: the backend's Provider, or its HostProvider for a
-	// record written into the authoritative record of its root host.
+	// record written into the authoritative record of its root host; nil for a backend that serves
+	// whole records.
 	provider providers.Provider
 	// labels are the labels the record carries besides the provider label (an authoritative
 	// record's zone label), set with the finalizer.
 	labels map[string]string
 	// probing holds the states of the record's probes when its addresses are probed.
 	probing *probing
+}
+
+// providerName is the provider label of the record: the name of what writes it, or of the backend
+// that serves it whole.
+func (s *scope) providerName() string {
+	if s.provider == nil {
+		return s.backend.Records.Name()
+	}
+	return s.provider.Name()
 }
 
 // phase is one step of a pass; done ends the pass with res and err.
@@ -247,7 +257,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // on it would only hold its deletion for OrphanGrace.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
 	rec := s.record
-	want := map[string]string{v1alpha1.ProviderNameLabel: s.provider.Name()}
+	want := map[string]string{v1alpha1.ProviderNameLabel: s.providerName()}
 	for k, v := range s.labels {
 		want[k] = v
 	}

@@ -353,11 +353,11 @@ func faultsNotReady(t testing.TB, cl *cluster) string {
 // faultsProvider is the cloud's backend with a valid Secret, as a human's tool or a test reaches it.
 func faultsProvider(t testing.TB, c *cloud.Cloud, name string) providers.Provider {
 	t.Helper()
-	p, err := c.Constructor()(t.Context(), c.Secret("default", name), providers.Env{Namespace: "default"})
+	backend, err := c.Constructor()(t.Context(), c.Secret("default", name), providers.Env{Namespace: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return backend.Zones
 }
 
 // faultsHuman writes records no owner manages, through the backend before any controller runs, and
