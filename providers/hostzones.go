@@ -4,8 +4,8 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 )
 
-// HostZones is implemented, besides Provider, by a backend that does not publish records into zones
-// it lists, but gives every root host a zone record of its own: a DNSRecord carrying the
+// HostZones is the Hosts part of a Backend, beside Zones: a backend that does not publish records
+// into zones it lists, but gives every root host a zone record of its own: a DNSRecord carrying the
 // authoritative-record labels, which DNS servers serve from the API server. coredns is one (DESIGN
 // 4b): a record is written, through the endpoint backend, into the authoritative record of its root
 // host, and that authoritative record is in turn a record of the coredns backend, reconciled for its

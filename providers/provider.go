@@ -1,5 +1,10 @@
 // Package providers holds the contract every DNS backend implements, the error kinds a backend
-// returns, and the explicit map from provider Secret type to backend constructor.
+// returns, and the Factory that builds a backend from a provider Secret (the map from Secret type to
+// constructor is filled in one place, package builtin).
+//
+// A constructor returns a Backend: the parts of the contract the backend has, declared as fields
+// (Zones, Records, Hosts, ZoneScope) rather than found by type assertion, so a backend implements
+// only what it does and a reader sees its shape in its constructor.
 //
 // A backend knows nothing about owners: it lists zones, reads a zone's record sets (ownership TXT
 // records included, as plain TXT) with the State it needs to write against them, and applies a
@@ -62,7 +67,39 @@ type View struct {
 	State State
 }
 
-// Provider is one DNS backend, bound to one provider Secret's credentials.
+// Backend is what a Constructor builds from one provider Secret: the parts of the contract the
+// backend has. Zones or Records is set, never both; Hosts and ZoneScope only beside Zones.
+type Backend struct {
+	// Zones publishes record sets into zones the engine reads, plans and writes: every backend that
+	// holds records in zones (all but k8gb).
+	Zones Provider
+	// Records serves whole DNSRecords itself (k8gb): the record controller skips zone choice,
+	// planning and ownership records for it.
+	Records RecordBackend
+	// Hosts gives each root host a zone record of its own, written through Hosts.HostProvider
+	// (coredns).
+	Hosts HostZones
+	// ZoneScope names where Zones lists zones and the Secret key that selects it (a project, a
+	// resource group), for the condition of a record whose host is in none of them; "" when the
+	// Secret has no such choice.
+	ZoneScope string
+}
+
+// check reports a Backend that breaks the shape its fields declare: a constructor's bug.
+func (b Backend) check() error {
+	switch {
+	case b.Zones == nil && b.Records == nil:
+		return errors.New("the backend declares neither zones nor records")
+	case b.Zones != nil && b.Records != nil:
+		return errors.New("the backend declares both zones and whole records")
+	case b.Zones == nil && (b.Hosts != nil || b.ZoneScope != ""):
+		return errors.New("the backend declares host zones or a zone scope without zones")
+	}
+	return nil
+}
+
+// Provider is the Zones part of a Backend: one DNS backend's zones, bound to one provider Secret's
+// credentials.
 type Provider interface {
 	// Name is the value of the kuadrant.io/dns-provider-name label (aws, google, azure, coredns,
 	// inmemory, endpoint, ...).
@@ -162,7 +199,7 @@ type Env struct {
 
 // Constructor builds a backend from a provider Secret. Errors about the Secret name the key, never
 // its value.
-type Constructor func(ctx context.Context, secret *corev1.Secret, env Env) (Provider, error)
+type Constructor func(ctx context.Context, secret *corev1.Secret, env Env) (Backend, error)
 
 // EndpointOverrideKeys are the keys of a provider Secret that point its backend at another API than
 // the provider's (ENDPOINT_URL: an emulator, a private endpoint). They are test hooks: whoever may
@@ -210,27 +247,30 @@ func (f *Factory) Types() []string {
 
 // New builds the backend for a Secret. An unknown or disabled type is a Permanent error naming the
 // types that are enabled.
-func (f *Factory) New(ctx context.Context, secret *corev1.Secret, env Env) (Provider, error) {
+func (f *Factory) New(ctx context.Context, secret *corev1.Secret, env Env) (Backend, error) {
 	c, ok := f.constructors[secret.Type]
 	if !ok {
-		return nil, Errorf(Permanent, "provider secret %s/%s has type %q, which is not supported or not enabled (enabled: %s)",
+		return Backend{}, Errorf(Permanent, "provider secret %s/%s has type %q, which is not supported or not enabled (enabled: %s)",
 			secret.Namespace, secret.Name, secret.Type, strings.Join(f.Types(), ", "))
 	}
 	if !f.endpointOverride {
 		for _, key := range EndpointOverrideKeys {
 			if strings.TrimSpace(string(secret.Data[key])) != "" {
-				return nil, NewError(Permanent, fmt.Errorf("provider secret %s/%s: key %s %w", secret.Namespace, secret.Name, key, ErrEndpointOverrideOff))
+				return Backend{}, NewError(Permanent, fmt.Errorf("provider secret %s/%s: key %s %w", secret.Namespace, secret.Name, key, ErrEndpointOverrideOff))
 			}
 		}
 	}
-	p, err := c(ctx, secret, env)
+	b, err := c(ctx, secret, env)
 	if err != nil {
 		var classified *Error
 		if errors.As(err, &classified) {
-			return nil, err
+			return Backend{}, err
 		}
 		// A constructor fails on the Secret's content, which retrying will not fix.
-		return nil, NewError(Permanent, err)
+		return Backend{}, NewError(Permanent, err)
 	}
-	return p, nil
+	if err := b.check(); err != nil {
+		return Backend{}, Errorf(Permanent, "provider secret %s/%s of type %q: %v", secret.Namespace, secret.Name, secret.Type, err)
+	}
+	return b, nil
 }

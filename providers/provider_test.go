@@ -18,9 +18,9 @@ func TestEndpointOverrideIsGated(t *testing.T) {
 	const typ corev1.SecretType = "test.dnspolicy.io/cloud"
 	built := 0
 	f := NewFactory()
-	f.Register(typ, func(context.Context, *corev1.Secret, Env) (Provider, error) {
+	f.Register(typ, func(context.Context, *corev1.Secret, Env) (Backend, error) {
 		built++
-		return nil, nil
+		return Backend{Zones: stub{}}, nil
 	})
 	secret := func(endpoint string) *corev1.Secret {
 		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "cloud"}, Type: typ,
@@ -42,5 +42,39 @@ func TestEndpointOverrideIsGated(t *testing.T) {
 	f.AllowEndpointOverride(true)
 	if _, err := f.New(t.Context(), secret("http://127.0.0.1:8053"), Env{}); err != nil || built != 2 {
 		t.Errorf("override allowed: err %v, constructor ran %d times", err, built)
+	}
+}
+
+// stub is a zone backend whose methods are never called.
+type stub struct{ Provider }
+
+// record is a backend that serves whole records, whose methods are never called.
+type record struct{ RecordBackend }
+
+// A constructor whose Backend breaks the declared shape is refused as a permanent error: the
+// controller would otherwise find out record by record.
+func TestMisdeclaredBackendIsRefused(t *testing.T) {
+	const typ corev1.SecretType = "test.dnspolicy.io/shape"
+	for _, tc := range []struct {
+		name    string
+		backend Backend
+		valid   bool
+	}{
+		{"nothing", Backend{}, false},
+		{"zones and records", Backend{Zones: stub{}, Records: record{}}, false},
+		{"records with a zone scope", Backend{Records: record{}, ZoneScope: "a project"}, false},
+		{"zones", Backend{Zones: stub{}}, true},
+		{"zones with a zone scope", Backend{Zones: stub{}, ZoneScope: "a project"}, true},
+		{"records", Backend{Records: record{}}, true},
+	} {
+		f := NewFactory()
+		f.Register(typ, func(context.Context, *corev1.Secret, Env) (Backend, error) { return tc.backend, nil })
+		_, err := f.New(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "s"}, Type: typ}, Env{})
+		if tc.valid && err != nil {
+			t.Errorf("%s: %v", tc.name, err)
+		}
+		if !tc.valid && KindOf(err) != Permanent {
+			t.Errorf("%s: want a permanent error, got %v", tc.name, err)
+		}
 	}
 }

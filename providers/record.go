@@ -9,16 +9,18 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 )
 
-// RecordBackend is implemented, besides Provider, by a backend that serves a whole DNSRecord itself
-// instead of holding record sets in a zone the engine plans: k8gb, where an installed k8gb serves
-// each hostname from a Gslb object and agrees with the other clusters by its own protocol, so there
-// is no zone to read, no plan to make and no ownership TXT to write.
+// RecordBackend is the Records part of a Backend, in place of Zones: a backend that serves a whole
+// DNSRecord itself instead of holding record sets in a zone the engine plans. k8gb is one: an
+// installed k8gb serves each hostname from a Gslb object and agrees with the other clusters by its
+// own protocol, so there is no zone to read, no plan to make and no ownership TXT to write.
 //
 // For such a backend the record controller skips zone choice, planning and the ownership registry:
-// it hands the backend the record and writes what the backend reports into the record's status. Its
-// Zones, Records, Apply and AdjustEndpoints are not called. The backend never calls the engine; the
-// engine learns of this kind of backend only through this interface.
+// it hands the backend the record and writes what the backend reports into the record's status. The
+// backend never calls the engine; the engine learns of this kind of backend only through this
+// interface.
 type RecordBackend interface {
+	// Name is the value of the kuadrant.io/dns-provider-name label of the records it serves (k8gb).
+	Name() string
 	// EnsureRecord makes the backend serve the record as its spec says, and reports how it stands.
 	// An error means it could not (classified as usual: Permanent for input the backend cannot
 	// express, Transient otherwise); its message lands in the Ready condition, so it must be stable.

@@ -341,10 +341,11 @@ func newFixture(t *testing.T, prefix string) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{cloud: c, ns: ns, kubeconfig: writeKubeconfig(t, ns)}
-	f.provider, err = factory().New(ctx, secret, providers.Env{Client: envs[0].Client, Namespace: ns})
+	backend, err := factory().New(ctx, secret, providers.Env{Client: envs[0].Client, Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.provider = backend.Zones
 	zones, err := f.provider.Zones(ctx)
 	if err != nil || len(zones) != 1 {
 		t.Fatalf("zones %v, %v", zones, err)

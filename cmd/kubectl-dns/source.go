@@ -226,9 +226,13 @@ func recordSecret(ctx context.Context, kc client.Client, rec *v1alpha1.DNSRecord
 // one zone), else the zone the controller would pick for host (zone.Choose, keeping assignedID
 // while it is listed).
 func choose(ctx context.Context, kc client.Client, s *corev1.Secret, host, zoneFlag, assignedID, via string) (*target, error) {
-	p, err := factory().New(ctx, s, providers.Env{Client: kc, Namespace: s.Namespace})
+	b, err := factory().New(ctx, s, providers.Env{Client: kc, Namespace: s.Namespace})
 	if err != nil {
 		return nil, err
+	}
+	p := b.Zones
+	if p == nil {
+		return nil, fmt.Errorf("secret %s/%s: the %s backend has no zone: it serves whole records", s.Namespace, s.Name, b.Records.Name())
 	}
 	zones, err := p.Zones(ctx)
 	if err != nil {

@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/publish"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/zone"
 	"github.com/dnspolicy/dnspolicy-controller/providers"

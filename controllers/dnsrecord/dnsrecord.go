@@ -14,7 +14,7 @@
 //     that the backend can serve it (authoritative.go). It is reconciled as Kuadrant reconciles it,
 //     but publishes nothing: it is the zone.
 //
-// Publishing goes through the zone's publish queue (pkg/publish: plan, ownership check, batched
+// Publishing goes through the zone's publish queue (subpackage publish: plan, ownership check, batched
 // apply, validation read). Failures are returned to controller-runtime, whose per-record
 // exponential rate limiter (MinBackoff doubling up to MaxBackoff) schedules the retry.
 package dnsrecord
@@ -42,11 +42,11 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/backends"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/publish"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/grant"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/health"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 )
 
@@ -188,13 +188,23 @@ type scope struct {
 	backend *backends.Backend
 	zone    providers.Zone
 	// provider is what the pass writes with: the backend's Provider, or its HostProvider for a
-	// record written into the authoritative record of its root host.
+	// record written into the authoritative record of its root host; nil for a backend that serves
+	// whole records.
 	provider providers.Provider
 	// labels are the labels the record carries besides the provider label (an authoritative
 	// record's zone label), set with the finalizer.
 	labels map[string]string
 	// probing holds the states of the record's probes when its addresses are probed.
 	probing *probing
+}
+
+// providerName is the provider label of the record: the name of what writes it, or of the backend
+// that serves it whole.
+func (s *scope) providerName() string {
+	if s.provider == nil {
+		return s.backend.Records.Name()
+	}
+	return s.provider.Name()
 }
 
 // phase is one step of a pass; done ends the pass with res and err.
@@ -247,7 +257,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // on it would only hold its deletion for OrphanGrace.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
 	rec := s.record
-	want := map[string]string{v1alpha1.ProviderNameLabel: s.provider.Name()}
+	want := map[string]string{v1alpha1.ProviderNameLabel: s.providerName()}
 	for k, v := range s.labels {
 		want[k] = v
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/backends"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/publish"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 )

@@ -20,9 +20,9 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/backends"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/publish"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 )
 

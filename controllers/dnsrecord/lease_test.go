@@ -10,11 +10,11 @@ import (
 	"k8s.io/client-go/tools/events"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/publish"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/plan"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 )

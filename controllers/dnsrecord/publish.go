@@ -12,8 +12,8 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/backends"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/publish"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/health"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/zone"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 )

@@ -131,12 +131,16 @@ func NewConstructor(options ...Option) providers.Constructor {
 		o(&cfg)
 	}
 	locks := &zoneLocks{zones: map[string]*sync.RWMutex{}, pacer: newPacer(cfg.writeLimit, cfg.writeWindow, cfg.now, cfg.sleep)}
-	return func(_ context.Context, secret *corev1.Secret, _ providers.Env) (providers.Provider, error) {
+	return func(_ context.Context, secret *corev1.Secret, _ providers.Env) (providers.Backend, error) {
 		opts, err := ParseOptions(secret)
 		if err != nil {
-			return nil, err
+			return providers.Backend{}, err
 		}
-		return newProvider(opts, cfg, locks, fmt.Sprintf("%s/%s", secret.Namespace, secret.Name))
+		p, err := newProvider(opts, cfg, locks, fmt.Sprintf("%s/%s", secret.Namespace, secret.Name))
+		if err != nil {
+			return providers.Backend{}, err
+		}
+		return providers.Backend{Zones: p, ZoneScope: p.ZoneScope()}, nil
 	}
 }
 

@@ -41,7 +41,7 @@ func validJSON() string {
 // store through the SDK's fake servers. Retries are quick so fault tests do not wait.
 func emulated(t *testing.T, store *emulator.Store) providers.Provider {
 	t.Helper()
-	p, err := NewConstructor(
+	backend, err := NewConstructor(
 		WithClientOptions(arm.ClientOptions{ClientOptions: azcore.ClientOptions{
 			Transport: store.Transport(),
 			Retry:     policy.RetryOptions{MaxRetries: 3, RetryDelay: time.Millisecond, MaxRetryDelay: 10 * time.Millisecond},
@@ -51,7 +51,7 @@ func emulated(t *testing.T, store *emulator.Store) providers.Provider {
 	if err != nil {
 		t.Fatalf("constructor: %v", err)
 	}
-	return p
+	return backend.Zones
 }
 
 // newZone adds a zone named after the test to the store and returns it as the provider lists it.
@@ -100,7 +100,7 @@ func TestConformanceWithFaults(t *testing.T) {
 
 func emulatedWithRetries(t *testing.T, store *emulator.Store, retries int32) providers.Provider {
 	t.Helper()
-	p, err := NewConstructor(
+	backend, err := NewConstructor(
 		WithClientOptions(arm.ClientOptions{ClientOptions: azcore.ClientOptions{
 			Transport: store.Transport(),
 			Retry:     policy.RetryOptions{MaxRetries: retries, RetryDelay: time.Millisecond, MaxRetryDelay: 10 * time.Millisecond},
@@ -110,7 +110,7 @@ func emulatedWithRetries(t *testing.T, store *emulator.Store, retries int32) pro
 	if err != nil {
 		t.Fatalf("constructor: %v", err)
 	}
-	return p
+	return backend.Zones
 }
 
 func TestParseOptions(t *testing.T) {

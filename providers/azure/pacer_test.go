@@ -49,7 +49,7 @@ func TestWritesArePacedToTheZoneLimit(t *testing.T) {
 	store := emulator.NewStore(subscription)
 	clock := &fakeClock{now: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
 	store.SetClock(clock.Now)
-	p, err := NewConstructor(
+	backend, err := NewConstructor(
 		WithClientOptions(arm.ClientOptions{ClientOptions: azcore.ClientOptions{
 			Transport: store.Transport(),
 			Retry:     policy.RetryOptions{MaxRetries: 3, RetryDelay: time.Millisecond, MaxRetryDelay: 10 * time.Millisecond},
@@ -60,6 +60,7 @@ func TestWritesArePacedToTheZoneLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := backend.Zones
 	zone := newZone(t, store, p)
 	const batches = 3
 	for b := range batches {
@@ -126,13 +127,14 @@ func TestRetryAfterIsWaitedOut(t *testing.T) {
 	mu.Lock()
 	now, realFrom = start.Add(58*time.Second), time.Now()
 	mu.Unlock()
-	p, err := NewConstructor( // the production retry policy
+	backend, err := NewConstructor( // the production retry policy
 		WithClientOptions(arm.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: store.Transport()}}),
 		WithCredential(&azfake.TokenCredential{}),
 	)(ctx, secret(validJSON()), providers.Env{Namespace: "ns"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := backend.Zones
 	before := store.Calls()["RecordSets.CreateOrUpdate"]
 	began := time.Now()
 	if err := p.Apply(ctx, zone, nil, &providers.Changes{Create: []*v1alpha1.Endpoint{a("late."+zone.DNSName, "192.0.2.9")}}); err != nil {

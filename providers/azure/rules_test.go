@@ -34,7 +34,7 @@ func (h *hook) Do(req *http.Request) (*http.Response, error) {
 
 func withTransport(t *testing.T, tr policy.Transporter, cred azcore.TokenCredential) providers.Provider {
 	t.Helper()
-	p, err := NewConstructor(
+	backend, err := NewConstructor(
 		WithClientOptions(arm.ClientOptions{ClientOptions: azcore.ClientOptions{
 			Transport: tr,
 			Retry:     policy.RetryOptions{MaxRetries: 3, RetryDelay: time.Millisecond, MaxRetryDelay: 10 * time.Millisecond},
@@ -44,7 +44,7 @@ func withTransport(t *testing.T, tr policy.Transporter, cred azcore.TokenCredent
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return backend.Zones
 }
 
 func a(name string, targets ...string) *v1alpha1.Endpoint {
@@ -267,13 +267,14 @@ func TestProfileLifecycle(t *testing.T) {
 func TestMissingResourceGroupNamesTheField(t *testing.T) {
 	store := emulator.NewStore(subscription)
 	cfg := strings.Replace(validJSON(), `"resourceGroup":"`+resourceGroup+`"`, `"resourceGroup":"no-such-rg"`, 1)
-	p, err := NewConstructor(
+	backend, err := NewConstructor(
 		WithClientOptions(arm.ClientOptions{ClientOptions: azcore.ClientOptions{Transport: store.Transport()}}),
 		WithCredential(&azfake.TokenCredential{}),
 	)(t.Context(), secret(cfg), providers.Env{Namespace: "ns"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := backend.Zones
 	_, err = p.Zones(t.Context())
 	if providers.KindOf(err) != providers.Permanent || err == nil || !strings.Contains(err.Error(), "field resourceGroup: resource group no-such-rg does not exist") {
 		t.Errorf("Zones() = %v (%v), want a Permanent error naming field resourceGroup and the group", err, providers.KindOf(err))

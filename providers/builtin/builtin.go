@@ -1,6 +1,6 @@
 // Package builtin is the one list of the backends the project's binaries can run, by provider name
 // (the values of the kuadrant.io/dns-provider-name label and of the controller's --providers), with
-// their Secret types and constructors. The controller and the kubectl-dns plugin both build their
+// their Secret types and constructors (each returns the backend's declared shape, providers.Backend). The controller and the kubectl-dns plugin both build their
 // factories here, so the plugin reads and writes zones exactly as the controller does.
 package builtin
 

@@ -98,12 +98,16 @@ var _ providers.Provider = (*Provider)(nil)
 type setKey struct{ name, typ string }
 
 // New is the constructor of kuadrant.io/gcp Secrets.
-func New(ctx context.Context, secret *corev1.Secret, _ providers.Env) (providers.Provider, error) {
+func New(ctx context.Context, secret *corev1.Secret, _ providers.Env) (providers.Backend, error) {
 	opts, err := ParseOptions(secret)
 	if err != nil {
-		return nil, err
+		return providers.Backend{}, err
 	}
-	return NewWithOptions(ctx, opts)
+	p, err := NewWithOptions(ctx, opts)
+	if err != nil {
+		return providers.Backend{}, err
+	}
+	return providers.Backend{Zones: p, ZoneScope: p.ZoneScope()}, nil
 }
 
 // NewWithOptions builds a provider from parsed options.

@@ -48,10 +48,11 @@ func gcpSecret(data map[string]string) *corev1.Secret {
 // newProvider builds a provider through the constructor, as the controllers do.
 func newProvider(t *testing.T, url string) *Provider {
 	t.Helper()
-	p, err := New(t.Context(), gcpSecret(map[string]string{v1alpha1.GoogleProjectIDKey: project, v1alpha1.EndpointOverrideKey: url}), providers.Env{})
+	backend, err := New(t.Context(), gcpSecret(map[string]string{v1alpha1.GoogleProjectIDKey: project, v1alpha1.EndpointOverrideKey: url}), providers.Env{})
 	if err != nil {
 		t.Fatalf("constructor: %v", err)
 	}
+	p := backend.Zones
 	cp := p.(*Provider)
 	cp.retry = fastRetry
 	return cp
@@ -454,10 +455,11 @@ func TestParseOptions(t *testing.T) {
 // on PROJECT_ID, refused credentials on GOOGLE. Neither is retried.
 func TestSecretProblemsNameTheSecretAndKey(t *testing.T) {
 	emu, url := startEmulator(t, emulator.Options{})
-	p, err := New(t.Context(), gcpSecret(map[string]string{v1alpha1.GoogleProjectIDKey: "other-project", v1alpha1.EndpointOverrideKey: url}), providers.Env{})
+	backend, err := New(t.Context(), gcpSecret(map[string]string{v1alpha1.GoogleProjectIDKey: "other-project", v1alpha1.EndpointOverrideKey: url}), providers.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := backend.Zones
 	_, err = p.Zones(t.Context())
 	want := "provider secret ns/gcp: key PROJECT_ID: project other-project does not exist or the service account of key GOOGLE cannot see it"
 	if err == nil || providers.KindOf(err) != providers.Permanent || !strings.HasPrefix(err.Error(), want) {

@@ -1,7 +1,9 @@
 // Package conformance is the test suite every DNS backend passes, the way every cert-manager DNS01
-// solver passes test/acme. A backend is done when Run passes against it: the engine relies on exactly
-// these behaviours (read back what was written, atomic batches, strict rejection of a stale plan) and
-// on nothing a single backend happens to do beyond them.
+// solver passes test/acme. A backend is done when Run passes against its Zones (and, for one that
+// declares Hosts, against its HostProvider): the engine relies on exactly these behaviours (read
+// back what was written, atomic batches, strict rejection of a stale plan) and on nothing a single
+// backend happens to do beyond them. A backend that declares only Records (k8gb) has no zone to
+// run it against; its integration tier (test/integration/k8gb) holds it to its contract.
 package conformance
 
 import (
@@ -18,9 +20,10 @@ import (
 
 // Harness connects the suite to one backend.
 type Harness struct {
-	// NewZone returns a provider and one of its zones, fresh for one subtest, with cleanup registered
-	// on t. The zone holds no record sets except those the backend keeps itself (SOA, NS); the suite
-	// reads those first and expects them untouched.
+	// NewZone returns a provider (a Backend's Zones, or its Hosts.HostProvider) and one of its
+	// zones, fresh for one subtest, with cleanup registered on t. The zone holds no record sets
+	// except those the backend keeps itself (SOA, NS); the suite reads those first and expects them
+	// untouched.
 	NewZone func(t *testing.T) (providers.Provider, providers.Zone)
 }
 

@@ -74,17 +74,18 @@ var _ providers.Provider = (*Provider)(nil)
 
 // New is the providers.Constructor of kuadrant.io/coredns Secrets. It uses env.Client and
 // env.Namespace, where the Secret and its authoritative records live.
-func New(_ context.Context, secret *corev1.Secret, env providers.Env) (providers.Provider, error) {
+func New(_ context.Context, secret *corev1.Secret, env providers.Env) (providers.Backend, error) {
 	opts, err := ParseOptions(secret)
 	if err != nil {
-		return nil, err
+		return providers.Backend{}, err
 	}
 	if env.Client == nil || env.Namespace == "" {
-		return nil, fmt.Errorf("provider secret %s/%s: the coredns backend needs a client and a namespace",
+		return providers.Backend{}, fmt.Errorf("provider secret %s/%s: the coredns backend needs a client and a namespace",
 			secret.Namespace, secret.Name)
 	}
-	return &Provider{client: env.Client, namespace: env.Namespace, zones: opts.Zones, secret: secret.Name,
-		host: &hostProvider{client: env.Client, namespace: env.Namespace, secret: secret.Name, zones: opts.Zones}}, nil
+	p := &Provider{client: env.Client, namespace: env.Namespace, zones: opts.Zones, secret: secret.Name,
+		host: &hostProvider{client: env.Client, namespace: env.Namespace, secret: secret.Name, zones: opts.Zones}}
+	return providers.Backend{Zones: p, Hosts: p}, nil
 }
 
 // Name implements providers.Provider.

@@ -56,12 +56,17 @@ func secret(namespace string, data map[string]string) *corev1.Secret {
 
 func newProvider(t *testing.T, c client.Client, namespace string, zones ...string) providers.Provider {
 	t.Helper()
-	p, err := New(t.Context(), secret(namespace, map[string]string{v1alpha1.CoreDNSZonesKey: strings.Join(zones, ",")}),
+	return newBackend(t, c, namespace, zones...).Zones
+}
+
+func newBackend(t *testing.T, c client.Client, namespace string, zones ...string) providers.Backend {
+	t.Helper()
+	backend, err := New(t.Context(), secret(namespace, map[string]string{v1alpha1.CoreDNSZonesKey: strings.Join(zones, ",")}),
 		providers.Env{Client: c, Namespace: namespace})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return backend
 }
 
 func zone(name string) providers.Zone { return providers.Zone{ID: name, DNSName: name} }

@@ -20,9 +20,9 @@ import (
 
 func hostZones(t *testing.T, c client.Client, namespace string, zones ...string) providers.HostZones {
 	t.Helper()
-	hz, ok := newProvider(t, c, namespace, zones...).(providers.HostZones)
-	if !ok {
-		t.Fatal("the coredns backend does not implement providers.HostZones")
+	hz := newBackend(t, c, namespace, zones...).Hosts
+	if hz == nil {
+		t.Fatal("the coredns backend does not declare providers.HostZones")
 	}
 	return hz
 }

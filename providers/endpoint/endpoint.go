@@ -35,16 +35,16 @@ var _ providers.Provider = (*Provider)(nil)
 
 // New is the providers.Constructor of kuadrant.io/endpoint Secrets. It uses env.Client and
 // env.Namespace, where the Secret and its zones live.
-func New(_ context.Context, secret *corev1.Secret, env providers.Env) (providers.Provider, error) {
+func New(_ context.Context, secret *corev1.Secret, env providers.Env) (providers.Backend, error) {
 	opts, err := ParseOptions(secret)
 	if err != nil {
-		return nil, err
+		return providers.Backend{}, err
 	}
 	if env.Client == nil || env.Namespace == "" {
-		return nil, fmt.Errorf("provider secret %s/%s: the endpoint backend needs a client and a namespace",
+		return providers.Backend{}, fmt.Errorf("provider secret %s/%s: the endpoint backend needs a client and a namespace",
 			secret.Namespace, secret.Name)
 	}
-	return &Provider{client: env.Client, namespace: env.Namespace, zones: opts.ZoneSelector}, nil
+	return providers.Backend{Zones: &Provider{client: env.Client, namespace: env.Namespace, zones: opts.ZoneSelector}}, nil
 }
 
 // Name implements providers.Provider.

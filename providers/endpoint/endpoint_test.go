@@ -60,11 +60,11 @@ var zoneLabel = map[string]string{"kuadrant.io/zone-record": "true"}
 
 func newProvider(t *testing.T, c client.Client, namespace string, data map[string]string) providers.Provider {
 	t.Helper()
-	p, err := New(t.Context(), secret(namespace, data), providers.Env{Client: c, Namespace: namespace})
+	backend, err := New(t.Context(), secret(namespace, data), providers.Env{Client: c, Namespace: namespace})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return backend.Zones
 }
 
 func secret(namespace string, data map[string]string) *corev1.Secret {

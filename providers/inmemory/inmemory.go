@@ -181,12 +181,12 @@ func New(store *Store, opts Options) *Provider {
 // NewConstructor returns the constructor of kuadrant.io/inmemory Secrets; every provider it builds
 // shares the store.
 func NewConstructor(store *Store) providers.Constructor {
-	return func(_ context.Context, secret *corev1.Secret, _ providers.Env) (providers.Provider, error) {
+	return func(_ context.Context, secret *corev1.Secret, _ providers.Env) (providers.Backend, error) {
 		opts, err := ParseOptions(secret)
 		if err != nil {
-			return nil, err
+			return providers.Backend{}, err
 		}
-		return New(store, opts), nil
+		return providers.Backend{Zones: New(store, opts)}, nil
 	}
 }
 

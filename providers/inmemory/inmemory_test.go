@@ -31,10 +31,11 @@ func secret(zones string) *corev1.Secret {
 func newZone(t *testing.T, store *Store) (providers.Provider, providers.Zone) {
 	t.Helper()
 	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name())) + ".example.com"
-	p, err := NewConstructor(store)(t.Context(), secret(name), providers.Env{})
+	backend, err := NewConstructor(store)(t.Context(), secret(name), providers.Env{})
 	if err != nil {
 		t.Fatalf("constructor: %v", err)
 	}
+	p := backend.Zones
 	return p, providers.Zone{ID: ZoneID(name), DNSName: name}
 }
 
@@ -97,10 +98,11 @@ func TestProvidersShareAStore(t *testing.T) {
 	for i := range 3 {
 		s := secret("Shared.example.com")
 		s.Namespace = fmt.Sprintf("cluster-%d", i)
-		p, err := NewConstructor(store)(ctx, s, providers.Env{Namespace: s.Namespace})
+		backend, err := NewConstructor(store)(ctx, s, providers.Env{Namespace: s.Namespace})
 		if err != nil {
 			t.Fatal(err)
 		}
+		p := backend.Zones
 		ps = append(ps, p)
 	}
 	zones, err := ps[2].Zones(ctx)

@@ -1,7 +1,7 @@
 // Package k8gb is the kuadrant.io/k8gb backend: it hands each published hostname to an installed
 // k8gb (https://www.k8gb.io) as one Gslb object (k8gb.io/v1beta1), which k8gb serves from its own
-// CoreDNS and shares with the k8gb of every other cluster. It writes no zone: it is a
-// providers.RecordBackend, so the engine gives it whole DNSRecords.
+// CoreDNS and shares with the k8gb of every other cluster. It writes no zone: its Backend declares
+// only Records (providers.RecordBackend), so the engine gives it whole DNSRecords.
 //
 // Per record, the Gslb references the HTTPRoute attached to the record's Gateway listener that lists
 // the hostname (k8gb serves the route's hostnames, and judges health by the Services behind it),
@@ -90,61 +90,30 @@ type Provider struct {
 	cfg    Config
 }
 
-var (
-	_ providers.Provider      = (*Provider)(nil)
-	_ providers.RecordBackend = (*Provider)(nil)
-)
+var _ providers.RecordBackend = (*Provider)(nil)
 
 // New is the providers.Constructor of kuadrant.io/k8gb Secrets, with the production settings.
-func New(ctx context.Context, secret *corev1.Secret, env providers.Env) (providers.Provider, error) {
+func New(ctx context.Context, secret *corev1.Secret, env providers.Env) (providers.Backend, error) {
 	return NewConstructor(DefaultConfig())(ctx, secret, env)
 }
 
-// NewConstructor returns the constructor with cfg; tests poll faster.
+// NewConstructor returns the constructor with cfg; tests poll faster. The backend has no zones: it
+// declares only Records.
 func NewConstructor(cfg Config) providers.Constructor {
-	return func(_ context.Context, secret *corev1.Secret, env providers.Env) (providers.Provider, error) {
+	return func(_ context.Context, secret *corev1.Secret, env providers.Env) (providers.Backend, error) {
 		opts, err := ParseOptions(secret)
 		if err != nil {
-			return nil, err
+			return providers.Backend{}, err
 		}
 		if env.Client == nil {
-			return nil, fmt.Errorf("provider secret %s/%s: the k8gb backend needs a client", secret.Namespace, secret.Name)
+			return providers.Backend{}, fmt.Errorf("provider secret %s/%s: the k8gb backend needs a client", secret.Namespace, secret.Name)
 		}
-		return &Provider{client: env.Client, opts: opts, cfg: cfg}, nil
+		return providers.Backend{Records: &Provider{client: env.Client, opts: opts, cfg: cfg}}, nil
 	}
 }
 
-// Name implements providers.Provider.
+// Name implements providers.RecordBackend.
 func (p *Provider) Name() string { return ProviderName }
-
-// Capabilities implements providers.Provider; the engine does not plan for a record backend.
-func (p *Provider) Capabilities() providers.Capabilities { return providers.Capabilities{} }
-
-var errNoZone = providers.Errorf(providers.Permanent, "the k8gb backend has no zone: k8gb serves whole records from Gslbs (providers.RecordBackend)")
-
-// Zones implements providers.Provider. The record controller does not call it for a RecordBackend;
-// a caller that does learns why there is nothing to list.
-func (p *Provider) Zones(context.Context) ([]providers.Zone, error) { return nil, errNoZone }
-
-// Records implements providers.Provider; see Zones.
-func (p *Provider) Records(context.Context, providers.Zone) (providers.View, error) {
-	return providers.View{}, errNoZone
-}
-
-// Apply implements providers.Provider; see Zones.
-func (p *Provider) Apply(context.Context, providers.Zone, providers.State, *providers.Changes) error {
-	return errNoZone
-}
-
-// AwaitPropagation implements providers.Provider; see Zones.
-func (p *Provider) AwaitPropagation(context.Context, providers.Zone, providers.State) error {
-	return errNoZone
-}
-
-// AdjustEndpoints implements providers.Provider; see Zones.
-func (p *Provider) AdjustEndpoints([]*v1alpha1.Endpoint) ([]*v1alpha1.Endpoint, error) {
-	return nil, errNoZone
-}
 
 // EnsureRecord implements providers.RecordBackend: it creates or updates the record's Gslb and
 // reads back what k8gb reports on it.

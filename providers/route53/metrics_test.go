@@ -17,10 +17,11 @@ func httpRequests(client, code, method string) float64 {
 // Each request of the SDK counts in Kuadrant's http_client_requests_total under client "aws".
 func TestRequestsCountAsKuadrantsHTTPClientMetrics(t *testing.T) {
 	_, url := start(t, emulator.Options{Zones: []string{"a.example.com", "b.example.com", "c.example.com"}, ZonesPageSize: 2, AccessKeys: []string{testKeyID}})
-	p, err := New(t.Context(), emulatorSecret(url), providers.Env{})
+	backend, err := New(t.Context(), emulatorSecret(url), providers.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := backend.Zones
 	before := httpRequests("aws", "200", "get")
 	if _, err := p.Zones(t.Context()); err != nil {
 		t.Fatal(err)

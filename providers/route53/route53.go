@@ -81,12 +81,13 @@ type state struct {
 var _ providers.Provider = (*Provider)(nil)
 
 // New is the constructor of kuadrant.io/aws Secrets.
-func New(_ context.Context, secret *corev1.Secret, _ providers.Env) (providers.Provider, error) {
+func New(_ context.Context, secret *corev1.Secret, _ providers.Env) (providers.Backend, error) {
 	opts, err := ParseOptions(secret)
 	if err != nil {
-		return nil, err
+		return providers.Backend{}, err
 	}
-	return NewWithOptions(opts), nil
+	p := NewWithOptions(opts)
+	return providers.Backend{Zones: p, ZoneScope: p.ZoneScope()}, nil
 }
 
 // NewWithOptions returns a provider for parsed options.

@@ -101,10 +101,11 @@ func TestConstructorReadsTheSecretAndListsZonesPageByPage(t *testing.T) {
 		names = append(names, fmt.Sprintf("z%d.example.com", i))
 	}
 	emu, url := start(t, emulator.Options{Zones: names, ZonesPageSize: 2, AccessKeys: []string{testKeyID}})
-	p, err := New(t.Context(), emulatorSecret(url), providers.Env{Namespace: "team-a"})
+	backend, err := New(t.Context(), emulatorSecret(url), providers.Env{Namespace: "team-a"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := backend.Zones
 	if p.Name() != "aws" {
 		t.Errorf("Name() = %q, want aws", p.Name())
 	}

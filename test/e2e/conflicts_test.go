@@ -639,7 +639,7 @@ func (c *conflictCase) quiet(t *testing.T) {
 // readZone reads the zone through the aws backend, as a third cluster would.
 func (c *conflictCase) readZone() ([]*v1alpha1.Endpoint, error) {
 	ctx := context.Background()
-	p, err := route53.New(ctx, &corev1.Secret{
+	backend, err := route53.New(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: c.ns(), Name: "reader"},
 		Type:       v1alpha1.SecretTypeAWS,
 		Data: map[string][]byte{
@@ -650,6 +650,7 @@ func (c *conflictCase) readZone() ([]*v1alpha1.Endpoint, error) {
 	if err != nil {
 		return nil, err
 	}
+	p := backend.Zones
 	zones, err := p.Zones(ctx)
 	if err != nil {
 		return nil, err

@@ -262,7 +262,7 @@ func serveZone(t *testing.T, read func() ([]*v1alpha1.Endpoint, error), zone, ho
 func route53Reader(t *testing.T, url, key, zone string) func() ([]*v1alpha1.Endpoint, error) {
 	t.Helper()
 	ctx := context.Background()
-	reader, err := route53.New(ctx, &corev1.Secret{
+	readerBackend, err := route53.New(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "reader", Name: "reader"},
 		Type:       v1alpha1.SecretTypeAWS,
 		Data: map[string][]byte{v1alpha1.AWSAccessKeyIDKey: []byte(key), v1alpha1.AWSSecretAccessKeyKey: []byte("reader"),
@@ -271,6 +271,7 @@ func route53Reader(t *testing.T, url, key, zone string) func() ([]*v1alpha1.Endp
 	if err != nil {
 		t.Fatal(err)
 	}
+	reader := readerBackend.Zones
 	return func() ([]*v1alpha1.Endpoint, error) {
 		zones, err := reader.Zones(ctx)
 		if err != nil {

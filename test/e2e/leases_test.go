@@ -278,10 +278,11 @@ type zoneReader struct {
 func leaseReader(t *testing.T, cloud leaseCloud) *zoneReader {
 	t.Helper()
 	ctx := context.Background()
-	p, err := cloud.constructor(ctx, cloud.secret("reader", "reader"), providers.Env{Namespace: "reader"})
+	backend, err := cloud.constructor(ctx, cloud.secret("reader", "reader"), providers.Env{Namespace: "reader"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	p := backend.Zones
 	zones, err := p.Zones(ctx)
 	if err != nil {
 		t.Fatal(err)

@@ -28,11 +28,13 @@ const DefaultIdle = time.Hour
 // retrying on one backoff schedule) share one listing instead of each making their own.
 const ZoneRelistAfter = 2 * time.Second
 
-// Backend is the backend built from one version of one provider Secret.
+// Backend is the backend built from one version of one provider Secret: the parts its constructor
+// declared (providers.Backend), the writers wrapped (Cache.Wrap), and what the controller keeps
+// beside them.
 type Backend struct {
+	// Provider is the declared Zones, wrapped; nil for a backend that serves whole records.
 	Provider providers.Provider
-	// ZoneScope names where the backend lists zones and the Secret key that selects it ("" when the
-	// backend has no such choice), for a record whose host is in none of them.
+	// ZoneScope is the declared ZoneScope.
 	ZoneScope string
 	// Account identifies the credentials (namespace/name/UID of the Secret): publish queues of two
 	// Secrets for one cloud account stay apart.
@@ -42,11 +44,10 @@ type Backend struct {
 	// Data holds the Secret's keys that are settings of the controller rather than of the backend
 	// (those of SettingKeys), so a pass need not read the Secret again for them.
 	Data map[string]string
-	// Records is the backend itself when it serves whole records (providers.RecordBackend: k8gb):
-	// such a record has no zone, plan or ownership records.
+	// Records is the declared Records (k8gb): such a record has no zone, plan or ownership records.
 	Records providers.RecordBackend
-	// Hosts is the backend itself when it gives each root host a zone record of its own
-	// (providers.HostZones: coredns); HostProvider is then its HostProvider, wrapped as Provider is.
+	// Hosts is the declared Hosts (coredns); HostProvider is then its HostProvider, wrapped as
+	// Provider is.
 	Hosts        providers.HostZones
 	HostProvider providers.Provider
 
@@ -79,12 +80,6 @@ func (b *Backend) Zones(ctx context.Context, now time.Time, maxAge time.Duration
 // Secret deleted and created again under its name is another account.
 func AccountOf(secret metav1.Object) string {
 	return secret.GetNamespace() + "/" + secret.GetName() + "/" + string(secret.GetUID())
-}
-
-// zoneScoper is implemented by backends whose Secret selects where zones are listed (a project, a
-// resource group).
-type zoneScoper interface {
-	ZoneScope() string
 }
 
 // Cache builds and keeps backends.
@@ -137,11 +132,12 @@ func (c *Cache) Backend(ctx context.Context, record types.NamespacedName, secret
 	if !ok || e.backend.version != secret.ResourceVersion {
 		// Built outside the lock: a constructor may be slow, and two records building one backend
 		// at once only cost a second build.
-		p, err := c.Factory.New(ctx, secret, env)
+		declared, err := c.Factory.New(ctx, secret, env)
 		if err != nil {
 			return nil, err
 		}
 		b := &Backend{
+			Provider: declared.Zones, ZoneScope: declared.ZoneScope, Records: declared.Records, Hosts: declared.Hosts,
 			Account: AccountOf(secret),
 			Secret:  types.NamespacedName{Namespace: secret.Namespace, Name: secret.Name},
 			uid:     secret.UID, version: secret.ResourceVersion,
@@ -154,23 +150,17 @@ func (c *Cache) Backend(ctx context.Context, record types.NamespacedName, secret
 				b.Data[k] = string(v)
 			}
 		}
-		// A wrapper has only the Provider methods: ask the backend itself.
-		if zs, ok := p.(zoneScoper); ok {
-			b.ZoneScope = zs.ZoneScope()
-		}
-		if rb, ok := p.(providers.RecordBackend); ok {
-			b.Records = rb
-		}
-		if hz, ok := p.(providers.HostZones); ok {
-			b.Hosts, b.HostProvider = hz, hz.HostProvider()
+		if b.Hosts != nil {
+			b.HostProvider = b.Hosts.HostProvider()
 		}
 		if c.Wrap != nil {
-			p = c.Wrap(p)
+			if b.Provider != nil {
+				b.Provider = c.Wrap(b.Provider)
+			}
 			if b.HostProvider != nil {
 				b.HostProvider = c.Wrap(b.HostProvider)
 			}
 		}
-		b.Provider = p
 		e = &entry{backend: b}
 	}
 	c.mu.Lock()

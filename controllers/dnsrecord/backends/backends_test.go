@@ -30,7 +30,7 @@ func counting(t *testing.T) (*Cache, *int, *inmemory.Store, *clock) {
 	builds := 0
 	inmem := inmemory.NewConstructor(store)
 	f := providers.NewFactory()
-	f.Register(testType, func(ctx context.Context, s *corev1.Secret, env providers.Env) (providers.Provider, error) {
+	f.Register(testType, func(ctx context.Context, s *corev1.Secret, env providers.Env) (providers.Backend, error) {
 		builds++
 		return inmem(ctx, s, env)
 	})
@@ -203,9 +203,8 @@ func TestCurrentServesOnlyTheBuiltVersion(t *testing.T) {
 	}
 }
 
-// hostZoned is a backend that gives each root host a zone record (providers.HostZones).
+// hostZoned gives each root host a zone record (providers.HostZones).
 type hostZoned struct {
-	providers.Provider
 	host providers.Provider
 }
 
@@ -223,13 +222,14 @@ func TestHostZonesBackend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	host, err := inmemory.NewConstructor(store)(context.Background(), secret("u1", "1"), providers.Env{})
+	hostBackend, err := inmemory.NewConstructor(store)(context.Background(), secret("u1", "1"), providers.Env{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	host := hostBackend.Zones
 	f := providers.NewFactory()
-	f.Register(testType, func(context.Context, *corev1.Secret, providers.Env) (providers.Provider, error) {
-		return hostZoned{Provider: inner, host: host}, nil
+	f.Register(testType, func(context.Context, *corev1.Secret, providers.Env) (providers.Backend, error) {
+		return providers.Backend{Zones: inner.Zones, Hosts: hostZoned{host: host}}, nil
 	})
 	c := &Cache{Factory: f, Wrap: func(p providers.Provider) providers.Provider { return wrapped{p} }}
 	b, err := c.Backend(context.Background(), web, secret("u1", "1"), providers.Env{})

@@ -299,10 +299,11 @@ func (c *Cloud) ThrottleNext(n int) bool {
 
 // ReadBack reads the zone through the backend, as the controllers do, and returns its endpoints.
 func (c *Cloud) ReadBack(ctx context.Context, dnsName string) ([]*v1alpha1.Endpoint, error) {
-	p, err := c.Constructor()(ctx, c.Secret("default", "read-back"), providers.Env{Namespace: "default"})
+	b, err := c.Constructor()(ctx, c.Secret("default", "read-back"), providers.Env{Namespace: "default"})
 	if err != nil {
 		return nil, err
 	}
+	p := b.Zones
 	zones, err := p.Zones(ctx)
 	if err != nil {
 		return nil, err

@@ -21,10 +21,11 @@ func TestEachCloudIsReachableThroughItsSecret(t *testing.T) {
 			const zoneName = "reach.example.com"
 			c.AddZone(zoneName)
 			c.AddHiddenZone("hidden.example.com")
-			p, err := c.Constructor()(t.Context(), c.Secret("ns", "creds"), providers.Env{Namespace: "ns"})
+			backend, err := c.Constructor()(t.Context(), c.Secret("ns", "creds"), providers.Env{Namespace: "ns"})
 			if err != nil {
 				t.Fatal(err)
 			}
+			p := backend.Zones
 			zones, err := p.Zones(t.Context())
 			if err != nil || len(zones) != 1 || zones[0].DNSName != zoneName {
 				t.Fatalf("Zones() = %v, %v; want only %s", zones, err, zoneName)

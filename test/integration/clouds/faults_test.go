@@ -353,11 +353,11 @@ func faultsNotReady(t testing.TB, cl *cluster) string {
 // faultsProvider is the cloud's backend with a valid Secret, as a human's tool or a test reaches it.
 func faultsProvider(t testing.TB, c *cloud.Cloud, name string) providers.Provider {
 	t.Helper()
-	p, err := c.Constructor()(t.Context(), c.Secret("default", name), providers.Env{Namespace: "default"})
+	backend, err := c.Constructor()(t.Context(), c.Secret("default", name), providers.Env{Namespace: "default"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p
+	return backend.Zones
 }
 
 // faultsHuman writes records no owner manages, through the backend before any controller runs, and
@@ -482,7 +482,7 @@ func faultsOwner(t testing.TB, cls []*cluster, key string) string {
 // targets and routing properties.
 // faultsLines renders a zone for comparison, leases aside: the two clusters share names, so each
 // renews a lease record and names it in its claims there (docs/zone-sharing.md#owner-leases). The
-// lease tests (pkg/publish, test/e2e) check those; here a lease record only has to be one.
+// lease tests (controllers/dnsrecord/publish, test/e2e) check those; here a lease record only has to be one.
 func faultsLines(eps []*v1alpha1.Endpoint) []string {
 	lines := make([]string, 0, len(eps))
 	for _, ep := range eps {

@@ -27,8 +27,8 @@ import (
 
 	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/publish"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/builder"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/clouddns"
@@ -195,10 +195,11 @@ func publisherOptions() publish.Options {
 // A record merged.<zone>.
 func newCluster(ctx context.Context, t *testing.T, b *zoneBackend, name string, index, count int) *cluster {
 	t.Helper()
-	prov, err := b.construct(ctx, b.secret(name), providers.Env{Namespace: "cluster-" + name})
+	provBackend, err := b.construct(ctx, b.secret(name), providers.Env{Namespace: "cluster-" + name})
 	if err != nil {
 		t.Fatalf("%s: building the backend of %s from its Secret: %v", b.name, name, err)
 	}
+	prov := provBackend.Zones
 	cl := &cluster{name: name, prov: prov, publisher: publish.New(publisherOptions()), zone: findZone(ctx, t, b, prov), records: map[string]*record{}}
 	lb := &dnsv1.LoadBalancingSpec{Weight: 120, Geo: b.geos[0], DefaultGeo: true}
 	if index == count-1 && count > 2 {
@@ -292,10 +293,11 @@ type zoneState struct {
 
 func read(ctx context.Context, t *testing.T, b *zoneBackend) zoneState {
 	t.Helper()
-	prov, err := b.construct(ctx, b.secret("reader"), providers.Env{Namespace: "cluster-reader"})
+	provBackend, err := b.construct(ctx, b.secret("reader"), providers.Env{Namespace: "cluster-reader"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	prov := provBackend.Zones
 	read, err := prov.Records(ctx, findZone(ctx, t, b, prov))
 	if err != nil {
 		t.Fatalf("%s: reading the zone: %v", b.name, err)
@@ -321,10 +323,11 @@ const foreignOwner = "foreign-owner"
 
 func seedForeign(ctx context.Context, t *testing.T, b *zoneBackend) *foreign {
 	t.Helper()
-	prov, err := b.construct(ctx, b.secret("human"), providers.Env{Namespace: "cluster-human"})
+	provBackend, err := b.construct(ctx, b.secret("human"), providers.Env{Namespace: "cluster-human"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	prov := provBackend.Zones
 	zone := findZone(ctx, t, b, prov)
 	human, err := prov.AdjustEndpoints([]*v1alpha1.Endpoint{
 		v1alpha1.NewEndpoint("human."+zoneName, v1alpha1.RecordTypeA, 300, "192.0.2.10"),
@@ -337,10 +340,11 @@ func seedForeign(ctx context.Context, t *testing.T, b *zoneBackend) *foreign {
 		t.Fatalf("%s: creating the records no owner claims: %v", b.name, err)
 	}
 
-	other, err := b.construct(ctx, b.secret(foreignOwner), providers.Env{Namespace: "cluster-" + foreignOwner})
+	otherBackend, err := b.construct(ctx, b.secret(foreignOwner), providers.Env{Namespace: "cluster-" + foreignOwner})
 	if err != nil {
 		t.Fatal(err)
 	}
+	other := otherBackend.Zones
 	desired, err := other.AdjustEndpoints([]*v1alpha1.Endpoint{
 		v1alpha1.NewEndpoint("foreign."+zoneName, v1alpha1.RecordTypeA, 60, "192.0.2.20", "192.0.2.21"),
 		v1alpha1.NewEndpoint("alias."+zoneName, v1alpha1.RecordTypeCNAME, 300, "foreign."+zoneName),

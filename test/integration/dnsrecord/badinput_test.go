@@ -40,9 +40,10 @@ func TestBadInput(t *testing.T) {
 	factory := providers.NewFactory()
 	factory.Register(v1alpha1.SecretTypeInMemory, inmemory.NewConstructor(store))
 	inmem := inmemory.NewConstructor(store)
-	factory.Register(twinType, func(ctx context.Context, s *corev1.Secret, env providers.Env) (providers.Provider, error) {
-		p, err := inmem(ctx, s, env)
-		return twinZones{p}, err
+	factory.Register(twinType, func(ctx context.Context, s *corev1.Secret, env providers.Env) (providers.Backend, error) {
+		b, err := inmem(ctx, s, env)
+		b.Zones = twinZones{b.Zones}
+		return b, err
 	})
 	cl := startClusters(t, 1, store, fastOptions(), factory)[0]
 	secret := func(name string, typ corev1.SecretType, data map[string]string, labels map[string]string) {
@@ -181,9 +182,10 @@ func TestProviderErrorCondition(t *testing.T) {
 	store := inmemory.NewStore()
 	inmem := inmemory.NewConstructor(store)
 	factory := providers.NewFactory()
-	factory.Register(failingType, func(ctx context.Context, s *corev1.Secret, env providers.Env) (providers.Provider, error) {
-		p, err := inmem(ctx, s, env)
-		return failingApply{p}, err
+	factory.Register(failingType, func(ctx context.Context, s *corev1.Secret, env providers.Env) (providers.Backend, error) {
+		b, err := inmem(ctx, s, env)
+		b.Zones = failingApply{b.Zones}
+		return b, err
 	})
 	cl := startClusters(t, 1, store, fastOptions(), factory)[0]
 	if err := cl.c.Create(t.Context(), &corev1.Secret{

@@ -296,12 +296,13 @@ func TestDeletionReleasesOnPermanentErrors(t *testing.T) {
 			var revoked, zoneDeleted atomic.Bool
 			inmem := inmemory.NewConstructor(store)
 			factory := inmemFactory(store)
-			factory.Register(switchableType, func(ctx context.Context, s *corev1.Secret, env providers.Env) (providers.Provider, error) {
+			factory.Register(switchableType, func(ctx context.Context, s *corev1.Secret, env providers.Env) (providers.Backend, error) {
 				if revoked.Load() {
-					return nil, errRevoked
+					return providers.Backend{}, errRevoked
 				}
-				p, err := inmem(ctx, s, env)
-				return switchable{Provider: p, revoked: &revoked, zoneDeleted: &zoneDeleted}, err
+				b, err := inmem(ctx, s, env)
+				b.Zones = switchable{Provider: b.Zones, revoked: &revoked, zoneDeleted: &zoneDeleted}
+				return b, err
 			})
 			r := newRestartable(t)
 			r.providerSecret(t, "provider", switchableType, tc.zone, nil)

@@ -30,7 +30,7 @@ func TestPassesReuseBackendOfCurrentSecret(t *testing.T) {
 	var built []string // the Secret versions backends were built from
 	inmem := inmemory.NewConstructor(store)
 	factory := providers.NewFactory()
-	factory.Register(v1alpha1.SecretTypeInMemory, func(ctx context.Context, s *corev1.Secret, env providers.Env) (providers.Provider, error) {
+	factory.Register(v1alpha1.SecretTypeInMemory, func(ctx context.Context, s *corev1.Secret, env providers.Env) (providers.Backend, error) {
 		mu.Lock()
 		built = append(built, s.ResourceVersion)
 		mu.Unlock()

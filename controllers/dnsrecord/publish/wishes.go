@@ -1,0 +1,50 @@
+package publish
+
+import (
+	"sync"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+)
+
+// cluster is what the publisher knows of this cluster's owners, across its queues: two Secrets can
+// lead to one zone, and an owner of either is this cluster's.
+type cluster struct {
+	mu sync.Mutex
+	// local are the owners whose requests came through the publisher.
+	local map[string]bool
+	// wishes are, by owner, what its latest plan that its zone holds wants, by key: the plans of the
+	// others read them where the owner's claims, written as Kuadrant writes them, do not say
+	// (plan.Input.Known).
+	wishes map[string]map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
+}
+
+func (c *cluster) isLocal(owner string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.local[owner]
+}
+
+// known is plan.Input.Known: what another owner of this cluster wants for a key, as remembered.
+func (c *cluster) known(owner string, key v1alpha1.EndpointKey) *v1alpha1.Endpoint {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.wishes[owner][key]
+}
+
+// remember notes what a request whose plan the zone now holds wants.
+func (c *cluster) remember(p *planned) {
+	if p.req.renewal {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(p.desired) == 0 {
+		delete(c.wishes, p.req.OwnerID)
+		return
+	}
+	w := make(map[v1alpha1.EndpointKey]*v1alpha1.Endpoint, len(p.desired))
+	for _, e := range p.desired {
+		w[e.Key()] = e
+	}
+	c.wishes[p.req.OwnerID] = w
+}
