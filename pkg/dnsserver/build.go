@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"hash"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -48,31 +49,6 @@ type Source struct {
 	// records cannot both be served, the earlier source keeps the name (ties by Name), so a newer
 	// one can never take away what an older one serves (see claims).
 	Created time.Time
-}
-
-// group is the endpoints of one name and type, keyed by set identifier, while a zone is built.
-type group struct {
-	name    string
-	rrtype  uint16
-	members map[string]*draft
-	// sources are the sources that contributed, to tell them when the set is refused.
-	sources []string
-	// tooLarge: a record of the set cannot be sent in one message (reported with its endpoint, to
-	// the sources in told).
-	tooLarge bool
-	told     []string
-}
-
-// draft is one record set before encoding.
-type draft struct {
-	setID   string
-	ttl     uint32
-	records map[string]dns.RR // by normalised value, so duplicates collapse
-	geo     []string
-	weight  *uint64
-	// values and rrs are the records in order, once sorted (sorted).
-	values []string
-	rrs    []dns.RR
 }
 
 // describe names an endpoint in a refusal, briefly: a refusal is shown in a status condition, and
@@ -126,10 +102,48 @@ func (r *refusals) add(sources []string, msg string) {
 // left out and described in the refusals; the rest of the zone is served. nsAddrs are the addresses
 // of nameserver names, by canonical name (Options.NameserverAddresses); maxTTL caps every TTL
 // (Options.MaxTTL).
-func buildZone(origin string, data ZoneData, serial uint32, nsAddrs map[string][]netip.Addr, maxTTL int64) (snap *snapshot, refused refusals, err error) {
+func buildZone(origin string, data ZoneData, serial uint32, nsAddrs map[string][]netip.Addr, maxTTL int64) (*snapshot, refusals, error) {
+	b, err := newBuilder(origin, data, maxTTL)
+	if err != nil {
+		return nil, refusals{}, err
+	}
+	b.reserveNameservers(nsAddrs)
+	b.addSources(data)
+	b.placeGroups(serial)
+	soa, err := b.addApex(serial)
+	if err != nil {
+		return nil, b.refused, err
+	}
+	b.link(soa)
+	return b.snap, b.refused, nil
+}
+
+// builder is one build of a zone, in the order buildZone runs its steps: the endpoints of every
+// source are checked and collected into groups (one per name and type), then each group is encoded
+// and placed at its node, then the apex and the links between nodes are made.
+type builder struct {
+	origin      string
+	apex        []byte
+	nameservers []string // canonical; the first is the SOA's primary
+	hostmaster  string
+	maxTTL      int64
+	// reserved are the zone's nameserver names inside it (reserveNameservers).
+	reserved map[string]bool
+	// groups are the record sets being collected, by name/type.
+	groups  map[string]*group
+	held    *claims
+	refused refusals
+	snap    *snapshot
+	// digest identifies the content, everything but the serial (snapshot.digest).
+	digest hash.Hash
+}
+
+// newBuilder reads the zone's own names: its apex, nameservers and SOA mailbox. An error here is
+// the server's configuration, not a record: the zone cannot be built at all.
+func newBuilder(origin string, data ZoneData, maxTTL int64) (*builder, error) {
 	apex, err := wireName(origin)
 	if err != nil {
-		return nil, refused, fmt.Errorf("zone %q: %w", origin, err)
+		return nil, fmt.Errorf("zone %q: %w", origin, err)
 	}
 	nameservers := slices.Clone(data.Nameservers)
 	if len(nameservers) == 0 {
@@ -137,43 +151,47 @@ func buildZone(origin string, data ZoneData, serial uint32, nsAddrs map[string][
 	}
 	for i, ns := range nameservers {
 		if nameservers[i], err = canonicalName(ns); err != nil {
-			return nil, refused, fmt.Errorf("nameserver %q: %w", ns, err)
+			return nil, fmt.Errorf("nameserver %q: %w", ns, err)
 		}
 	}
 	hostmaster := "hostmaster." + origin
 	if data.Hostmaster != "" {
 		if hostmaster, err = canonicalName(data.Hostmaster); err != nil {
-			return nil, refused, fmt.Errorf("hostmaster %q: %w", data.Hostmaster, err)
+			return nil, fmt.Errorf("hostmaster %q: %w", data.Hostmaster, err)
 		}
 	}
+	return &builder{origin: origin, apex: apex, nameservers: nameservers, hostmaster: hostmaster, maxTTL: maxTTL,
+		reserved: map[string]bool{}, groups: map[string]*group{}, held: newClaims(origin)}, nil
+}
 
-	// The zone's nameserver names inside it belong to the server: resolvers sent to the zone look
-	// their addresses up there, so a record holding one, or delegating a name above one, would
-	// take the whole zone. Their addresses come from the server's configuration.
-	reserved := map[string]bool{}
-	groups := map[string]*group{}
-	for _, ns := range nameservers {
-		if !dns.IsSubDomain(origin, ns) || reserved[ns] {
+// reserveNameservers gives the zone's nameserver names inside it to the server: resolvers sent to
+// the zone look their addresses up there, so a record holding one, or delegating a name above one,
+// would take the whole zone. Their addresses come from the server's configuration (nsAddrs).
+func (b *builder) reserveNameservers(nsAddrs map[string][]netip.Addr) {
+	for _, ns := range b.nameservers {
+		if !dns.IsSubDomain(b.origin, ns) || b.reserved[ns] {
 			continue
 		}
-		reserved[ns] = true
+		b.reserved[ns] = true
 		for _, addr := range nsAddrs[ns] {
 			rrtype, rr := dns.TypeAAAA, dns.RR(&dns.AAAA{Hdr: header(ns, dns.TypeAAAA, soaMinimum), AAAA: addr.AsSlice()})
 			if addr.Is4() {
 				rrtype, rr = dns.TypeA, &dns.A{Hdr: header(ns, dns.TypeA, soaMinimum), A: addr.AsSlice()}
 			}
 			key := ns + "/" + strconv.Itoa(int(rrtype))
-			g := groups[key]
+			g := b.groups[key]
 			if g == nil {
 				g = &group{name: ns, rrtype: rrtype, members: map[string]*draft{"": {ttl: soaMinimum, records: map[string]dns.RR{}}}}
-				groups[key] = g
+				b.groups[key] = g
 			}
 			g.members[""].records[addr.String()] = rr
 		}
 	}
+}
 
-	// Sources in the order they came to be: where two cannot both be served, the earlier keeps
-	// the name. Endpoints without a source come first.
+// addSources collects every source's endpoints, in the order the sources came to be: where two
+// cannot both be served, the earlier keeps the name. Endpoints without a source come first.
+func (b *builder) addSources(data ZoneData) {
 	sources := slices.Clone(data.Sources)
 	slices.SortStableFunc(sources, func(a, b Source) int {
 		return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.Name, b.Name))
@@ -181,265 +199,273 @@ func buildZone(origin string, data ZoneData, serial uint32, nsAddrs map[string][
 	if len(data.Endpoints) > 0 {
 		sources = append([]Source{{Endpoints: data.Endpoints}}, sources...)
 	}
-	held := newClaims(origin)
 	for i, src := range sources {
-		srcs := []string{src.Name}
-		if src.Name == "" {
-			srcs = nil
-		}
-		skip := func(ep *v1alpha1.Endpoint, format string, args ...any) {
-			refused.add(srcs, fmt.Sprintf("%s: %s", describe(ep), fmt.Sprintf(format, args...)))
-		}
 		for _, ep := range src.Endpoints {
-			if ep == nil {
-				continue
-			}
-			name, err := canonicalName(ep.DNSName)
-			if err != nil {
-				skip(ep, "invalid name: %v", err)
-				continue
-			}
-			if !dns.IsSubDomain(origin, name) {
-				skip(ep, "outside zone %s", origin)
-				continue
-			}
-			rrtype, ok := dns.StringToType[strings.ToUpper(ep.RecordType)]
-			if !ok || rrtype == dns.TypeOPT || rrtype == dns.TypeANY || rrtype == dns.TypeAXFR ||
-				rrtype == dns.TypeIXFR || rrtype == dns.TypeTSIG {
-				skip(ep, "record type %q is not served", ep.RecordType)
-				continue
-			}
-			if name == origin && (rrtype == dns.TypeSOA || rrtype == dns.TypeNS) {
-				// The zone's own SOA and NS say who serves it; a tenant's record must not re-delegate it.
-				skip(ep, "the apex %s comes from the server's configuration, not from records", dns.TypeToString[rrtype])
-				continue
-			}
-			if rrtype == dns.TypeSOA {
-				skip(ep, "an SOA record can only be at the zone apex")
-				continue
-			}
-			if rrtype == dns.TypeCNAME && name == origin {
-				skip(ep, "a CNAME cannot be at the zone apex")
-				continue
-			}
-			if why := reservedProblem(name, rrtype, origin, reserved); why != "" {
-				skip(ep, "%s", why)
-				continue
-			}
-			if why := held.conflict(i, name, rrtype); why != "" {
-				skip(ep, "%s", why)
-				continue
-			}
-			if ep.RecordTTL < 0 {
-				skip(ep, "negative TTL")
-				continue
-			}
-			// The caps every DNSRecord is validated against, which the record controller does not
-			// apply to authoritative records.
-			if int64(ep.RecordTTL) > maxTTL {
-				skip(ep, "TTL %d, more than the %d allowed (--max-ttl)", ep.RecordTTL, maxTTL)
-				continue
-			}
-			if w, over := weightOver(ep); over {
-				skip(ep, "weight %d, more than the %d every provider accepts", w, v1alpha1.MaxWeight)
-				continue
-			}
-			ttl := uint32(ep.RecordTTL)
-			if ttl == 0 {
-				ttl = defaultTTL
-			}
-			var values []string
-			var rrs []dns.RR
-			var problems []string
-			var tooLarge bool
-			if len(ep.Targets) > v1alpha1.MaxTargets {
-				// The bound every DNSRecord is validated against; authoritative records, whose
-				// endpoints the record controller does not validate, are held to it here, before
-				// their targets cost anything. Like a set too large to send, the set is not served.
-				tooLarge = true
-				skip(ep, "%d targets, more than the %d one endpoint may have", len(ep.Targets), v1alpha1.MaxTargets)
-			} else {
-				values, rrs, problems, tooLarge = parseTargets(name, rrtype, ttl, ep.Targets)
-			}
-			for _, p := range problems {
-				skip(ep, "%s", p)
-			}
-			if len(rrs) == 0 && !tooLarge {
-				if len(problems) == 0 {
-					skip(ep, "no targets")
-				}
-				continue
-			}
-			held.add(i, name, rrtype)
-			key := name + "/" + strconv.Itoa(int(rrtype))
-			g := groups[key]
-			if g == nil {
-				g = &group{name: name, rrtype: rrtype, members: map[string]*draft{}}
-				groups[key] = g
-			}
-			if src.Name != "" && !slices.Contains(g.sources, src.Name) {
-				g.sources = append(g.sources, src.Name)
-			}
-			// A record too large to send makes its whole set unservable: the rest alone would be a
-			// wrong answer.
-			if tooLarge {
-				g.tooLarge = true
-				g.told = append(g.told, src.Name)
-			}
-			d := g.members[ep.SetIdentifier]
-			if d == nil {
-				d = &draft{setID: ep.SetIdentifier, ttl: ttl, records: make(map[string]dns.RR, len(values))}
-				g.members[ep.SetIdentifier] = d
-			}
-			// The same record set from several sources serves the union of their targets.
-			d.ttl = min(d.ttl, ttl)
-			for i, v := range values {
-				if d.records[v] == nil {
-					d.records[v] = rrs[i]
-				}
-			}
-			for _, p := range ep.ProviderSpecific {
-				switch p.Name {
-				case v1alpha1.ProviderSpecificGeoCode:
-					for code := range strings.SplitSeq(p.Value, ",") {
-						if code = strings.TrimSpace(code); code != "" && !slices.Contains(d.geo, code) {
-							d.geo = append(d.geo, code)
-						}
-					}
-				case v1alpha1.ProviderSpecificWeight:
-					// Kuadrant's plugin reads a weight it cannot parse as 0; so do we, so both serve the
-					// same. Weights above v1alpha1.MaxWeight were refused, so a set's sum cannot overflow.
-					w, _ := strconv.ParseUint(strings.TrimSpace(p.Value), 10, 64)
-					d.weight = &w
-				}
+			if ep != nil {
+				b.addEndpoint(i, src.Name, ep)
 			}
 		}
 	}
+}
 
-	snap = &snapshot{origin: origin, apex: apex, serial: serial, nodes: map[string]*node{}}
-	nodeAt := func(name string) *node {
-		w, _ := wireName(name)
-		n := snap.nodes[string(w)]
-		if n == nil {
-			n = &node{}
-			snap.nodes[string(w)] = n
-			// Every name between a record and the apex exists, possibly empty (RFC 4592 2.2.2).
-			for parent := name; parent != origin; {
-				next, _ := dns.NextLabel(parent, 0)
-				parent = parent[next:]
-				pw, _ := wireName(parent)
-				if snap.nodes[string(pw)] != nil {
-					break
-				}
-				snap.nodes[string(pw)] = &node{}
-			}
-		}
-		return n
+// addEndpoint adds one endpoint of source number src (named name, "" for none) to its group, or
+// refuses it.
+func (b *builder) addEndpoint(src int, name string, ep *v1alpha1.Endpoint) {
+	var srcs []string
+	if name != "" {
+		srcs = []string{name}
 	}
-	nodeAt(origin)
+	skip := func(format string, args ...any) {
+		b.refused.add(srcs, fmt.Sprintf("%s: %s", describe(ep), fmt.Sprintf(format, args...)))
+	}
+	owner, rrtype, ttl, why := b.check(src, ep)
+	if why != "" {
+		skip("%s", why)
+		return
+	}
+	var values []string
+	var rrs []dns.RR
+	var problems []string
+	var tooLarge bool
+	if len(ep.Targets) > v1alpha1.MaxTargets {
+		// The bound every DNSRecord is validated against; authoritative records, whose
+		// endpoints the record controller does not validate, are held to it here, before
+		// their targets cost anything. Like a set too large to send, the set is not served.
+		tooLarge = true
+		skip("%d targets, more than the %d one endpoint may have", len(ep.Targets), v1alpha1.MaxTargets)
+	} else {
+		values, rrs, problems, tooLarge = parseTargets(owner, rrtype, ttl, ep.Targets)
+	}
+	for _, p := range problems {
+		skip("%s", p)
+	}
+	if len(rrs) == 0 && !tooLarge {
+		if len(problems) == 0 {
+			skip("no targets")
+		}
+		return
+	}
+	b.held.add(src, owner, rrtype)
+	key := owner + "/" + strconv.Itoa(int(rrtype))
+	g := b.groups[key]
+	if g == nil {
+		g = &group{name: owner, rrtype: rrtype, members: map[string]*draft{}}
+		b.groups[key] = g
+	}
+	if name != "" && !slices.Contains(g.sources, name) {
+		g.sources = append(g.sources, name)
+	}
+	// A record too large to send makes its whole set unservable: the rest alone would be a
+	// wrong answer.
+	if tooLarge {
+		g.tooLarge = true
+		g.told = append(g.told, name)
+	}
+	d := g.members[ep.SetIdentifier]
+	if d == nil {
+		d = &draft{setID: ep.SetIdentifier, ttl: ttl, records: make(map[string]dns.RR, len(values))}
+		g.members[ep.SetIdentifier] = d
+	}
+	d.add(ttl, values, rrs, ep.ProviderSpecific)
+}
+
+// check says why an endpoint of source number src cannot be served, before its targets are read;
+// when it can, its canonical name, type and TTL.
+func (b *builder) check(src int, ep *v1alpha1.Endpoint) (name string, rrtype uint16, ttl uint32, why string) {
+	name, err := canonicalName(ep.DNSName)
+	if err != nil {
+		return "", 0, 0, fmt.Sprintf("invalid name: %v", err)
+	}
+	if !dns.IsSubDomain(b.origin, name) {
+		return "", 0, 0, fmt.Sprintf("outside zone %s", b.origin)
+	}
+	rrtype, ok := dns.StringToType[strings.ToUpper(ep.RecordType)]
+	switch {
+	case !ok || rrtype == dns.TypeOPT || rrtype == dns.TypeANY || rrtype == dns.TypeAXFR ||
+		rrtype == dns.TypeIXFR || rrtype == dns.TypeTSIG:
+		return "", 0, 0, fmt.Sprintf("record type %q is not served", ep.RecordType)
+	case name == b.origin && (rrtype == dns.TypeSOA || rrtype == dns.TypeNS):
+		// The zone's own SOA and NS say who serves it; a tenant's record must not re-delegate it.
+		return "", 0, 0, fmt.Sprintf("the apex %s comes from the server's configuration, not from records", dns.TypeToString[rrtype])
+	case rrtype == dns.TypeSOA:
+		return "", 0, 0, "an SOA record can only be at the zone apex"
+	case rrtype == dns.TypeCNAME && name == b.origin:
+		return "", 0, 0, "a CNAME cannot be at the zone apex"
+	}
+	if why := reservedProblem(name, rrtype, b.origin, b.reserved); why != "" {
+		return "", 0, 0, why
+	}
+	if why := b.held.conflict(src, name, rrtype); why != "" {
+		return "", 0, 0, why
+	}
+	if ep.RecordTTL < 0 {
+		return "", 0, 0, "negative TTL"
+	}
+	// The caps every DNSRecord is validated against, which the record controller does not
+	// apply to authoritative records.
+	if int64(ep.RecordTTL) > b.maxTTL {
+		return "", 0, 0, fmt.Sprintf("TTL %d, more than the %d allowed (--max-ttl)", ep.RecordTTL, b.maxTTL)
+	}
+	if w, over := weightOver(ep); over {
+		return "", 0, 0, fmt.Sprintf("weight %d, more than the %d every provider accepts", w, v1alpha1.MaxWeight)
+	}
+	ttl = uint32(ep.RecordTTL)
+	if ttl == 0 {
+		ttl = defaultTTL
+	}
+	return name, rrtype, ttl, ""
+}
+
+// nodeAt is the node of a name, made with every missing name between it and the apex: those exist,
+// possibly empty (RFC 4592 2.2.2).
+func (b *builder) nodeAt(name string) *node {
+	nodes := b.snap.nodes
+	w, _ := wireName(name)
+	n := nodes[string(w)]
+	if n == nil {
+		n = &node{}
+		nodes[string(w)] = n
+		for parent := name; parent != b.origin; {
+			next, _ := dns.NextLabel(parent, 0)
+			parent = parent[next:]
+			pw, _ := wireName(parent)
+			if nodes[string(pw)] != nil {
+				break
+			}
+			nodes[string(pw)] = &node{}
+		}
+	}
+	return n
+}
+
+// placeGroups makes the snapshot's nodes and encodes each group at its node, in name order, adding
+// each to the digest.
+func (b *builder) placeGroups(serial uint32) {
+	b.snap = &snapshot{origin: b.origin, apex: b.apex, serial: serial, nodes: map[string]*node{}}
+	b.nodeAt(b.origin)
 	// A nameserver name exists even without configured addresses (NODATA), so that no wildcard
 	// answers for it.
-	for ns := range reserved {
-		nodeAt(ns)
+	for ns := range b.reserved {
+		b.nodeAt(ns)
 	}
-
-	keys := make([]string, 0, len(groups))
-	for k := range groups {
+	keys := make([]string, 0, len(b.groups))
+	for k := range b.groups {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
 	// Names holding a CNAME and other data: the other data wins, as a resolver would refuse the mix.
 	other := map[string]bool{}
 	for _, k := range keys {
-		if g := groups[k]; g.rrtype != dns.TypeCNAME {
+		if g := b.groups[k]; g.rrtype != dns.TypeCNAME {
 			other[g.name] = true
 		}
 	}
-
-	apexNS := slices.Clone(nameservers)
-	digest := sha256.New()
-	fmt.Fprintf(digest, "%s %s\n", hostmaster, nameservers[0])
+	b.digest = sha256.New()
+	fmt.Fprintf(b.digest, "%s %s\n", b.hostmaster, b.nameservers[0])
 	for _, k := range keys {
-		g := groups[k]
+		g := b.groups[k]
 		if g.rrtype == dns.TypeCNAME && other[g.name] {
-			refused.add(g.sources, fmt.Sprintf("%s CNAME: other records share the name", g.name))
+			b.refused.add(g.sources, fmt.Sprintf("%s CNAME: other records share the name", g.name))
 			continue
 		}
-		if strings.HasPrefix(g.name, "*.") {
-			snap.hasWild = true
-		}
-		ts := typeSet{rrtype: g.rrtype}
-		drafts := sortedDrafts(g.members)
-		var encErr error
-		switch {
-		case g.tooLarge:
-			encErr = errors.New("a record of the set is over the size one DNS message can carry")
-		case len(drafts) == 1 && drafts[0].geo == nil && drafts[0].weight == nil:
-			values, rrs := drafts[0].sorted()
-			if g.rrtype == dns.TypeCNAME && len(rrs) > 1 {
-				refused.add(g.sources, fmt.Sprintf("%s CNAME: several targets, serving %s", g.name, values[0]))
-				rrs = rrs[:1]
-			}
-			ts.static, encErr = encodeSet(origin, rrs)
-		default:
-			ts.routed, encErr = newRoutedSet(origin, g.rrtype, drafts)
-		}
-		for _, d := range drafts {
-			values, _ := d.sorted()
-			fmt.Fprintf(digest, "%s %d %q %d %q %q %v\n", g.name, g.rrtype, d.setID, d.ttl, values, d.geo, weightText(d.weight))
-		}
-		if encErr != nil {
-			// The set cannot be sent in one message. Serving part of it would be a wrong answer; the
-			// name answers SERVFAIL for this type instead, so resolvers neither cache a denial nor a
-			// partial set, and the rest of the zone is served.
-			var untold []string
-			for _, src := range g.sources {
-				if !slices.Contains(g.told, src) {
-					untold = append(untold, src)
-				}
-			}
-			if !g.tooLarge || len(untold) > 0 {
-				refused.add(untold, fmt.Sprintf("%s %s: %v; the record set is not served", g.name, dns.TypeToString[g.rrtype], encErr))
-			}
-			if g.rrtype != dns.TypeNS {
-				n := nodeAt(g.name)
-				n.sets = append(n.sets, typeSet{rrtype: g.rrtype, refused: true})
-			}
-			continue
-		}
-		n := nodeAt(g.name)
-		switch {
-		case g.rrtype == dns.TypeNS:
-			// NS below the apex delegates: the records are a referral, never an answer.
-			snap.hasCuts = true
-			n.cut = ts.static
-			if ts.routed != nil {
-				n.cut = ts.routed.static
-			}
-		default:
-			n.sets = append(n.sets, ts)
-		}
+		b.placeGroup(g)
 	}
+}
 
+// placeGroup encodes one group and puts it at its node: as a set the name answers with, as a
+// delegation (NS below the apex), or, when it cannot be sent, as a set that answers SERVFAIL.
+func (b *builder) placeGroup(g *group) {
+	if strings.HasPrefix(g.name, "*.") {
+		b.snap.hasWild = true
+	}
+	ts, drafts, encErr := b.encodeGroup(g)
+	for _, d := range drafts {
+		values, _ := d.sorted()
+		fmt.Fprintf(b.digest, "%s %d %q %d %q %q %v\n", g.name, g.rrtype, d.setID, d.ttl, values, d.geo, weightText(d.weight))
+	}
+	if encErr != nil {
+		// The set cannot be sent in one message. Serving part of it would be a wrong answer; the
+		// name answers SERVFAIL for this type instead, so resolvers neither cache a denial nor a
+		// partial set, and the rest of the zone is served.
+		var untold []string
+		for _, src := range g.sources {
+			if !slices.Contains(g.told, src) {
+				untold = append(untold, src)
+			}
+		}
+		if !g.tooLarge || len(untold) > 0 {
+			b.refused.add(untold, fmt.Sprintf("%s %s: %v; the record set is not served", g.name, dns.TypeToString[g.rrtype], encErr))
+		}
+		if g.rrtype != dns.TypeNS {
+			n := b.nodeAt(g.name)
+			n.sets = append(n.sets, typeSet{rrtype: g.rrtype, refused: true})
+		}
+		return
+	}
+	n := b.nodeAt(g.name)
+	if g.rrtype != dns.TypeNS {
+		n.sets = append(n.sets, ts)
+		return
+	}
+	// NS below the apex delegates: the records are a referral, never an answer.
+	b.snap.hasCuts = true
+	n.cut = ts.static
+	if ts.routed != nil {
+		n.cut = ts.routed.static
+	}
+}
+
+// encodeGroup encodes a group as plain records or, when its members carry set identifiers, geo
+// codes or weights, as a routed set. A CNAME set of several targets serves the first.
+func (b *builder) encodeGroup(g *group) (typeSet, []*draft, error) {
+	ts := typeSet{rrtype: g.rrtype}
+	drafts := sortedDrafts(g.members)
+	var err error
+	switch {
+	case g.tooLarge:
+		err = errors.New("a record of the set is over the size one DNS message can carry")
+	case len(drafts) == 1 && drafts[0].geo == nil && drafts[0].weight == nil:
+		values, rrs := drafts[0].sorted()
+		if g.rrtype == dns.TypeCNAME && len(rrs) > 1 {
+			b.refused.add(g.sources, fmt.Sprintf("%s CNAME: several targets, serving %s", g.name, values[0]))
+			rrs = rrs[:1]
+		}
+		ts.static, err = encodeSet(b.origin, rrs)
+	default:
+		ts.routed, err = newRoutedSet(b.origin, g.rrtype, drafts)
+	}
+	return ts, drafts, err
+}
+
+// addApex makes the zone's SOA and apex NS set from the server's configuration.
+func (b *builder) addApex(serial uint32) (*dns.SOA, error) {
+	origin, snap := b.origin, b.snap
+	apexNS := slices.Clone(b.nameservers)
 	slices.Sort(apexNS)
 	apexNS = slices.Compact(apexNS)
-	fmt.Fprintf(digest, "NS %q\n", apexNS)
+	fmt.Fprintf(b.digest, "NS %q\n", apexNS)
 	var nsRRs []dns.RR
 	for _, ns := range apexNS {
 		nsRRs = append(nsRRs, &dns.NS{Hdr: header(origin, dns.TypeNS, soaMinimum), Ns: ns})
 	}
-	primary := nameservers[0]
-	soa := &dns.SOA{Hdr: header(origin, dns.TypeSOA, soaMinimum), Ns: primary, Mbox: hostmaster,
+	soa := &dns.SOA{Hdr: header(origin, dns.TypeSOA, soaMinimum), Ns: b.nameservers[0], Mbox: b.hostmaster,
 		Serial: serial, Refresh: soaRefresh, Retry: soaRetry, Expire: soaExpire, Minttl: soaMinimum}
+	var err error
 	if snap.soa, err = encodeSet(origin, []dns.RR{soa}); err != nil {
-		return nil, refused, fmt.Errorf("zone %s: SOA: %w", origin, err)
+		return nil, fmt.Errorf("zone %s: SOA: %w", origin, err)
 	}
 	if snap.ns, err = encodeSet(origin, nsRRs); err != nil {
-		return nil, refused, fmt.Errorf("zone %s: nameservers: %w", origin, err)
+		return nil, fmt.Errorf("zone %s: nameservers: %w", origin, err)
 	}
-	apexNode := snap.nodes[string(apex)]
+	apexNode := snap.nodes[string(b.apex)]
 	apexNode.sets = append(apexNode.sets, typeSet{rrtype: dns.TypeNS, static: snap.ns}, typeSet{rrtype: dns.TypeSOA, static: snap.soa})
+	return soa, nil
+}
 
+// link finishes the snapshot: each node's sets sorted by type with its CNAME found, the glue of
+// the apex and of every delegation, the SOA record and the digest.
+func (b *builder) link(soa *dns.SOA) {
+	snap := b.snap
 	for _, n := range snap.nodes {
 		slices.SortFunc(n.sets, func(a, b typeSet) int { return cmp.Compare(a.rrtype, b.rrtype) })
 		for i := range n.sets {
@@ -455,8 +481,7 @@ func buildZone(origin string, data ZoneData, serial uint32, nsAddrs map[string][
 		}
 	}
 	snap.soaRR = soa
-	copy(snap.digest[:], digest.Sum(nil))
-	return snap, refused, nil
+	copy(snap.digest[:], b.digest.Sum(nil))
 }
 
 // reservedProblem says why a record cannot be at name: the name is one of the zone's own
@@ -473,114 +498,4 @@ func reservedProblem(name string, rrtype uint16, origin string, reserved map[str
 		}
 	}
 	return ""
-}
-
-func weightText(w *uint64) string {
-	if w == nil {
-		return "-"
-	}
-	return strconv.FormatUint(*w, 10)
-}
-
-// sorted returns the records of a draft ordered by value, with the set's TTL. It sorts once: the
-// build reads a set's records up to three times (to encode it, for the unlocated view of a routed
-// set, for the digest), and a large set's sorted copies were a good part of a build's garbage.
-// Callers do not change what it returns.
-func (d *draft) sorted() (values []string, rrs []dns.RR) {
-	if d.values != nil {
-		return d.values, d.rrs
-	}
-	values = make([]string, 0, len(d.records))
-	for v := range d.records {
-		values = append(values, v)
-	}
-	slices.Sort(values)
-	rrs = make([]dns.RR, len(values))
-	for i, v := range values {
-		rrs[i] = d.records[v]
-		rrs[i].Header().Ttl = d.ttl
-	}
-	d.values, d.rrs = values, rrs
-	return values, rrs
-}
-
-func sortedDrafts(m map[string]*draft) []*draft {
-	out := make([]*draft, 0, len(m))
-	for _, d := range m {
-		out = append(out, d)
-	}
-	slices.SortFunc(out, func(a, b *draft) int { return strings.Compare(a.setID, b.setID) })
-	return out
-}
-
-// newRoutedSet encodes each member. A CNAME member holds one target (the first, sorted), as a name
-// can only alias one other.
-func newRoutedSet(origin string, rrtype uint16, drafts []*draft) (*routedSet, error) {
-	rs := &routedSet{}
-	for _, d := range drafts {
-		_, rrs := d.sorted()
-		if rrtype == dns.TypeCNAME {
-			rrs = rrs[:1]
-		}
-		set, err := encodeSet(origin, rrs)
-		if err != nil {
-			return nil, fmt.Errorf("set identifier %q: %w", d.setID, err)
-		}
-		m := member{set: set}
-		for _, code := range d.geo {
-			rs.geo = true
-			switch {
-			case code == v1alpha1.WildcardGeo:
-				m.isDefault = true
-			case strings.HasPrefix(code, continentPrefix) && len(code) == len(continentPrefix)+2:
-				m.continents = append(m.continents, geoKey(code[len(continentPrefix):]))
-			case len(code) == 2:
-				m.countries = append(m.countries, geoKey(code))
-			}
-		}
-		if d.weight != nil {
-			rs.weighted = true
-			m.weight = *d.weight
-		}
-		rs.members = append(rs.members, m)
-	}
-	var err error
-	if rs.static, err = rs.unlocated(origin, rrtype, drafts); err != nil {
-		return nil, fmt.Errorf("all members together (served to secondaries): %w", err)
-	}
-	return rs, nil
-}
-
-// unlocated is the static view of a routed set. Address and text sets serve every member's records
-// (a multi-value answer, as the rfc2136 backend degrades weighted sets); a CNAME set serves the member
-// an unlocated client gets at the geo step, and the heaviest at the weighted step.
-func (rs *routedSet) unlocated(origin string, rrtype uint16, drafts []*draft) (*rrset, error) {
-	if rrtype != dns.TypeCNAME {
-		var all []dns.RR
-		seen := map[string]bool{}
-		ttl := uint32(1<<31 - 1)
-		for _, m := range rs.members {
-			ttl = min(ttl, m.set.ttl)
-		}
-		for _, d := range drafts {
-			values, rrs := d.sorted()
-			for i, rr := range rrs {
-				if !seen[values[i]] {
-					seen[values[i]] = true
-					c := dns.Copy(rr)
-					c.Header().Ttl = ttl
-					all = append(all, c)
-				}
-			}
-		}
-		return encodeSet(origin, all)
-	}
-	cands := rs.geoCandidates(location{}, nil)
-	best := cands[0]
-	for _, c := range cands[1:] {
-		if rs.members[c].weight > rs.members[best].weight {
-			best = c
-		}
-	}
-	return rs.members[best].set, nil
 }
