@@ -83,44 +83,7 @@ type owner struct {
 func Merge(zone string, contributions []Contribution) (*Merged, error) {
 	zone = v1alpha1.NormalizeName(zone)
 	out := &Merged{Dropped: map[string]string{}}
-	owners := map[string]*owner{}
-	var unowned []*v1alpha1.Endpoint
-	sorted := slices.Clone(contributions)
-	slices.SortStableFunc(sorted, func(a, b Contribution) int { return strings.Compare(a.Cluster, b.Cluster) })
-	var sum int64
-	for _, c := range sorted {
-		if c.Changed.After(serialBase) {
-			sum += int64(c.Changed.Sub(serialBase) / time.Second)
-		}
-		z := registry.Read(withoutLeases(c.Endpoints))
-		seen := map[string]bool{}
-		for _, r := range z.Records() {
-			if !r.Owned() {
-				unowned = append(unowned, r.Endpoint)
-				continue
-			}
-			for _, claim := range r.Claims {
-				o := owners[claim.Owner]
-				if o == nil {
-					o = &owner{id: claim.Owner, cluster: c.Cluster, expired: c.Expired}
-					owners[claim.Owner] = o
-				} else if o.cluster != c.Cluster {
-					if !seen[claim.Owner] {
-						out.Dropped[claim.Owner] = fmt.Sprintf("claimed by clusters %s and %s: only %s's claims are merged", o.cluster, c.Cluster, o.cluster)
-					}
-					seen[claim.Owner] = true
-					continue
-				}
-				wish := claim.Wish
-				if wish == nil {
-					wish = r.Endpoint
-				}
-				if wish != nil && !slices.ContainsFunc(o.wishes, func(e *v1alpha1.Endpoint) bool { return e.Key() == wish.Key() }) {
-					o.wishes = append(o.wishes, wish)
-				}
-			}
-		}
-	}
+	owners, unowned, sum := collect(contributions, out.Dropped)
 	ids := make([]string, 0, len(owners))
 	var expired []string
 	for id, o := range owners {
@@ -204,6 +167,49 @@ func Merge(zone string, contributions []Contribution) (*Merged, error) {
 	slices.Sort(out.Withdrawn)
 	out.Endpoints = endpointsOf(z)
 	return out, unsettled
+}
+
+// collect reads every contribution's records, in cluster order: the records nobody owns, and each
+// owner's wishes. An owner claimed by two clusters keeps the first's claims; the second's are
+// dropped (told in dropped). sum adds up the contributions' changes, in seconds since serialBase.
+func collect(contributions []Contribution, dropped map[string]string) (owners map[string]*owner, unowned []*v1alpha1.Endpoint, sum int64) {
+	owners = map[string]*owner{}
+	sorted := slices.Clone(contributions)
+	slices.SortStableFunc(sorted, func(a, b Contribution) int { return strings.Compare(a.Cluster, b.Cluster) })
+	for _, c := range sorted {
+		if c.Changed.After(serialBase) {
+			sum += int64(c.Changed.Sub(serialBase) / time.Second)
+		}
+		z := registry.Read(withoutLeases(c.Endpoints))
+		seen := map[string]bool{}
+		for _, r := range z.Records() {
+			if !r.Owned() {
+				unowned = append(unowned, r.Endpoint)
+				continue
+			}
+			for _, claim := range r.Claims {
+				o := owners[claim.Owner]
+				if o == nil {
+					o = &owner{id: claim.Owner, cluster: c.Cluster, expired: c.Expired}
+					owners[claim.Owner] = o
+				} else if o.cluster != c.Cluster {
+					if !seen[claim.Owner] {
+						dropped[claim.Owner] = fmt.Sprintf("claimed by clusters %s and %s: only %s's claims are merged", o.cluster, c.Cluster, o.cluster)
+					}
+					seen[claim.Owner] = true
+					continue
+				}
+				wish := claim.Wish
+				if wish == nil {
+					wish = r.Endpoint
+				}
+				if wish != nil && !slices.ContainsFunc(o.wishes, func(e *v1alpha1.Endpoint) bool { return e.Key() == wish.Key() }) {
+					o.wishes = append(o.wishes, wish)
+				}
+			}
+		}
+	}
+	return owners, unowned, sum
 }
 
 func btoi(b bool) int {
