@@ -17,18 +17,14 @@
 package dnsserver
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"maps"
-	"slices"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -44,9 +40,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/grant"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/peers"
 )
 
@@ -183,7 +179,7 @@ var servedChange = predicate.Funcs{
 		}
 		servedCond := func(obj client.Object) bool {
 			rec, ok := obj.(*v1alpha1.DNSRecord)
-			return ok && meta.FindStatusCondition(rec.Status.Conditions, ConditionServed) != nil
+			return ok && conditions.Get(rec.Status.Conditions, ConditionServed) != nil
 		}
 		label := func(key string) bool { return e.ObjectOld.GetLabels()[key] != e.ObjectNew.GetLabels()[key] }
 		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
@@ -244,180 +240,4 @@ func (r *Reconciler) zonesOfNamespace(ctx context.Context, ns client.Object) []r
 		}
 	}
 	return out
-}
-
-// Reconcile serves a zone from the granted endpoints of its authoritative records, or stops
-// serving it when none is left, and tells each record of the zone what of it is served.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	zone := req.Name
-	var list v1alpha1.DNSRecordList
-	if err := r.Client.List(ctx, &list, client.MatchingLabels{
-		v1alpha1.AuthoritativeRecordLabel: "true", v1alpha1.CoreDNSZoneNameLabel: zone,
-	}); err != nil {
-		return ctrl.Result{}, err
-	}
-	nsLabels := map[string]map[string]string{}
-	apexGranted := false
-	for i := range list.Items {
-		ns := list.Items[i].Namespace
-		if _, seen := nsLabels[ns]; seen {
-			continue
-		}
-		labels, err := r.namespaceLabels(ctx, ns)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		nsLabels[ns] = labels
-		apexGranted = apexGranted || r.Grants.Covers(ns, labels, zone)
-	}
-	// Records are read in a fixed order so every replica builds the same zone from the same objects.
-	slices.SortFunc(list.Items, func(a, b v1alpha1.DNSRecord) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
-	var (
-		sources   []dnsserver.Source
-		changed   time.Time
-		endpoints int
-		local     []*v1alpha1.Endpoint
-		verdicts  = map[client.ObjectKey]metav1.Condition{}
-		// ungranted are, by record, its endpoints left out for want of a grant, as refusals.
-		ungranted = map[client.ObjectKey][]string{}
-	)
-	for i := range list.Items {
-		rec := &list.Items[i]
-		key := client.ObjectKeyFromObject(rec)
-		// Every record of the zone counts for the serial, granted or not: were a namespace's
-		// grant withdrawn, the serial must still not go back, or secondaries would keep the
-		// content they have.
-		if t := lastChange(rec); t.After(changed) {
-			changed = t
-		}
-		if rec.DeletionTimestamp != nil {
-			// Held by a finalizer on its way out: no longer part of the zone.
-			continue
-		}
-		if !apexGranted {
-			verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonNotGranted,
-				Message: fmt.Sprintf("zone %s is served only when a namespace holding its records has a grant for its apex, and none has: %s; nothing of this record is served",
-					zone, grant.Message(rec.Namespace, []string{zone}))}
-			continue
-		}
-		var granted []*v1alpha1.Endpoint
-		var uncovered, refusals []string
-		for _, ep := range rec.Spec.Endpoints {
-			if ep == nil {
-				continue
-			}
-			if !r.Grants.Covers(rec.Namespace, nsLabels[rec.Namespace], ep.DNSName) {
-				uncovered = append(uncovered, ep.DNSName)
-				refusals = append(refusals, fmt.Sprintf("%s %s: namespace %s has no grant for the name", ep.DNSName, ep.RecordType, rec.Namespace))
-				continue
-			}
-			granted = append(granted, ep)
-		}
-		if len(granted) == 0 && len(uncovered) > 0 {
-			verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonNotGranted,
-				Message: grant.Message(rec.Namespace, r.Grants.Uncovered(rec.Namespace, nsLabels[rec.Namespace], uncovered)) + "; nothing of this record is served"}
-			continue
-		}
-		if len(refusals) > 0 {
-			ungranted[key] = refusals
-		}
-		sources = append(sources, dnsserver.Source{Name: key.String(), Endpoints: granted})
-		endpoints += len(granted)
-		local = append(local, granted...)
-		verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionTrue, Reason: ReasonServed,
-			Message: fmt.Sprintf("served in zone %s by the embedded DNS server", zone)}
-	}
-	sources, local, ownRefused := r.ownRecordsOnly(zone, sources)
-	endpoints = len(local)
-	data := dnsserver.ZoneData{
-		Sources:     sources,
-		Nameservers: r.Nameservers,
-		Secondaries: r.Secondaries[zone],
-		Changed:     changed,
-	}
-	var result ctrl.Result
-	var peerCondition *metav1.Condition
-	if r.exported(zone) {
-		// The lease changes once per period: the zone is served again then, to renew it.
-		result.RequeueAfter = r.LeaseEvery
-		l := lease.Renew(r.ClusterID, time.Now(), r.LeaseEvery, r.LeaseDuration)
-		// The export's lease is this one: a lease of this cluster a record happens to hold would
-		// give readers two values to judge.
-		own := slices.DeleteFunc(slices.Clone(local), func(e *v1alpha1.Endpoint) bool {
-			held, ok := lease.Parse(e)
-			return ok && held.Holder == r.ClusterID
-		})
-		data.Export = &dnsserver.Export{Cluster: lease.Key(r.ClusterID), Changed: r.exportVersion(zone, own, changed), Endpoints: append(own, l.Record(zone))}
-		if r.Peers != nil && r.Peers.HasPeers(zone) {
-			merged, err := r.Peers.Merge(zone, *data.Export)
-			if merged == nil {
-				// The zone is served from this cluster's records alone until the merge works.
-				log.FromContext(ctx).Error(err, "merging the peers' exports", "zone", zone)
-			} else {
-				if err != nil {
-					log.FromContext(ctx).Error(err, "merging the peers' exports", "zone", zone)
-				}
-				for owner, why := range merged.Dropped {
-					log.FromContext(ctx).Info("an owner's wishes are left out of the merged zone", "zone", zone, "owner", owner, "reason", why)
-				}
-				data.Sources, data.Endpoints, data.Changed = nil, merged.Endpoints, merged.Changed
-				endpoints = len(merged.Endpoints)
-			}
-			c := peersCondition(zone, r.Peers.Status(zone))
-			peerCondition = &c
-		}
-	}
-	for name, reasons := range ownRefused {
-		verdicts[keyOf(name)] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonRecordsRefused,
-			Message: refusedMessage(zone, reasons)}
-	}
-	if endpoints == 0 {
-		r.Server.RemoveZone(zone)
-		return result, r.report(ctx, list.Items, verdicts, peerCondition)
-	}
-	st, err := r.Server.SetZone(zone, data)
-	if err != nil {
-		for _, src := range sources {
-			key := keyOf(src.Name)
-			verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonZoneError,
-				Message: fmt.Sprintf("zone %s cannot be served: %v", zone, err)}
-		}
-		_ = r.report(ctx, list.Items, verdicts, peerCondition)
-		return ctrl.Result{}, fmt.Errorf("serving zone %s: %w", zone, err)
-	}
-	for name, reasons := range withRefused(st.Refused, ownRefused) {
-		ungranted[keyOf(name)] = append(ungranted[keyOf(name)], reasons...)
-	}
-	for key, reasons := range ungranted {
-		verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonRecordsRefused,
-			Message: refusedMessage(zone, reasons)}
-	}
-	if data.Sources == nil && len(st.Skipped) > 0 {
-		// A merged zone is one source: what it cannot serve is told to every record of the zone.
-		for key, v := range verdicts {
-			if v.Status == metav1.ConditionTrue {
-				verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonRecordsRefused,
-					Message: refusedMessage(zone, st.Skipped)}
-			}
-		}
-	}
-	if st.Changed {
-		log.FromContext(ctx).V(1).Info("serving zone", "zone", zone, "serial", st.Serial, "records", len(sources), "refused", len(st.Skipped))
-	}
-	return result, r.report(ctx, list.Items, verdicts, peerCondition)
-}
-
-// lastChange is when a record's spec or metadata last changed, as the API server recorded it: the
-// same on every replica, so replicas agree on the zone's serial. Status writes do not count; they do
-// not change what is served.
-func lastChange(rec *v1alpha1.DNSRecord) time.Time {
-	t := rec.CreationTimestamp.Time
-	for _, f := range rec.ManagedFields {
-		if f.Subresource == "" && f.Time != nil && f.Time.After(t) {
-			t = f.Time.Time
-		}
-	}
-	return t
 }
