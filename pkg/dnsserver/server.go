@@ -208,64 +208,11 @@ func New(opts Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	s.nsAddrs = map[string][]netip.Addr{}
-	for name, addrs := range opts.NameserverAddresses {
-		ns, err := canonicalName(name)
-		if err != nil {
-			return nil, fmt.Errorf("nameserver address of %q: %w", name, err)
-		}
-		for _, a := range addrs {
-			if !a.IsValid() || a.Zone() != "" {
-				return nil, fmt.Errorf("nameserver %s: %q is not an address", name, a)
-			}
-			if a = a.Unmap(); !slices.Contains(s.nsAddrs[ns], a) {
-				s.nsAddrs[ns] = append(s.nsAddrs[ns], a)
-			}
-		}
+	if err := s.readNameserverAddresses(opts.NameserverAddresses); err != nil {
+		return nil, err
 	}
-	for _, k := range opts.TSIGKeys {
-		key, err := newTSIGKey(k)
-		if err != nil {
-			return nil, err
-		}
-		if s.keys[key.name] != nil {
-			return nil, fmt.Errorf("TSIG key %q is given twice", k.Name)
-		}
-		s.keys[key.name] = key
-	}
-	for zone, names := range opts.TransferKeys {
-		origin, err := canonicalName(zone)
-		if err != nil {
-			return nil, fmt.Errorf("transfer keys of zone %q: %w", zone, err)
-		}
-		for _, name := range names {
-			key := dns.CanonicalName(name)
-			if s.keys[key] == nil {
-				return nil, fmt.Errorf("zone %s: transfer key %q is not one of the TSIG keys", zone, name)
-			}
-			if !slices.Contains(s.transferKeys[origin], key) {
-				s.transferKeys[origin] = append(s.transferKeys[origin], key)
-			}
-		}
-	}
-	for zone, access := range opts.Exports {
-		origin, err := canonicalName(zone)
-		if err != nil {
-			return nil, fmt.Errorf("export of zone %q: %w", zone, err)
-		}
-		export := ExportName(origin)
-		for _, name := range access.Keys {
-			key := dns.CanonicalName(name)
-			if s.keys[key] == nil {
-				return nil, fmt.Errorf("zone %s: export key %q is not one of the TSIG keys", zone, name)
-			}
-			if !slices.Contains(s.transferKeys[export], key) {
-				s.transferKeys[export] = append(s.transferKeys[export], key)
-			}
-		}
-		for _, p := range access.Prefixes {
-			s.exportPrefixes[export] = append(s.exportPrefixes[export], p.Masked())
-		}
+	if err := s.readKeys(opts); err != nil {
+		return nil, err
 	}
 	var err error
 	if s.rrl, err = newRateLimiter(opts.RateLimit); err != nil {
@@ -281,6 +228,77 @@ func New(opts Options) (*Server, error) {
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.zones.Store(&zoneTable{})
 	return s, nil
+}
+
+// readNameserverAddresses reads the addresses of the zones' nameserver names (Options.NameserverAddresses),
+// by canonical name, in normal form and without duplicates.
+func (s *Server) readNameserverAddresses(byName map[string][]netip.Addr) error {
+	s.nsAddrs = map[string][]netip.Addr{}
+	for name, addrs := range byName {
+		ns, err := canonicalName(name)
+		if err != nil {
+			return fmt.Errorf("nameserver address of %q: %w", name, err)
+		}
+		for _, a := range addrs {
+			if !a.IsValid() || a.Zone() != "" {
+				return fmt.Errorf("nameserver %s: %q is not an address", name, a)
+			}
+			if a = a.Unmap(); !slices.Contains(s.nsAddrs[ns], a) {
+				s.nsAddrs[ns] = append(s.nsAddrs[ns], a)
+			}
+		}
+	}
+	return nil
+}
+
+// readKeys reads the TSIG keys, and which of them may transfer each zone and each export
+// (Options.TransferKeys, Options.Exports); an export also admits its prefixes.
+func (s *Server) readKeys(opts Options) error {
+	for _, k := range opts.TSIGKeys {
+		key, err := newTSIGKey(k)
+		if err != nil {
+			return err
+		}
+		if s.keys[key.name] != nil {
+			return fmt.Errorf("TSIG key %q is given twice", k.Name)
+		}
+		s.keys[key.name] = key
+	}
+	for zone, names := range opts.TransferKeys {
+		origin, err := canonicalName(zone)
+		if err != nil {
+			return fmt.Errorf("transfer keys of zone %q: %w", zone, err)
+		}
+		for _, name := range names {
+			key := dns.CanonicalName(name)
+			if s.keys[key] == nil {
+				return fmt.Errorf("zone %s: transfer key %q is not one of the TSIG keys", zone, name)
+			}
+			if !slices.Contains(s.transferKeys[origin], key) {
+				s.transferKeys[origin] = append(s.transferKeys[origin], key)
+			}
+		}
+	}
+	for zone, access := range opts.Exports {
+		origin, err := canonicalName(zone)
+		if err != nil {
+			return fmt.Errorf("export of zone %q: %w", zone, err)
+		}
+		export := ExportName(origin)
+		for _, name := range access.Keys {
+			key := dns.CanonicalName(name)
+			if s.keys[key] == nil {
+				return fmt.Errorf("zone %s: export key %q is not one of the TSIG keys", zone, name)
+			}
+			if !slices.Contains(s.transferKeys[export], key) {
+				s.transferKeys[export] = append(s.transferKeys[export], key)
+			}
+		}
+		for _, p := range access.Prefixes {
+			s.exportPrefixes[export] = append(s.exportPrefixes[export], p.Masked())
+		}
+	}
+	return nil
 }
 
 // limit reads a limit option: 0 is the default, negative is none.
