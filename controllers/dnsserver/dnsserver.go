@@ -17,24 +17,15 @@
 package dnsserver
 
 import (
-	"cmp"
 	"context"
-	"crypto/sha256"
 	"errors"
-	"fmt"
 	"maps"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -43,16 +34,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/grant"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/peers"
 )
 
@@ -128,11 +118,6 @@ type Reconciler struct {
 	versions map[string]exportVersion
 }
 
-type exportVersion struct {
-	version time.Time
-	digest  [sha256.Size]byte
-}
-
 // SetupWithManager registers the server and the controller that feeds it. Neither needs leadership:
 // every replica answers queries.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -194,7 +179,7 @@ var servedChange = predicate.Funcs{
 		}
 		servedCond := func(obj client.Object) bool {
 			rec, ok := obj.(*v1alpha1.DNSRecord)
-			return ok && meta.FindStatusCondition(rec.Status.Conditions, ConditionServed) != nil
+			return ok && conditions.Get(rec.Status.Conditions, ConditionServed) != nil
 		}
 		label := func(key string) bool { return e.ObjectOld.GetLabels()[key] != e.ObjectNew.GetLabels()[key] }
 		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
@@ -255,396 +240,4 @@ func (r *Reconciler) zonesOfNamespace(ctx context.Context, ns client.Object) []r
 		}
 	}
 	return out
-}
-
-// Reconcile serves a zone from the granted endpoints of its authoritative records, or stops
-// serving it when none is left, and tells each record of the zone what of it is served.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	zone := req.Name
-	var list v1alpha1.DNSRecordList
-	if err := r.Client.List(ctx, &list, client.MatchingLabels{
-		v1alpha1.AuthoritativeRecordLabel: "true", v1alpha1.CoreDNSZoneNameLabel: zone,
-	}); err != nil {
-		return ctrl.Result{}, err
-	}
-	nsLabels := map[string]map[string]string{}
-	apexGranted := false
-	for i := range list.Items {
-		ns := list.Items[i].Namespace
-		if _, seen := nsLabels[ns]; seen {
-			continue
-		}
-		labels, err := r.namespaceLabels(ctx, ns)
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		nsLabels[ns] = labels
-		apexGranted = apexGranted || r.Grants.Covers(ns, labels, zone)
-	}
-	// Records are read in a fixed order so every replica builds the same zone from the same objects.
-	slices.SortFunc(list.Items, func(a, b v1alpha1.DNSRecord) int {
-		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
-	})
-	var (
-		sources   []dnsserver.Source
-		changed   time.Time
-		endpoints int
-		local     []*v1alpha1.Endpoint
-		verdicts  = map[client.ObjectKey]metav1.Condition{}
-		// ungranted are, by record, its endpoints left out for want of a grant, as refusals.
-		ungranted = map[client.ObjectKey][]string{}
-	)
-	for i := range list.Items {
-		rec := &list.Items[i]
-		key := client.ObjectKeyFromObject(rec)
-		// Every record of the zone counts for the serial, granted or not: were a namespace's
-		// grant withdrawn, the serial must still not go back, or secondaries would keep the
-		// content they have.
-		if t := lastChange(rec); t.After(changed) {
-			changed = t
-		}
-		if rec.DeletionTimestamp != nil {
-			// Held by a finalizer on its way out: no longer part of the zone.
-			continue
-		}
-		if !apexGranted {
-			verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonNotGranted,
-				Message: fmt.Sprintf("zone %s is served only when a namespace holding its records has a grant for its apex, and none has: %s; nothing of this record is served",
-					zone, grant.Message(rec.Namespace, []string{zone}))}
-			continue
-		}
-		var granted []*v1alpha1.Endpoint
-		var uncovered, refusals []string
-		for _, ep := range rec.Spec.Endpoints {
-			if ep == nil {
-				continue
-			}
-			if !r.Grants.Covers(rec.Namespace, nsLabels[rec.Namespace], ep.DNSName) {
-				uncovered = append(uncovered, ep.DNSName)
-				refusals = append(refusals, fmt.Sprintf("%s %s: namespace %s has no grant for the name", ep.DNSName, ep.RecordType, rec.Namespace))
-				continue
-			}
-			granted = append(granted, ep)
-		}
-		if len(granted) == 0 && len(uncovered) > 0 {
-			verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonNotGranted,
-				Message: grant.Message(rec.Namespace, r.Grants.Uncovered(rec.Namespace, nsLabels[rec.Namespace], uncovered)) + "; nothing of this record is served"}
-			continue
-		}
-		if len(refusals) > 0 {
-			ungranted[key] = refusals
-		}
-		sources = append(sources, dnsserver.Source{Name: key.String(), Endpoints: granted})
-		endpoints += len(granted)
-		local = append(local, granted...)
-		verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionTrue, Reason: ReasonServed,
-			Message: fmt.Sprintf("served in zone %s by the embedded DNS server", zone)}
-	}
-	sources, local, ownRefused := r.ownRecordsOnly(zone, sources)
-	endpoints = len(local)
-	data := dnsserver.ZoneData{
-		Sources:     sources,
-		Nameservers: r.Nameservers,
-		Secondaries: r.Secondaries[zone],
-		Changed:     changed,
-	}
-	var result ctrl.Result
-	var peerCondition *metav1.Condition
-	if r.exported(zone) {
-		// The lease changes once per period: the zone is served again then, to renew it.
-		result.RequeueAfter = r.LeaseEvery
-		l := lease.Renew(r.ClusterID, time.Now(), r.LeaseEvery, r.LeaseDuration)
-		// The export's lease is this one: a lease of this cluster a record happens to hold would
-		// give readers two values to judge.
-		own := slices.DeleteFunc(slices.Clone(local), func(e *v1alpha1.Endpoint) bool {
-			held, ok := lease.Parse(e)
-			return ok && held.Holder == r.ClusterID
-		})
-		data.Export = &dnsserver.Export{Cluster: lease.Key(r.ClusterID), Changed: r.exportVersion(zone, own, changed), Endpoints: append(own, l.Record(zone))}
-		if r.Peers != nil && r.Peers.HasPeers(zone) {
-			merged, err := r.Peers.Merge(zone, *data.Export)
-			if merged == nil {
-				// The zone is served from this cluster's records alone until the merge works.
-				log.FromContext(ctx).Error(err, "merging the peers' exports", "zone", zone)
-			} else {
-				if err != nil {
-					log.FromContext(ctx).Error(err, "merging the peers' exports", "zone", zone)
-				}
-				for owner, why := range merged.Dropped {
-					log.FromContext(ctx).Info("an owner's wishes are left out of the merged zone", "zone", zone, "owner", owner, "reason", why)
-				}
-				data.Sources, data.Endpoints, data.Changed = nil, merged.Endpoints, merged.Changed
-				endpoints = len(merged.Endpoints)
-			}
-			c := peersCondition(zone, r.Peers.Status(zone))
-			peerCondition = &c
-		}
-	}
-	for name, reasons := range ownRefused {
-		verdicts[keyOf(name)] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonRecordsRefused,
-			Message: refusedMessage(zone, reasons)}
-	}
-	if endpoints == 0 {
-		r.Server.RemoveZone(zone)
-		return result, r.report(ctx, list.Items, verdicts, peerCondition)
-	}
-	st, err := r.Server.SetZone(zone, data)
-	if err != nil {
-		for _, src := range sources {
-			key := keyOf(src.Name)
-			verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonZoneError,
-				Message: fmt.Sprintf("zone %s cannot be served: %v", zone, err)}
-		}
-		_ = r.report(ctx, list.Items, verdicts, peerCondition)
-		return ctrl.Result{}, fmt.Errorf("serving zone %s: %w", zone, err)
-	}
-	for name, reasons := range withRefused(st.Refused, ownRefused) {
-		ungranted[keyOf(name)] = append(ungranted[keyOf(name)], reasons...)
-	}
-	for key, reasons := range ungranted {
-		verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonRecordsRefused,
-			Message: refusedMessage(zone, reasons)}
-	}
-	if data.Sources == nil && len(st.Skipped) > 0 {
-		// A merged zone is one source: what it cannot serve is told to every record of the zone.
-		for key, v := range verdicts {
-			if v.Status == metav1.ConditionTrue {
-				verdicts[key] = metav1.Condition{Type: ConditionServed, Status: metav1.ConditionFalse, Reason: ReasonRecordsRefused,
-					Message: refusedMessage(zone, st.Skipped)}
-			}
-		}
-	}
-	if st.Changed {
-		log.FromContext(ctx).V(1).Info("serving zone", "zone", zone, "serial", st.Serial, "records", len(sources), "refused", len(st.Skipped))
-	}
-	return result, r.report(ctx, list.Items, verdicts, peerCondition)
-}
-
-// exportVersion is the time an export says its content last changed: when its records last changed
-// (changed), moved on by a second whenever the content changed and that time did not (two changes
-// in one second, a record deleted). Every server merging the export adds it into its serial
-// (peers.Merged.Changed), so it must move with every change of content, and by the same amount for
-// every reader.
-func (r *Reconciler) exportVersion(zone string, endpoints []*v1alpha1.Endpoint, changed time.Time) time.Time {
-	keyed := slices.Clone(endpoints)
-	v1alpha1.SortEndpoints(keyed)
-	h := sha256.New()
-	for _, e := range keyed {
-		targets := slices.Clone([]string(e.Targets))
-		slices.Sort(targets)
-		fmt.Fprintf(h, "%s %s %q %d %q %v\n", e.DNSName, e.RecordType, e.SetIdentifier, e.RecordTTL, targets, e.ProviderSpecific)
-	}
-	var digest [sha256.Size]byte
-	copy(digest[:], h.Sum(nil))
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.versions == nil {
-		r.versions = map[string]exportVersion{}
-	}
-	prev, seen := r.versions[zone]
-	version := changed.Truncate(time.Second)
-	switch {
-	case seen && prev.digest == digest:
-		version = prev.version
-	case seen && !version.After(prev.version):
-		version = prev.version.Add(time.Second)
-	}
-	r.versions[zone] = exportVersion{version: version, digest: digest}
-	return version
-}
-
-// exported says whether a zone's export is offered: it is listed, or has peers.
-func (r *Reconciler) exported(zone string) bool {
-	if r.ClusterID == "" {
-		return false
-	}
-	if r.Peers != nil && r.Peers.HasPeers(zone) {
-		return true
-	}
-	return slices.ContainsFunc(r.Exports, func(z string) bool { return v1alpha1.NormalizeName(z) == v1alpha1.NormalizeName(zone) })
-}
-
-// peersCondition says whether every peer of a zone is live. Its message names peers and reasons
-// only, never times or serials, so it changes only when a peer's state does.
-func peersCondition(zone string, peers []peers.PeerStatus) metav1.Condition {
-	var stale, refused, failing []string
-	for _, p := range peers {
-		switch {
-		case p.Stale:
-			stale = append(stale, fmt.Sprintf("%s (%s)", p.Peer.Addr, cmp.Or(p.Error, "its lease stopped changing")))
-		case p.Refused:
-			refused = append(refused, fmt.Sprintf("%s (%s)", p.Peer.Addr, p.Error))
-		case p.LastPull.IsZero():
-			stale = append(stale, fmt.Sprintf("%s (never pulled: %s)", p.Peer.Addr, cmp.Or(p.Error, "not yet")))
-		case p.Error != "":
-			failing = append(failing, fmt.Sprintf("%s (%s)", p.Peer.Addr, p.Error))
-		}
-	}
-	refusedText := fmt.Sprintf("%d of %d peers of zone %s are refused, their exports not merged: %s", len(refused), len(peers), zone, strings.Join(refused, "; "))
-	if len(stale) > 0 {
-		msg := fmt.Sprintf("%d of %d peers of zone %s are stale, their owners withdrawn where live owners claim: %s", len(stale), len(peers), zone, strings.Join(stale, "; "))
-		if len(refused) > 0 {
-			msg += "; " + refusedText
-		}
-		return metav1.Condition{Type: ConditionPeers, Status: metav1.ConditionFalse, Reason: ReasonPeerStale, Message: limitMessage(msg)}
-	}
-	if len(refused) > 0 {
-		return metav1.Condition{Type: ConditionPeers, Status: metav1.ConditionFalse, Reason: ReasonPeerRefused, Message: limitMessage(refusedText)}
-	}
-	msg := fmt.Sprintf("zone %s is served merged with the exports of %d peers", zone, len(peers))
-	if len(failing) > 0 {
-		msg += fmt.Sprintf("; the last pull of %d failed, their last exports are used within their lease: %s", len(failing), strings.Join(failing, "; "))
-	}
-	return metav1.Condition{Type: ConditionPeers, Status: metav1.ConditionTrue, Reason: ReasonPeersLive, Message: limitMessage(msg)}
-}
-
-// limitMessage keeps a Peers message within 4 KiB.
-func limitMessage(msg string) string {
-	if len(msg) > 4096 {
-		return msg[:4093] + "..."
-	}
-	return msg
-}
-
-func keyOf(source string) client.ObjectKey {
-	ns, name, _ := strings.Cut(source, "/")
-	return client.ObjectKey{Namespace: ns, Name: name}
-}
-
-// refusedMessage lists the first refusals, sorted so that every replica writes the same text.
-func refusedMessage(zone string, reasons []string) string {
-	reasons = slices.Clone(reasons)
-	slices.Sort(reasons)
-	shown := reasons[:min(len(reasons), maxMessageReasons)]
-	msg := fmt.Sprintf("%d endpoint(s) or record set(s) not served in zone %s, the rest is: %s", len(reasons), zone, strings.Join(shown, "; "))
-	if len(reasons) > len(shown) {
-		msg += fmt.Sprintf("; and %d more", len(reasons)-len(shown))
-	}
-	// A condition message holds at most 32 KiB.
-	const maxLen = 4096
-	if len(msg) > maxLen {
-		msg = msg[:maxLen-3] + "..."
-	}
-	return msg
-}
-
-// namespaceLabels are a namespace's labels, read from the manager's cache, when a grant selects
-// namespaces by label; otherwise nil, and no namespace is read.
-func (r *Reconciler) namespaceLabels(ctx context.Context, name string) (map[string]string, error) {
-	if !r.Grants.UsesSelector() {
-		return nil, nil
-	}
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: name}, ns); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("reading the labels of namespace %s: %w", name, err)
-	}
-	return ns.Labels, nil
-}
-
-// report writes each record's Served condition where it differs from what the record shows, by
-// server-side apply of that one condition. Replicas compute the same condition, so once one has
-// written it the others find nothing to do.
-// peers, when set, is the zone's Peers condition, written beside Served on every served record.
-func (r *Reconciler) report(ctx context.Context, records []v1alpha1.DNSRecord, verdicts map[client.ObjectKey]metav1.Condition, peers *metav1.Condition) error {
-	var errs []error
-	for i := range records {
-		rec := &records[i]
-		served, ok := verdicts[client.ObjectKeyFromObject(rec)]
-		if !ok {
-			continue
-		}
-		wants := []metav1.Condition{served}
-		if peers != nil && served.Reason != ReasonNotGranted {
-			wants = append(wants, *peers)
-		}
-		// Written only when a verdict changes, not for every new generation: each status write
-		// moves the record's resourceVersion, and its writers (the coredns backend, dns-operator)
-		// write with the version they read, so every needless write costs them a retry.
-		// observedGeneration is the generation the verdict was last written for. A condition
-		// this controller no longer sends (Peers, once the zone has none) is dropped by the apply.
-		same := (len(wants) == 2) == (meta.FindStatusCondition(rec.Status.Conditions, ConditionPeers) != nil)
-		var conditions []any
-		for _, want := range wants {
-			want.ObservedGeneration = rec.Generation
-			have := meta.FindStatusCondition(rec.Status.Conditions, want.Type)
-			if have == nil || have.Status != want.Status || have.Reason != want.Reason || have.Message != want.Message {
-				same = false
-			}
-			want.LastTransitionTime = metav1.Now()
-			if have != nil && have.Status == want.Status {
-				want.LastTransitionTime = have.LastTransitionTime
-				if have.Reason == want.Reason && have.Message == want.Message {
-					want.ObservedGeneration = have.ObservedGeneration
-				}
-			}
-			conditions = append(conditions, map[string]any{
-				"type": want.Type, "status": string(want.Status), "reason": want.Reason, "message": want.Message,
-				"observedGeneration": want.ObservedGeneration, "lastTransitionTime": want.LastTransitionTime.UTC().Format(time.RFC3339),
-			})
-		}
-		if same {
-			continue
-		}
-		patch := &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": v1alpha1.GroupVersion.String(),
-			"kind":       "DNSRecord",
-			"metadata":   map[string]any{"name": rec.Name, "namespace": rec.Namespace},
-			"status":     map[string]any{"conditions": conditions},
-		}}
-		// The response is read as metadata only: the API server would otherwise send the whole
-		// record back, spec included, and a record of many targets cost more to decode than
-		// its zone costs to build.
-		if err := r.Client.Status().Patch(ctx, rec.Metadata(), client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership,
-			client.WithSubResourceBody(patch)); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("DNSRecord %s/%s: writing the %s condition: %w", rec.Namespace, rec.Name, ConditionServed, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// lastChange is when a record's spec or metadata last changed, as the API server recorded it: the
-// same on every replica, so replicas agree on the zone's serial. Status writes do not count; they do
-// not change what is served.
-func lastChange(rec *v1alpha1.DNSRecord) time.Time {
-	t := rec.CreationTimestamp.Time
-	for _, f := range rec.ManagedFields {
-		if f.Subresource == "" && f.Time != nil && f.Time.After(t) {
-			t = f.Time.Time
-		}
-	}
-	return t
-}
-
-// pullers run a peer pool on every replica, leader or not.
-type pullers struct{ *peers.Pool }
-
-var _ manager.LeaderElectionRunnable = pullers{}
-
-func (pullers) NeedLeaderElection() bool { return false }
-
-func (p pullers) Start(ctx context.Context) error { return p.Run(ctx) }
-
-// server runs the DNS server for as long as the manager runs.
-type server struct {
-	*dnsserver.Server
-	log logr.Logger
-}
-
-var _ manager.LeaderElectionRunnable = (*server)(nil)
-
-func (s *server) NeedLeaderElection() bool { return false }
-
-func (s *server) Start(ctx context.Context) error {
-	if err := s.Server.Start(); err != nil {
-		return fmt.Errorf("starting the DNS server: %w", err)
-	}
-	s.log.Info("DNS server listening", "address", s.Addr().String())
-	<-ctx.Done()
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	return s.Shutdown(shutdown)
 }

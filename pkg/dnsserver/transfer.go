@@ -1,13 +1,10 @@
 package dnsserver
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/miekg/dns"
@@ -112,62 +109,4 @@ func writeTCP(w io.Writer, msg []byte) error {
 	bufs := net.Buffers{length[:], msg}
 	_, err := bufs.WriteTo(w)
 	return err
-}
-
-// notify tells every secondary of a zone that it changed (RFC 1996), retrying with backoff until
-// each acknowledges, the attempts run out, or a newer change arrives on wake (left there for the
-// caller). Secondaries then ask for the SOA and transfer.
-func (s *Server) notify(ctx context.Context, wake chan struct{}, origin string, soa dns.RR, secondaries []string) {
-	serial := soa.(*dns.SOA).Serial
-	pending := slices.Clone(secondaries)
-	errs := make([]error, len(pending))
-	for attempt := 0; len(pending) > 0; attempt++ {
-		if attempt > 0 {
-			select {
-			case <-ctx.Done():
-				return
-			case <-wake:
-				wake <- struct{}{}
-				return
-			case <-time.After(s.notifyTimeout << (attempt - 1)):
-			}
-		}
-		var wg sync.WaitGroup
-		for i, addr := range pending {
-			wg.Go(func() { errs[i] = s.sendNotify(ctx, origin, soa, addr) })
-		}
-		wg.Wait()
-		var failed []string
-		for i, err := range errs[:len(pending)] {
-			if err == nil {
-				continue
-			}
-			if attempt+1 == notifyAttempts {
-				s.stats.notifyFailed.Add(1)
-				s.log.Error(err, "NOTIFY failed", "zone", origin, "secondary", pending[i], "serial", serial)
-				continue
-			}
-			failed = append(failed, pending[i])
-		}
-		pending = failed
-	}
-}
-
-func (s *Server) sendNotify(ctx context.Context, origin string, soa dns.RR, addr string) error {
-	m := new(dns.Msg)
-	m.SetNotify(origin)
-	m.Answer = []dns.RR{soa}
-	c := &dns.Client{Net: "udp", Timeout: s.notifyTimeout}
-	if key := s.notifyKey(origin); key != nil {
-		m.SetTsig(key.name, key.algorithm, maxFudge, s.now().Unix())
-		c.TsigSecret = map[string]string{key.name: key.secret}
-	}
-	resp, _, err := c.ExchangeContext(ctx, m, addr)
-	if err != nil {
-		return err
-	}
-	if resp.Rcode != dns.RcodeSuccess {
-		return fmt.Errorf("answered %s", dns.RcodeToString[resp.Rcode])
-	}
-	return nil
 }

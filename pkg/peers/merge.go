@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/plan"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
@@ -82,44 +83,7 @@ type owner struct {
 func Merge(zone string, contributions []Contribution) (*Merged, error) {
 	zone = v1alpha1.NormalizeName(zone)
 	out := &Merged{Dropped: map[string]string{}}
-	owners := map[string]*owner{}
-	var unowned []*v1alpha1.Endpoint
-	sorted := slices.Clone(contributions)
-	slices.SortStableFunc(sorted, func(a, b Contribution) int { return strings.Compare(a.Cluster, b.Cluster) })
-	var sum int64
-	for _, c := range sorted {
-		if c.Changed.After(serialBase) {
-			sum += int64(c.Changed.Sub(serialBase) / time.Second)
-		}
-		z := registry.Read(withoutLeases(c.Endpoints))
-		seen := map[string]bool{}
-		for _, r := range z.Records() {
-			if !r.Owned() {
-				unowned = append(unowned, r.Endpoint)
-				continue
-			}
-			for _, claim := range r.Claims {
-				o := owners[claim.Owner]
-				if o == nil {
-					o = &owner{id: claim.Owner, cluster: c.Cluster, expired: c.Expired}
-					owners[claim.Owner] = o
-				} else if o.cluster != c.Cluster {
-					if !seen[claim.Owner] {
-						out.Dropped[claim.Owner] = fmt.Sprintf("claimed by clusters %s and %s: only %s's claims are merged", o.cluster, c.Cluster, o.cluster)
-					}
-					seen[claim.Owner] = true
-					continue
-				}
-				wish := claim.Wish
-				if wish == nil {
-					wish = r.Endpoint
-				}
-				if wish != nil && !slices.ContainsFunc(o.wishes, func(e *v1alpha1.Endpoint) bool { return e.Key() == wish.Key() }) {
-					o.wishes = append(o.wishes, wish)
-				}
-			}
-		}
-	}
+	owners, unowned, sum := collect(contributions, out.Dropped)
 	ids := make([]string, 0, len(owners))
 	var expired []string
 	for id, o := range owners {
@@ -205,6 +169,49 @@ func Merge(zone string, contributions []Contribution) (*Merged, error) {
 	return out, unsettled
 }
 
+// collect reads every contribution's records, in cluster order: the records nobody owns, and each
+// owner's wishes. An owner claimed by two clusters keeps the first's claims; the second's are
+// dropped (told in dropped). sum adds up the contributions' changes, in seconds since serialBase.
+func collect(contributions []Contribution, dropped map[string]string) (owners map[string]*owner, unowned []*v1alpha1.Endpoint, sum int64) {
+	owners = map[string]*owner{}
+	sorted := slices.Clone(contributions)
+	slices.SortStableFunc(sorted, func(a, b Contribution) int { return strings.Compare(a.Cluster, b.Cluster) })
+	for _, c := range sorted {
+		if c.Changed.After(serialBase) {
+			sum += int64(c.Changed.Sub(serialBase) / time.Second)
+		}
+		z := registry.Read(withoutLeases(c.Endpoints))
+		seen := map[string]bool{}
+		for _, r := range z.Records() {
+			if !r.Owned() {
+				unowned = append(unowned, r.Endpoint)
+				continue
+			}
+			for _, claim := range r.Claims {
+				o := owners[claim.Owner]
+				if o == nil {
+					o = &owner{id: claim.Owner, cluster: c.Cluster, expired: c.Expired}
+					owners[claim.Owner] = o
+				} else if o.cluster != c.Cluster {
+					if !seen[claim.Owner] {
+						dropped[claim.Owner] = fmt.Sprintf("claimed by clusters %s and %s: only %s's claims are merged", o.cluster, c.Cluster, o.cluster)
+					}
+					seen[claim.Owner] = true
+					continue
+				}
+				wish := claim.Wish
+				if wish == nil {
+					wish = r.Endpoint
+				}
+				if wish != nil && !slices.ContainsFunc(o.wishes, func(e *v1alpha1.Endpoint) bool { return e.Key() == wish.Key() }) {
+					o.wishes = append(o.wishes, wish)
+				}
+			}
+		}
+	}
+	return owners, unowned, sum
+}
+
 func btoi(b bool) int {
 	if b {
 		return 1
@@ -246,4 +253,136 @@ func endpointsOf(z *registry.Zone) []*v1alpha1.Endpoint {
 	}
 	v1alpha1.SortEndpoints(out)
 	return out
+}
+
+// Merge merges a zone from this cluster's export (local) and the last good export of each of its
+// peers, each peer judged live or gone at now. It remembers local's cluster and owners: peers'
+// exports that claim them are refused from then on.
+func (p *Pool) Merge(zone string, local dnsserver.Export) (*Merged, error) {
+	zone = v1alpha1.NormalizeName(zone)
+	now := p.opts.Now()
+	p.mu.Lock()
+	localOwners := ownersOf(local.Endpoints)
+	p.local[zone] = localState{cluster: local.Cluster, owners: localOwners}
+	contributions := []Contribution{{Cluster: local.Cluster, Changed: local.Changed, Endpoints: local.Endpoints}}
+	var candidates []*peerState
+	for _, st := range p.peers {
+		if st.peer.Zone != zone || st.last == nil {
+			continue
+		}
+		// A discovered server pulled before this cluster's first merge may be this cluster's own.
+		if st.discovered && p.isSelf(st, st.last.Export) {
+			p.markSelf(st)
+			continue
+		}
+		// An export accepted before this cluster claimed one of its owners is left out now.
+		if ex := st.last.Export; ex.Cluster == local.Cluster || overlaps(st.owners, localOwners) {
+			st.err, st.left = failed(ReasonOwners, "the export claims this cluster's owners or names it"), true
+			continue
+		}
+		candidates = append(candidates, st)
+	}
+	for _, st := range p.claimFirst(zone, candidates) {
+		st.stale = p.expired(st, now)
+		contributions = append(contributions, Contribution{
+			Cluster: st.last.Export.Cluster, Changed: st.last.Export.Changed, Endpoints: st.last.Export.Endpoints, Expired: st.stale,
+		})
+	}
+	// Leases renew every period, and they are not merged: a merge of contributions that say they
+	// have not changed since the last one (each one's time and liveness) is the last one's.
+	key := mergeKey(contributions)
+	if last, ok := p.merged[zone]; ok && last.key == key {
+		p.mu.Unlock()
+		return last.merged, nil
+	}
+	p.mu.Unlock()
+	merged, err := Merge(zone, contributions)
+	if err == nil {
+		p.mu.Lock()
+		p.merged[zone] = lastMerge{key: key, merged: merged}
+		p.mu.Unlock()
+	}
+	return merged, err
+}
+
+// claimFirst decides which of the candidates (peers of zone with an accepted export) are merged:
+// of peers whose exports claim one owner or name one cluster, the one that held it in the last
+// merge keeps it, and among those that did not, the one whose export says it changed first (then
+// the lower address) takes it, so that servers starting together choose alike. Every other
+// claimer is refused whole, never part of it: an export is one cluster's view of its records and
+// their claims, and one that claims what is not its cluster's is misconfigured or hostile, so none
+// of it is trusted until it stops; the earlier one is never evicted. Called with p.mu held.
+func (p *Pool) claimFirst(zone string, candidates []*peerState) []*peerState {
+	slices.SortFunc(candidates, func(a, b *peerState) int {
+		return cmp.Or(a.last.Export.Changed.Compare(b.last.Export.Changed), strings.Compare(a.peer.Addr, b.peer.Addr))
+	})
+	held := map[claim]*peerState{}
+	for c, h := range p.holders[zone] {
+		if slices.Contains(candidates, h) && h.claims(c) {
+			held[c] = h
+		}
+	}
+	var merged []*peerState
+	for _, st := range candidates {
+		cs := claimsOf(st.last.Export.Cluster, st.owners)
+		i := slices.IndexFunc(cs, func(c claim) bool { h := held[c]; return h != nil && h != st })
+		if i >= 0 {
+			err := claimedFirst(cs[i], held[cs[i]])
+			if errText(st.err) != err.Error() {
+				// Counted once, as a pull refused; a pull the holder still blocks counts again.
+				st.pulls[ReasonClaimed]++
+				p.opts.Log.Info("a peer's export is refused: another peer claimed first what it claims", "zone", zone, "peer", st.peer.Addr, "reason", ReasonClaimed, "error", err.Error())
+			}
+			st.err, st.left = err, true
+			continue
+		}
+		st.left = false
+		for _, c := range cs {
+			held[c] = st
+		}
+		merged = append(merged, st)
+	}
+	p.holders[zone] = held
+	return merged
+}
+
+// PeerOwners are the owners the peers' exports merged in zone's last merge claim: statements this
+// cluster exports for them would contradict their own.
+func (p *Pool) PeerOwners(zone string) map[string]bool {
+	zone = v1alpha1.NormalizeName(zone)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := map[string]bool{}
+	for c := range p.holders[zone] {
+		if !c.cluster {
+			out[c.id] = true
+		}
+	}
+	return out
+}
+
+// lastMerge is a zone's last merge and what it was merged from.
+type lastMerge struct {
+	key    string
+	merged *Merged
+}
+
+// mergeKey identifies the contributions of a merge by each one's cluster, time and liveness: a
+// cluster's export time moves with every change of its records (not of its lease).
+func mergeKey(contributions []Contribution) string {
+	parts := make([]string, len(contributions))
+	for i, c := range contributions {
+		parts[i] = fmt.Sprintf("%s/%d/%t/%d", c.Cluster, c.Changed.Unix(), c.Expired, len(c.Endpoints))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
+func overlaps(a, b map[string]bool) bool {
+	for k := range a {
+		if b[k] {
+			return true
+		}
+	}
+	return false
 }
