@@ -161,6 +161,37 @@ func Write(v Variant, ver, image, dir string) (*v1alpha1.ClusterServiceVersion, 
 	if err := os.MkdirAll(filepath.Join(dir, "metadata"), 0o755); err != nil {
 		return nil, err
 	}
+	strategy, owned, err := installStrategy(v, objs, image, dir)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(owned, func(i, j int) bool { return owned[i].Name < owned[j].Name })
+	examples, err := almExamples(v.Samples)
+	if err != nil {
+		return nil, err
+	}
+	csv := newCSV(v, ver, semv, image, examples, strategy, owned)
+	if err := writeObject(filepath.Join(dir, "manifests", v.Package+".clusterserviceversion.yaml"), csv); err != nil {
+		return nil, err
+	}
+	annotations := map[string]map[string]string{"annotations": {
+		"operators.operatorframework.io.bundle.mediatype.v1":       "registry+v1",
+		"operators.operatorframework.io.bundle.manifests.v1":       "manifests/",
+		"operators.operatorframework.io.bundle.metadata.v1":        "metadata/",
+		"operators.operatorframework.io.bundle.package.v1":         v.Package,
+		"operators.operatorframework.io.bundle.channels.v1":        "candidate",
+		"operators.operatorframework.io.bundle.channel.default.v1": "candidate",
+	}}
+	if err := writeObject(filepath.Join(dir, "metadata", "annotations.yaml"), annotations); err != nil {
+		return nil, err
+	}
+	return csv, nil
+}
+
+// installStrategy ships the rendered objects: CRDs and the objects OLM does not make from the install
+// strategy are written to the bundle's manifests; the Deployment and the roles the install binds
+// become the strategy.
+func installStrategy(v Variant, objs []*unstructured.Unstructured, image, dir string) (v1alpha1.StrategyDetailsDeployment, []v1alpha1.CRDDescription, error) {
 	strategy := v1alpha1.StrategyDetailsDeployment{}
 	var owned []v1alpha1.CRDDescription
 	var serviceAccount string
@@ -171,7 +202,7 @@ func Write(v Variant, ver, image, dir string) (*v1alpha1.ClusterServiceVersion, 
 		if k := u.GetKind(); k == "ClusterRoleBinding" || k == "RoleBinding" {
 			b := &rbacv1.RoleBinding{}
 			if err := convert(u, b); err != nil {
-				return nil, err
+				return strategy, nil, err
 			}
 			bound[b.RoleRef.Kind+"/"+b.RoleRef.Name] = true
 		}
@@ -182,29 +213,29 @@ func Write(v Variant, ver, image, dir string) (*v1alpha1.ClusterServiceVersion, 
 		case "CustomResourceDefinition":
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			if err := convert(u, crd); err != nil {
-				return nil, err
+				return strategy, nil, err
 			}
 			owned = append(owned, describe(crd))
 			if err := writeObject(filepath.Join(dir, "manifests", fmt.Sprintf("%s_%s.yaml", crd.Spec.Group, crd.Spec.Names.Plural)), u); err != nil {
-				return nil, err
+				return strategy, nil, err
 			}
 		case "Deployment":
 			d := &appsv1.Deployment{}
 			if err := convert(u, d); err != nil {
-				return nil, err
+				return strategy, nil, err
 			}
 			serviceAccount = d.Spec.Template.Spec.ServiceAccountName
 			strategy.DeploymentSpecs = append(strategy.DeploymentSpecs, v1alpha1.StrategyDeploymentSpec{Name: d.Name, Spec: d.Spec, Label: d.Labels})
 		case "ClusterRole", "Role":
 			r := &rbacv1.ClusterRole{}
 			if err := convert(u, r); err != nil {
-				return nil, err
+				return strategy, nil, err
 			}
 			if !bound[u.GetKind()+"/"+r.Name] {
 				// A role the controller is not bound to by the install (bound per namespace by an
 				// admin, or to a scraper): shipped as an object of the bundle.
 				if err := writeObject(filepath.Join(dir, "manifests", fmt.Sprintf("%s_rbac.authorization.k8s.io_v1_%s.yaml", r.Name, strings.ToLower(u.GetKind()))), u); err != nil {
-					return nil, err
+					return strategy, nil, err
 				}
 				continue
 			}
@@ -217,17 +248,17 @@ func Write(v Variant, ver, image, dir string) (*v1alpha1.ClusterServiceVersion, 
 			u.SetNamespace("")
 			gv := strings.ReplaceAll(u.GetAPIVersion(), "/", "_")
 			if err := writeObject(filepath.Join(dir, "manifests", fmt.Sprintf("%s_%s_%s.yaml", u.GetName(), gv, strings.ToLower(u.GetKind()))), u); err != nil {
-				return nil, err
+				return strategy, nil, err
 			}
 		case "Namespace", "ServiceAccount", "ClusterRoleBinding", "RoleBinding":
 			// OLM creates the namespace (OperatorGroup), the ServiceAccount and the bindings from the
 			// install strategy.
 		default:
-			return nil, fmt.Errorf("%s holds a %s, which the bundle does not know how to ship", v.Render, u.GetKind())
+			return strategy, nil, fmt.Errorf("%s holds a %s, which the bundle does not know how to ship", v.Render, u.GetKind())
 		}
 	}
 	if len(strategy.DeploymentSpecs) != 1 || serviceAccount == "" {
-		return nil, fmt.Errorf("%s: want one Deployment with a ServiceAccount", v.Render)
+		return strategy, nil, fmt.Errorf("%s: want one Deployment with a ServiceAccount", v.Render)
 	}
 	if len(clusterRules) > 0 {
 		strategy.ClusterPermissions = []v1alpha1.StrategyDeploymentPermissions{{ServiceAccountName: serviceAccount, Rules: clusterRules}}
@@ -238,12 +269,12 @@ func Write(v Variant, ver, image, dir string) (*v1alpha1.ClusterServiceVersion, 
 	for i := range strategy.DeploymentSpecs[0].Spec.Template.Spec.Containers {
 		strategy.DeploymentSpecs[0].Spec.Template.Spec.Containers[i].Image = image
 	}
-	sort.Slice(owned, func(i, j int) bool { return owned[i].Name < owned[j].Name })
-	examples, err := almExamples(v.Samples)
-	if err != nil {
-		return nil, err
-	}
-	csv := &v1alpha1.ClusterServiceVersion{
+	return strategy, owned, nil
+}
+
+// newCSV is the bundle's ClusterServiceVersion: what OperatorHub shows, and the install strategy.
+func newCSV(v Variant, ver string, semv semver.Version, image, examples string, strategy v1alpha1.StrategyDetailsDeployment, owned []v1alpha1.CRDDescription) *v1alpha1.ClusterServiceVersion {
+	return &v1alpha1.ClusterServiceVersion{
 		TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.ClusterServiceVersionAPIVersion, Kind: v1alpha1.ClusterServiceVersionKind},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: fmt.Sprintf("%s.v%s", v.Package, ver),
@@ -288,21 +319,6 @@ func Write(v Variant, ver, image, dir string) (*v1alpha1.ClusterServiceVersion, 
 			RelatedImages:             []v1alpha1.RelatedImage{{Name: "controller", Image: image}},
 		},
 	}
-	if err := writeObject(filepath.Join(dir, "manifests", v.Package+".clusterserviceversion.yaml"), csv); err != nil {
-		return nil, err
-	}
-	annotations := map[string]map[string]string{"annotations": {
-		"operators.operatorframework.io.bundle.mediatype.v1":       "registry+v1",
-		"operators.operatorframework.io.bundle.manifests.v1":       "manifests/",
-		"operators.operatorframework.io.bundle.metadata.v1":        "metadata/",
-		"operators.operatorframework.io.bundle.package.v1":         v.Package,
-		"operators.operatorframework.io.bundle.channels.v1":        "candidate",
-		"operators.operatorframework.io.bundle.channel.default.v1": "candidate",
-	}}
-	if err := writeObject(filepath.Join(dir, "metadata", "annotations.yaml"), annotations); err != nil {
-		return nil, err
-	}
-	return csv, nil
 }
 
 // describe is the CSV's description of an owned CRD, with descriptors for the fields a user looks at.
