@@ -22,6 +22,8 @@ HELM = $(CACHE)/bin/helm-$(HELM_VERSION)
 # The Kubernetes release charts are rendered and linted for (the one envtest runs).
 HELM_KUBE_VERSION ?= v1.37.2
 OPM_VERSION ?= v1.60.0
+GOLANGCI_LINT_VERSION ?= v2.15.0
+GOLANGCI_LINT = $(CACHE)/bin/golangci-lint-$(GOLANGCI_LINT_VERSION)
 OPM = $(CACHE)/bin/opm-$(OPM_VERSION)
 PKGS = ./...
 # Test tiers. Plain `go test ./...` runs the unit tier, which needs nothing but Go. Test files that
@@ -71,7 +73,7 @@ vet: ## Run go vet on every file, tagged test tiers included.
 	go vet -tags $(TEST_TAGS) ./...
 
 .PHONY: verify
-verify: $(CONTROLLER_GEN) ## Fail when generated files are stale, code is unformatted or vet complains.
+verify: $(CONTROLLER_GEN) ## Fail when generated files are stale, code is unformatted, or vet or the linters complain.
 	@snap=$$(mktemp -d); cp -r apis config "$$snap"/; \
 	  $(MAKE) -s generate manifests >/dev/null; \
 	  if ! diff -r "$$snap/apis" apis >/dev/null || ! diff -r "$$snap/config" config >/dev/null; then \
@@ -79,7 +81,15 @@ verify: $(CONTROLLER_GEN) ## Fail when generated files are stale, code is unform
 	  rm -rf "$$snap"
 	@out=$$(gofmt -l $$(git ls-files '*.go')); test -z "$$out" || { echo "gofmt would change: $$out"; exit 1; }
 	go vet -tags $(TEST_TAGS) ./...
+	@$(MAKE) -s lint
 	@$(MAKE) -s verify-install
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run the linters of .golangci.yml (the reasons for each are written there).
+	$(GOLANGCI_LINT) run ./...
+
+$(GOLANGCI_LINT):
+	@hack/tool.sh golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint $(GOLANGCI_LINT_VERSION) >/dev/null
 
 ##@ Test
 
