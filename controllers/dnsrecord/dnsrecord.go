@@ -42,6 +42,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/backends"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/internal/pass"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/grant"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
@@ -197,8 +198,8 @@ type scope struct {
 	probing *probing
 }
 
-// phase is one step of a pass; done ends the pass with res and err.
-type phase func(ctx context.Context, s *scope) (res ctrl.Result, err error, done bool)
+// phase is one step of a pass (package pass): done ends the pass with res and err.
+type phase = pass.Phase[*scope]
 
 // Reconcile runs one pass and writes the status once.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
@@ -233,19 +234,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	default:
 		phases = []phase{r.validate, r.checkOwner, r.connect, r.ensureFinalizer, r.ensureProbes, r.publish}
 	}
-	for _, p := range phases {
-		if res, err, done := p(ctx, s); done {
-			return res, err
-		}
-	}
-	return ctrl.Result{}, nil
+	return pass.Run(ctx, s, phases...)
 }
 
 // ensureFinalizer puts the finalizer on before anything is written to the zone, in one patch with
 // the provider label (Kuadrant's tooling selects records by it) and the pass's other labels. It
 // comes after connect: a record that never reached a backend has written nothing, and a finalizer
 // on it would only hold its deletion for OrphanGrace.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	rec := s.record
 	want := map[string]string{v1alpha1.ProviderNameLabel: s.provider.Name()}
 	for k, v := range s.labels {
@@ -256,7 +252,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 		missing = missing || rec.Labels[k] != v
 	}
 	if !missing {
-		return ctrl.Result{}, nil, false
+		return ctrl.Result{}, false, nil
 	}
 	// The patch is a diff of the metadata alone, and its response is the metadata alone: a record's
 	// spec can hold thousands of targets, and a merge patch of whole objects marshals both and
@@ -271,14 +267,14 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 	}
 	written := rec.Metadata()
 	if err := r.Client.Patch(ctx, written, patch); err != nil {
-		return ctrl.Result{}, err, true
+		return ctrl.Result{}, true, err
 	}
 	rec.ObjectMeta = written.ObjectMeta
 	// The status patch is a diff from s.before: with the metadata it had before this patch, the
 	// diff would carry the old resourceVersion, and any write since (a DNS server's condition, a
 	// contributor's endpoints) would make the status patch fail.
 	s.before.ObjectMeta = *rec.ObjectMeta.DeepCopy()
-	return ctrl.Result{}, nil, false
+	return ctrl.Result{}, false, nil
 }
 
 // patchStatus writes the status once per pass, when it changed. A released record has no status to
