@@ -16,13 +16,12 @@
 //
 // Publishing goes through the zone's publish queue (pkg/publish: plan, ownership check, batched
 // apply, validation read). Failures are returned to controller-runtime, whose per-record
-// exponential rate limiter (MinBackoff doubling up to MaxBackoff) schedules the retry.
+// exponential backoff (pass.Backoff: MinBackoff doubling up to MaxBackoff) schedules the retry.
 package dnsrecord
 
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -30,7 +29,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -168,7 +166,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles,
 		// Per record, exponential: a record that keeps failing is retried less and less often,
 		// whatever the others do.
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](r.Options.MinBackoff, r.Options.MaxBackoff),
+		RateLimiter: pass.NewBackoff(r.Options.MinBackoff, r.Options.MaxBackoff),
 	}).
 		Complete(r)
 }
@@ -367,7 +365,7 @@ func (r *Reconciler) recheck(s *scope, wrote bool) ctrl.Result {
 	next = max(next, r.Options.MinRecheck)
 	r.intervals.set(s.key, next)
 	s.record.Status.ValidFor = next.String()
-	return ctrl.Result{RequeueAfter: jitter(next)}
+	return ctrl.Result{RequeueAfter: pass.Jitter(next)}
 }
 
 // intervals are the records' current re-check intervals.
@@ -395,10 +393,6 @@ func (i *intervals) set(key types.NamespacedName, d time.Duration) {
 		i.by = map[types.NamespacedName]time.Duration{}
 	}
 	i.by[key] = d
-}
-
-func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
 }
 
 // ownerID is spec.ownerID, else hash8 of the UID (Kuadrant's rule).

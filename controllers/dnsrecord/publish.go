@@ -12,6 +12,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/backends"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/internal/pass"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/health"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/publish"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/zone"
@@ -162,7 +163,7 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, 
 	if s.probing != nil {
 		// Other owners' health statements are read, and this owner's renewed, at least once per
 		// renewal period.
-		res.RequeueAfter = min(res.RequeueAfter, jitter(health.Renewal(s.probing.interval)))
+		res.RequeueAfter = min(res.RequeueAfter, pass.Jitter(health.Renewal(s.probing.interval)))
 	}
 	return res, true, nil
 }
@@ -220,7 +221,7 @@ func (r *Reconciler) ensureWhole(ctx context.Context, s *scope) (ctrl.Result, bo
 		conditionOrder.Remove(&rec.Status.Conditions, v1alpha1.ConditionTypeHealthy)
 	}
 	if st.RecheckAfter > 0 {
-		return ctrl.Result{RequeueAfter: jitter(st.RecheckAfter)}, true, nil
+		return ctrl.Result{RequeueAfter: pass.Jitter(st.RecheckAfter)}, true, nil
 	}
 	return r.recheck(s, false), true, nil
 }
