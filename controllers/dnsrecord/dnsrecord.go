@@ -22,7 +22,7 @@ package dnsrecord
 import (
 	"context"
 	"errors"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -127,13 +128,13 @@ type Reconciler struct {
 	// (--insecure-health-checks): for gateways with self-signed certificates.
 	InsecureHealthChecks bool
 
-	backends  *backends.Cache
-	reasons   reasons
-	intervals intervals
+	backends *backends.Cache
+	// memory is what the controller keeps about each record between passes (memory.go).
+	memory memory
 	// tracker remembers when other owners' health statements changed (package health).
 	tracker health.Tracker
-	// replans maps owners to records for the passes the publisher asks for.
-	replans replans
+	// replans carries the passes the publisher asks for (Replan) to the controller's queue.
+	replans atomic.Pointer[chan event.TypedGenericEvent[reconcile.Request]]
 }
 
 // conditionOrder keeps a record's conditions in one order, so equal statuses compare equal.
@@ -283,14 +284,14 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		return nil
 	}
 	if c := conditions.Get(rec.Status.Conditions, v1alpha1.ConditionTypeReady); c != nil {
-		r.reasons.set(s.key, c.Reason)
+		r.memory.setReason(s.key, c.Reason)
 	}
 	rec.Status.ObservedGeneration = rec.Generation
 	if equalStatus(s.before.Status, rec.Status) {
 		// Nothing but the re-check bookkeeping changed: a quiet pass writes nothing. validFor
 		// doubles on every quiet pass, and writing it would cost each record about five status
 		// writes in its first half hour; it is written with the status's next real change.
-		r.reasons.observe(s.key, rec, &s.before.Status, false)
+		r.memory.observe(s.key, rec, &s.before.Status, false)
 		return nil
 	}
 	// The diff is taken between metadata and status only: a record's spec can hold thousands of
@@ -299,7 +300,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if err := r.Client.Status().Patch(ctx, rec.Metadata(), client.MergeFrom(s.before), client.WithSubResourceBody(statusOf(rec))); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	r.reasons.observe(s.key, rec, &s.before.Status, true)
+	r.memory.observe(s.key, rec, &s.before.Status, true)
 	return nil
 }
 
@@ -340,9 +341,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result
 
 // forget drops what this process keeps for a record that is gone.
 func (r *Reconciler) forget(key types.NamespacedName) {
-	r.reasons.set(key, "")
-	r.intervals.set(key, 0)
-	r.replans.forgetKey(key)
+	r.memory.forget(key)
 	r.backends.Forget(key)
 	r.Publisher.Release(key.String())
 	r.tracker.Forget(key.String())
@@ -354,7 +353,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 func (r *Reconciler) recheck(s *scope, wrote bool) ctrl.Result {
 	next := r.Options.MinRecheck
 	if !wrote {
-		prev, ok := r.intervals.get(s.key)
+		prev, ok := r.memory.interval(s.key)
 		if !ok {
 			prev, _ = time.ParseDuration(s.record.Status.ValidFor)
 		}
@@ -363,36 +362,9 @@ func (r *Reconciler) recheck(s *scope, wrote bool) ctrl.Result {
 		}
 	}
 	next = max(next, r.Options.MinRecheck)
-	r.intervals.set(s.key, next)
+	r.memory.setInterval(s.key, next)
 	s.record.Status.ValidFor = next.String()
 	return ctrl.Result{RequeueAfter: pass.Jitter(next)}
-}
-
-// intervals are the records' current re-check intervals.
-type intervals struct {
-	mu sync.Mutex
-	by map[types.NamespacedName]time.Duration
-}
-
-func (i *intervals) get(key types.NamespacedName) (time.Duration, bool) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	d, ok := i.by[key]
-	return d, ok
-}
-
-// set records key's interval; 0 forgets it.
-func (i *intervals) set(key types.NamespacedName, d time.Duration) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if d == 0 {
-		delete(i.by, key)
-		return
-	}
-	if i.by == nil {
-		i.by = map[types.NamespacedName]time.Duration{}
-	}
-	i.by[key] = d
 }
 
 // ownerID is spec.ownerID, else hash8 of the UID (Kuadrant's rule).

@@ -115,7 +115,7 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, 
 	r.setProviderAccepted(s, desired)
 	req := publish.Request{OwnerID: rec.Status.OwnerID, Previous: rec.Status.Endpoints, Desired: desired, Named: statementNames(rec),
 		KeepExpired: r.keepExpired(s.backend), Record: s.key.String()}
-	r.replans.remember(rec.Status.OwnerID, s.key)
+	r.memory.remember(rec.Status.OwnerID, s.key)
 	var decision *health.Decision
 	if s.probing != nil {
 		req.Wish, decision = r.healthWish(s, desired)
