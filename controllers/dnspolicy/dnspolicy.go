@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -42,6 +41,7 @@ import (
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnspolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnspolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords,verbs=get;list;watch;create;update;patch;delete
+// The cluster ID (the UID of Namespace kube-system), which cmd reads for this controller.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -62,8 +62,11 @@ func DefaultOptions() Options {
 // Reconciler reconciles DNSPolicies, keyed by the Gateway they target.
 type Reconciler struct {
 	Client client.Client
-	// APIReader reads the kube-system Namespace once, without caching every Namespace.
-	APIReader client.Reader
+	// ClusterID returns this cluster's ID, the UID of Namespace kube-system, which names its
+	// load-balanced leaves. cmd reads it once for every controller that needs it; it is asked only
+	// when a policy load-balances, and a failure is said in that policy's status and asked again
+	// at the next pass.
+	ClusterID func(context.Context) (string, error)
 	Recorder  recorder.EventRecorder
 	Options   Options
 
@@ -72,9 +75,6 @@ type Reconciler struct {
 
 	// backoff spaces the passes of a Gateway key that keeps failing.
 	backoff *pass.Backoff
-
-	mu        sync.Mutex
-	clusterID string
 }
 
 // scope is what one pass knows.
@@ -135,7 +135,7 @@ func (r *Reconciler) judge(_ context.Context, s *scope) (ctrl.Result, bool, erro
 	return pass.Continue()
 }
 
-// load reads what the pass judges, from the cache (the kube-system Namespace excepted).
+// load reads what the pass judges, from the cache (the cluster ID excepted).
 func (r *Reconciler) load(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	key := s.key
 	s.gatewayAPI = r.gatewayAPI.Load()
@@ -166,25 +166,9 @@ func (r *Reconciler) load(ctx context.Context, s *scope) (ctrl.Result, bool, err
 	}
 	s.records = records.Items
 	if slices.ContainsFunc(s.policies, func(p *dnsv1.DNSPolicy) bool { return p.Spec.LoadBalancing != nil }) {
-		s.clusterID, s.clusterErr = r.readClusterID(ctx)
+		s.clusterID, s.clusterErr = r.ClusterID(ctx)
 	}
 	return pass.Continue()
-}
-
-// readClusterID returns the UID of the kube-system Namespace, read once: it identifies this cluster
-// in the names of its load-balanced leaves, so it must not change while the process runs.
-func (r *Reconciler) readClusterID(ctx context.Context) (string, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.clusterID != "" {
-		return r.clusterID, nil
-	}
-	ns := &corev1.Namespace{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
-		return "", err
-	}
-	r.clusterID = string(ns.UID)
-	return r.clusterID, nil
 }
 
 // publish makes the Gateway's DNSRecords what the verdicts want: records nobody wants any more are
