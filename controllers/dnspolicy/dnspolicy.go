@@ -122,19 +122,6 @@ func (r *Reconciler) run(ctx context.Context, s *scope) (err error) {
 	return err
 }
 
-// judge decides, purely, what each policy publishes (judge.go).
-func (r *Reconciler) judge(_ context.Context, s *scope) (ctrl.Result, bool, error) {
-	s.verdicts = judge(judgeInput{
-		gatewayAPI: s.gatewayAPI, name: s.key.Name, gateway: s.gateway, policies: s.policies,
-		clusterID: s.clusterID, clusterIDErr: s.clusterErr,
-	})
-	s.judged = true
-	for _, p := range s.policies {
-		policyPasses.WithLabelValues(p.Namespace, p.Name).Inc()
-	}
-	return pass.Continue()
-}
-
 // load reads what the pass judges, from the cache (the cluster ID excepted).
 func (r *Reconciler) load(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	key := s.key
@@ -167,6 +154,19 @@ func (r *Reconciler) load(ctx context.Context, s *scope) (ctrl.Result, bool, err
 	s.records = records.Items
 	if slices.ContainsFunc(s.policies, func(p *dnsv1.DNSPolicy) bool { return p.Spec.LoadBalancing != nil }) {
 		s.clusterID, s.clusterErr = r.ClusterID(ctx)
+	}
+	return pass.Continue()
+}
+
+// judge decides, purely, what each policy publishes (judge.go).
+func (r *Reconciler) judge(_ context.Context, s *scope) (ctrl.Result, bool, error) {
+	s.verdicts = judge(judgeInput{
+		gatewayAPI: s.gatewayAPI, name: s.key.Name, gateway: s.gateway, policies: s.policies,
+		clusterID: s.clusterID, clusterIDErr: s.clusterErr,
+	})
+	s.judged = true
+	for _, p := range s.policies {
+		policyPasses.WithLabelValues(p.Namespace, p.Name).Inc()
 	}
 	return pass.Continue()
 }
