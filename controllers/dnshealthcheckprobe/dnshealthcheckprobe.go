@@ -2,11 +2,12 @@
 // of pkg/prober and writes the results back into the probe's status, which the record controller
 // reads to decide what to publish.
 //
-// A pass (Reconcile) reads top to bottom: fetch the probe; on deletion stop probing and release the
-// finalizer; else ensure the finalizer, read the headers Secret when due, (re)register the probe with
-// the scheduler, and write the latest result to status if the write policy (status.go) says it
-// matters. Results arrive from the scheduler's workers; a result that needs a write queues a pass,
-// one that does not costs nothing further.
+// A pass (Reconcile) reads top to bottom, as every controller's here (package pass): fetch the
+// probe; on deletion stop probing and release the finalizer (release); else ensure the finalizer
+// (ensureFinalizer), read the headers Secret when due and (re)register the probe with the scheduler
+// (schedule), and, deferred, write the latest result to status if the write policy (status.go)
+// says it matters. Results arrive from the scheduler's workers; a result that needs a write queues
+// a pass, one that does not costs nothing further.
 package dnshealthcheckprobe
 
 import (
@@ -33,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/internal/pass"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/prober"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 )
@@ -145,8 +147,19 @@ func (r *Reconciler) onResult(res prober.Result) {
 	}
 }
 
-// Reconcile runs one pass.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// scope is what one pass knows.
+type scope struct {
+	key   types.NamespacedName
+	probe *v1alpha1.DNSHealthCheckProbe
+	// scheduled: the pass handed the probe to the scheduler, so its latest result may be written.
+	scheduled bool
+}
+
+// phase is one step of a pass (package pass).
+type phase = pass.Phase[*scope]
+
+// Reconcile runs one pass and writes the status once, if the write policy asks for it.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
 	passes.WithLabelValues(req.Namespace, req.Name).Inc()
 	probe := &v1alpha1.DNSHealthCheckProbe{}
 	if err := r.Client.Get(ctx, req.NamespacedName, probe); err != nil {
@@ -155,39 +168,61 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if probe.DeletionTimestamp != nil {
-		r.forget(req.NamespacedName, probe.Spec.Hostname)
-		return r.release(ctx, probe)
-	}
-	if !controllerutil.ContainsFinalizer(probe, v1alpha1.ProbeFinalizer) {
-		before := probe.DeepCopy()
-		controllerutil.AddFinalizer(probe, v1alpha1.ProbeFinalizer)
-		if err := r.Client.Patch(ctx, probe, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
-			return ctrl.Result{}, client.IgnoreNotFound(err)
+	s := &scope{key: req.NamespacedName, probe: probe}
+	defer func() {
+		if !s.scheduled {
+			return
 		}
+		if werr := r.writeStatus(ctx, s.probe); werr != nil && err == nil {
+			res, err = ctrl.Result{}, werr
+		}
+	}()
+	phases := []phase{r.ensureFinalizer, r.schedule}
+	if probe.DeletionTimestamp != nil {
+		phases = []phase{r.release}
 	}
+	return pass.Run(ctx, s, phases...)
+}
 
+// ensureFinalizer puts the finalizer on before the probe is scheduled: a probe deleted while it is
+// checked is then always seen, and stopped.
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+	probe := s.probe
+	if controllerutil.ContainsFinalizer(probe, v1alpha1.ProbeFinalizer) {
+		return pass.Continue()
+	}
+	before := probe.DeepCopy()
+	controllerutil.AddFinalizer(probe, v1alpha1.ProbeFinalizer)
+	if err := r.Client.Patch(ctx, probe, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{})); err != nil {
+		return pass.Done(ctrl.Result{}, client.IgnoreNotFound(err))
+	}
+	return pass.Continue()
+}
+
+// schedule (re)registers the probe with the scheduler, and says when the pass should run again.
+func (r *Reconciler) schedule(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+	probe := s.probe
 	spec, recheck := r.spec(ctx, probe)
-	r.tracked.register(req.NamespacedName, probe, spec.Interval)
+	r.tracked.register(s.key, probe, spec.Interval)
 	probeCounter.WithLabelValues(probe.Name, probe.Namespace, probe.Spec.Hostname).Set(1)
-	r.prober.Set(req.NamespacedName.String(), spec, prober.State{
+	r.prober.Set(s.key.String(), spec, prober.State{
 		ConsecutiveFailures: probe.Status.ConsecutiveFailures, Healthy: probe.Status.Healthy,
 	})
-	if err := r.writeStatus(ctx, probe); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{RequeueAfter: recheck}, nil
+	s.scheduled = true
+	return pass.Done(ctrl.Result{RequeueAfter: recheck}, nil)
 }
 
 // release stops probing a deleted probe and removes the finalizer.
-func (r *Reconciler) release(ctx context.Context, probe *v1alpha1.DNSHealthCheckProbe) (ctrl.Result, error) {
+func (r *Reconciler) release(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+	probe := s.probe
+	r.forget(s.key, probe.Spec.Hostname)
 	if !controllerutil.ContainsFinalizer(probe, v1alpha1.ProbeFinalizer) {
-		return ctrl.Result{}, nil
+		return pass.Done(ctrl.Result{}, nil)
 	}
 	before := probe.DeepCopy()
 	controllerutil.RemoveFinalizer(probe, v1alpha1.ProbeFinalizer)
 	err := r.Client.Patch(ctx, probe, client.MergeFromWithOptions(before, client.MergeFromWithOptimisticLock{}))
-	return ctrl.Result{}, client.IgnoreNotFound(err)
+	return pass.Done(ctrl.Result{}, client.IgnoreNotFound(err))
 }
 
 // forget stops probing key and drops what this process holds about it.

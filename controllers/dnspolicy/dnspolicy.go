@@ -15,9 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +32,7 @@ import (
 
 	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/internal/pass"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
 )
 
@@ -42,6 +41,7 @@ import (
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnspolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnspolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=kuadrant.io,resources=dnsrecords,verbs=get;list;watch;create;update;patch;delete
+// The cluster ID (the UID of Namespace kube-system), which cmd reads for this controller.
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -62,17 +62,19 @@ func DefaultOptions() Options {
 // Reconciler reconciles DNSPolicies, keyed by the Gateway they target.
 type Reconciler struct {
 	Client client.Client
-	// APIReader reads the kube-system Namespace once, without caching every Namespace.
-	APIReader client.Reader
+	// ClusterID returns this cluster's ID, the UID of Namespace kube-system, which names its
+	// load-balanced leaves. cmd reads it once for every controller that needs it; it is asked only
+	// when a policy load-balances, and a failure is said in that policy's status and asked again
+	// at the next pass.
+	ClusterID func(context.Context) (string, error)
 	Recorder  recorder.EventRecorder
 	Options   Options
 
 	// gatewayAPI is set once the Gateway API CRDs are installed and the Gateway watch runs.
 	gatewayAPI atomic.Bool
 
-	mu        sync.Mutex
-	failures  map[types.NamespacedName]int
-	clusterID string
+	// backoff spaces the passes of a Gateway key that keeps failing.
+	backoff *pass.Backoff
 }
 
 // scope is what one pass knows.
@@ -85,6 +87,8 @@ type scope struct {
 	clusterID  string
 	clusterErr error
 	verdicts   []*verdict
+	// judged: the verdicts are in, and the pass writes the statuses they make.
+	judged bool
 }
 
 // Reconcile runs one pass for one Gateway key. Errors become a backoff, not a return value: the
@@ -92,8 +96,8 @@ type scope struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := time.Now()
 	defer func() { reconcileDuration.Observe(time.Since(start).Seconds()) }()
-	if err := r.reconcile(ctx, req.NamespacedName); err != nil {
-		d := r.backoff(req.NamespacedName)
+	if err := r.run(ctx, &scope{key: req.NamespacedName}); err != nil {
+		d := pass.Jitter(r.backoff.When(req))
 		logger := log.FromContext(ctx)
 		if !apierrors.IsConflict(err) {
 			logger.Info("pass failed", "error", err.Error(), "retryAfter", d.String())
@@ -102,32 +106,29 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{RequeueAfter: d}, nil
 	}
-	r.forget(req.NamespacedName)
+	r.backoff.Forget(req)
 	return ctrl.Result{}, nil
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (err error) {
-	s, err := r.load(ctx, key)
-	if err != nil {
-		return err
-	}
-	s.verdicts = judge(judgeInput{
-		gatewayAPI: s.gatewayAPI, name: key.Name, gateway: s.gateway, policies: s.policies,
-		clusterID: s.clusterID, clusterIDErr: s.clusterErr,
-	})
-	for _, p := range s.policies {
-		policyPasses.WithLabelValues(p.Namespace, p.Name).Inc()
-	}
-	defer func() { err = errors.Join(err, r.writeStatus(ctx, s)) }()
-	return r.publish(ctx, s)
+// run runs the phases of a pass, and writes the status of what it judged once, deferred, whether
+// or not publishing succeeded: a policy says why its records are not what it wants.
+func (r *Reconciler) run(ctx context.Context, s *scope) (err error) {
+	defer func() {
+		if s.judged {
+			err = errors.Join(err, r.writeStatus(ctx, s))
+		}
+	}()
+	_, err = pass.Run(ctx, s, r.load, r.judge, r.publish)
+	return err
 }
 
-// load reads what the pass judges, from the cache (the kube-system Namespace excepted).
-func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (*scope, error) {
-	s := &scope{key: key, gatewayAPI: r.gatewayAPI.Load()}
+// load reads what the pass judges, from the cache (the cluster ID excepted).
+func (r *Reconciler) load(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
+	key := s.key
+	s.gatewayAPI = r.gatewayAPI.Load()
 	policies := &dnsv1.DNSPolicyList{}
 	if err := r.Client.List(ctx, policies, client.InNamespace(key.Namespace)); err != nil {
-		return nil, err
+		return pass.Done(ctrl.Result{}, err)
 	}
 	for i := range policies.Items {
 		p := &policies.Items[i]
@@ -137,49 +138,46 @@ func (r *Reconciler) load(ctx context.Context, key types.NamespacedName) (*scope
 		}
 	}
 	if !s.gatewayAPI {
-		return s, nil
+		return pass.Continue()
 	}
 	gw := &gatewayapiv1.Gateway{}
 	switch err := r.Client.Get(ctx, key, gw); {
 	case err == nil:
 		s.gateway = gw
 	case !apierrors.IsNotFound(err):
-		return nil, err
+		return pass.Done(ctrl.Result{}, err)
 	}
 	records := &v1alpha1.DNSRecordList{}
 	if err := r.Client.List(ctx, records, client.InNamespace(key.Namespace)); err != nil {
-		return nil, err
+		return pass.Done(ctrl.Result{}, err)
 	}
 	s.records = records.Items
 	if slices.ContainsFunc(s.policies, func(p *dnsv1.DNSPolicy) bool { return p.Spec.LoadBalancing != nil }) {
-		s.clusterID, s.clusterErr = r.readClusterID(ctx)
+		s.clusterID, s.clusterErr = r.ClusterID(ctx)
 	}
-	return s, nil
+	return pass.Continue()
 }
 
-// readClusterID returns the UID of the kube-system Namespace, read once: it identifies this cluster
-// in the names of its load-balanced leaves, so it must not change while the process runs.
-func (r *Reconciler) readClusterID(ctx context.Context) (string, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.clusterID != "" {
-		return r.clusterID, nil
+// judge decides, purely, what each policy publishes (judge.go).
+func (r *Reconciler) judge(_ context.Context, s *scope) (ctrl.Result, bool, error) {
+	s.verdicts = judge(judgeInput{
+		gatewayAPI: s.gatewayAPI, name: s.key.Name, gateway: s.gateway, policies: s.policies,
+		clusterID: s.clusterID, clusterIDErr: s.clusterErr,
+	})
+	s.judged = true
+	for _, p := range s.policies {
+		policyPasses.WithLabelValues(p.Namespace, p.Name).Inc()
 	}
-	ns := &corev1.Namespace{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
-		return "", err
-	}
-	r.clusterID = string(ns.UID)
-	return r.clusterID, nil
+	return pass.Continue()
 }
 
 // publish makes the Gateway's DNSRecords what the verdicts want: records nobody wants any more are
 // deleted, desired ones created or updated in place (a new owner adopts a record rather than
 // replacing it, so its hostname never leaves the zone). Records kept by an invalid policy stay as
 // they are.
-func (r *Reconciler) publish(ctx context.Context, s *scope) error {
+func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	if !s.gatewayAPI {
-		return nil
+		return pass.Continue()
 	}
 	byName := map[string]*v1alpha1.DNSRecord{}
 	for i := range s.records {
@@ -219,7 +217,10 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) error {
 	for _, name := range slices.Sorted(maps.Keys(desired)) {
 		errs = append(errs, r.ensureRecord(ctx, s.key.Name, desired[name], byName[name]))
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return pass.Done(ctrl.Result{}, err)
+	}
+	return pass.Continue()
 }
 
 // ensureRecord creates or updates one listener's record, or says in the plan why it cannot.
@@ -333,26 +334,6 @@ func (r *Reconciler) recordTransition(p *dnsv1.DNSPolicy, before []metav1.Condit
 		eventType = corev1.EventTypeWarning
 	}
 	r.Recorder.Eventf(p, nil, eventType, now.Reason, action, "%s", now.Message)
-}
-
-// backoff returns how long a failing key waits: MinBackoff doubling per consecutive failure up to
-// MaxBackoff, with ±10% jitter.
-func (r *Reconciler) backoff(key types.NamespacedName) time.Duration {
-	r.mu.Lock()
-	n := r.failures[key]
-	r.failures[key] = n + 1
-	r.mu.Unlock()
-	d := r.Options.MinBackoff << min(n, 30)
-	if d <= 0 || d > r.Options.MaxBackoff {
-		d = r.Options.MaxBackoff
-	}
-	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
-}
-
-func (r *Reconciler) forget(key types.NamespacedName) {
-	r.mu.Lock()
-	delete(r.failures, key)
-	r.mu.Unlock()
 }
 
 // policyOf returns the record's controller reference when it is a DNSPolicy.

@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	gatewayapiv1 "sigs.k8s.io/gateway-api/apis/v1"
@@ -264,7 +263,7 @@ func gatewayStatus(gw *gatewayapiv1.Gateway, verdicts []*verdict) gatewayapiv1.G
 	}
 	slices.Sort(all)
 	if len(all) == 0 {
-		meta.RemoveStatusCondition(&st.Conditions, ConditionAffected)
+		conditions.Remove(&st.Conditions, ConditionAffected)
 	} else {
 		conditions.Set(&st.Conditions, gw.Generation, metav1.Condition{Type: ConditionAffected, Status: metav1.ConditionTrue, Reason: ReasonAccepted, Message: fmt.Sprintf(msgAffected, "["+strings.Join(all, " ")+"]")})
 	}
@@ -273,7 +272,7 @@ func gatewayStatus(gw *gatewayapiv1.Gateway, verdicts []*verdict) gatewayapiv1.G
 		if key, ok := byListener[ls.Name]; ok {
 			conditions.Set(&ls.Conditions, gw.Generation, metav1.Condition{Type: ConditionAffected, Status: metav1.ConditionTrue, Reason: ReasonAccepted, Message: fmt.Sprintf(msgAffected, "["+key+"]")})
 		} else {
-			meta.RemoveStatusCondition(&ls.Conditions, ConditionAffected)
+			conditions.Remove(&ls.Conditions, ConditionAffected)
 		}
 	}
 	return st

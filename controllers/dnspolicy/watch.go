@@ -23,13 +23,14 @@ import (
 
 	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/internal/pass"
 )
 
 // SetupWithManager registers the controller. Policies and records are watched from the start; the
 // Gateway watch starts when the Gateway API CRDs are installed, at once or whenever they appear,
 // so the controller runs (and says what is missing) in a cluster that does not have them yet.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.failures = map[types.NamespacedName]int{}
+	r.backoff = pass.NewBackoff(r.Options.MinBackoff, r.Options.MaxBackoff)
 	// kick asks for a pass of a policy's Gateway key; used once the Gateway API appears.
 	kick := make(chan event.GenericEvent)
 	c, err := ctrl.NewControllerManagedBy(mgr).

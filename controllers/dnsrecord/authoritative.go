@@ -31,34 +31,34 @@ func isAuthoritative(rec *v1alpha1.DNSRecord) bool {
 // validateAuthoritative gives the record its owner ID. Its endpoints are its contributors', each
 // validated on its own record; what the DNS server cannot serve of them the server reports in the
 // record's Served condition.
-func (r *Reconciler) validateAuthoritative(_ context.Context, s *scope) (ctrl.Result, error, bool) {
+func (r *Reconciler) validateAuthoritative(_ context.Context, s *scope) (ctrl.Result, bool, error) {
 	s.record.Status.OwnerID = ownerID(s.record)
-	return ctrl.Result{}, nil, false
+	return ctrl.Result{}, false, nil
 }
 
 // checkAuthoritative reports whether the backend can serve the record, as Kuadrant reports it: a
 // provider error on this record, while its contributors stay Ready (they say it in their
 // ProviderAccepted condition). domainOwners are the owners whose ownership records claim the root host.
-func (r *Reconciler) checkAuthoritative(_ context.Context, s *scope) (ctrl.Result, error, bool) {
+func (r *Reconciler) checkAuthoritative(_ context.Context, s *scope) (ctrl.Result, bool, error) {
 	rec := s.record
 	rec.Status.DomainOwners = ownersAt(rec.Spec.Endpoints, rec.Spec.RootHost)
 	if err := s.backend.Hosts.CheckEndpoints(rec.Spec.Endpoints); err != nil {
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonProviderError, fmt.Sprintf(v1alpha1.MessageProviderError, err.Error()))
 		// Only a new generation (a contributor's write) changes the answer.
-		return ctrl.Result{}, reconcile.TerminalError(err), true
+		return ctrl.Result{}, true, reconcile.TerminalError(err)
 	}
 	r.setReady(s, metav1.ConditionTrue, v1alpha1.ReasonProviderSuccess, v1alpha1.MessageProviderSuccess)
-	return ctrl.Result{}, nil, true
+	return ctrl.Result{}, true, nil
 }
 
 // releaseAuthoritative lets a deleted authoritative record go: there is nothing to withdraw from a
 // zone that is the record itself, and a server stops serving it as it goes.
-func (r *Reconciler) releaseAuthoritative(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+func (r *Reconciler) releaseAuthoritative(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	if !controllerutil.ContainsFinalizer(s.record, v1alpha1.RecordFinalizer) {
-		return ctrl.Result{}, nil, true
+		return ctrl.Result{}, true, nil
 	}
 	res, err := r.removeFinalizer(ctx, s)
-	return res, err, true
+	return res, true, err
 }
 
 // ownersAt lists, sorted, the owners whose ownership records claim a record set at name.

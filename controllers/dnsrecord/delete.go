@@ -34,10 +34,10 @@ import (
 // user to say which Secret it is, however long that takes.
 
 // connectForDeletion finds the backend and the zone this record may have written to.
-func (r *Reconciler) connectForDeletion(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+func (r *Reconciler) connectForDeletion(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	rec := s.record
 	if !controllerutil.ContainsFinalizer(rec, v1alpha1.RecordFinalizer) {
-		return ctrl.Result{}, nil, true
+		return ctrl.Result{}, true, nil
 	}
 	b, cached := r.cachedBackend(ctx, s.key, rec)
 	var secret *corev1.Secret
@@ -63,12 +63,12 @@ func (r *Reconciler) connectForDeletion(ctx context.Context, s *scope) (ctrl.Res
 	default:
 		// Several default providers, or the API server failed: wait, never release.
 		r.setReady(s, metav1.ConditionFalse, secretReason(err), err.Error())
-		return ctrl.Result{}, err, true
+		return ctrl.Result{}, true, err
 	}
 
 	s.provider = s.backend.Provider
 	if s.backend.Records != nil {
-		return ctrl.Result{}, nil, false // it serves the whole record: no zone
+		return ctrl.Result{}, false, nil // it serves the whole record: no zone
 	}
 	if s.backend.Hosts != nil {
 		// The zone follows from the root host, whatever the status says: a record published by an
@@ -80,11 +80,11 @@ func (r *Reconciler) connectForDeletion(ctx context.Context, s *scope) (ctrl.Res
 			return r.releaseOrWait(ctx, s, v1alpha1.ReasonDNSProviderError, fmt.Errorf(v1alpha1.MessageNoZone, zoneProblem(s, err)))
 		}
 		s.provider, s.zone = s.backend.HostProvider, hz.Zone
-		return ctrl.Result{}, nil, false
+		return ctrl.Result{}, false, nil
 	}
 	if rec.Status.ZoneID != "" {
 		s.zone = providers.Zone{ID: rec.Status.ZoneID, DNSName: rec.Status.ZoneDomainName}
-		return ctrl.Result{}, nil, false
+		return ctrl.Result{}, false, nil
 	}
 	// The status never recorded a zone, yet the record may have written to one: find it as a
 	// publish would.
@@ -93,7 +93,7 @@ func (r *Reconciler) connectForDeletion(ctx context.Context, s *scope) (ctrl.Res
 	case errors.Is(err, zone.ErrNoZone):
 		// No zone the credentials see holds the host, so none holds anything of this record.
 		res, err := r.removeFinalizer(ctx, s)
-		return res, err, true
+		return res, true, err
 	case err != nil:
 		reason := v1alpha1.ReasonDNSProviderError
 		msg := fmt.Sprintf(v1alpha1.MessageNoZone, zoneProblem(s, err))
@@ -101,17 +101,17 @@ func (r *Reconciler) connectForDeletion(ctx context.Context, s *scope) (ctrl.Res
 			return r.releaseOrWait(ctx, s, reason, errors.New(msg))
 		}
 		r.setReady(s, metav1.ConditionFalse, reason, msg)
-		return ctrl.Result{}, err, true
+		return ctrl.Result{}, true, err
 	}
 	s.zone = z
-	return ctrl.Result{}, nil, false
+	return ctrl.Result{}, false, nil
 }
 
 // withdraw publishes nothing for this owner, then releases the record.
-func (r *Reconciler) withdraw(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+func (r *Reconciler) withdraw(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	rec := s.record
 	if err := r.deleteProbes(ctx, rec); err != nil {
-		return ctrl.Result{}, err, true
+		return ctrl.Result{}, true, err
 	}
 	if s.backend.Records != nil {
 		if err := s.backend.Records.RemoveRecord(ctx, rec.DeepCopy()); err != nil {
@@ -119,10 +119,10 @@ func (r *Reconciler) withdraw(ctx context.Context, s *scope) (ctrl.Result, error
 				return r.releaseOrWait(ctx, s, v1alpha1.ReasonProviderError, fmt.Errorf(v1alpha1.MessageProviderError, err.Error()))
 			}
 			r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonProviderError, fmt.Sprintf(v1alpha1.MessageProviderError, err.Error()))
-			return ctrl.Result{}, err, true
+			return ctrl.Result{}, true, err
 		}
 		res, err := r.removeFinalizer(ctx, s)
-		return res, err, true
+		return res, true, err
 	}
 	out, err := r.Publisher.Publish(ctx, s.provider, s.backend.Account, s.zone, publish.Request{
 		OwnerID: ownerID(rec), Previous: rec.Status.Endpoints, Named: statementNames(rec), Record: s.key.String(),
@@ -136,13 +136,13 @@ func (r *Reconciler) withdraw(ctx context.Context, s *scope) (ctrl.Result, error
 			return r.releaseOrWait(ctx, s, v1alpha1.ReasonProviderError, fmt.Errorf(v1alpha1.MessageProviderError, err.Error()))
 		}
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonProviderError, fmt.Sprintf(v1alpha1.MessageProviderError, err.Error()))
-		return ctrl.Result{}, err, true
+		return ctrl.Result{}, true, err
 	}
 	if !out.Validated {
-		return ctrl.Result{RequeueAfter: r.Options.ValidationRetry}, nil, true
+		return ctrl.Result{RequeueAfter: r.Options.ValidationRetry}, true, nil
 	}
 	res, err := r.removeFinalizer(ctx, s)
-	return res, err, true
+	return res, true, err
 }
 
 // zoneGone reports whether a fresh zone list of the backend lacks the record's zone. A listing
@@ -169,20 +169,20 @@ func isZoneRefusal(err error) bool {
 // releaseOrWait handles a permanent error on deletion: until OrphanGrace after the deletion the
 // record waits (a fixed Secret is picked up at once through the Secret watch); the first attempt
 // after that which still fails releases it with a Warning event naming what it leaves in the zone.
-func (r *Reconciler) releaseOrWait(ctx context.Context, s *scope, reason string, cause error) (ctrl.Result, error, bool) {
+func (r *Reconciler) releaseOrWait(ctx context.Context, s *scope, reason string, cause error) (ctrl.Result, bool, error) {
 	rec := s.record
 	grace := r.Options.OrphanGrace
 	if waited := time.Since(rec.DeletionTimestamp.Time); waited < grace {
 		r.setReady(s, metav1.ConditionFalse, reason, fmt.Sprintf(
 			"%s; deleting: this owner's records cannot be withdrawn from the zone, and the DNSRecord is released without withdrawing them %s after its deletion unless this is fixed",
 			cause, grace))
-		return ctrl.Result{RequeueAfter: min(grace-waited, r.Options.MaxBackoff)}, nil, true
+		return ctrl.Result{RequeueAfter: min(grace-waited, r.Options.MaxBackoff)}, true, nil
 	}
 	r.Recorder.Eventf(rec, nil, corev1.EventTypeWarning, reason, "Release",
 		"released %s after deletion without withdrawing its records (%s); left in %s: %s",
 		grace, conditions.StableMessage(cause.Error()), zoneOf(rec), leftBehind(rec))
 	res, err := r.removeFinalizer(ctx, s)
-	return res, err, true
+	return res, true, err
 }
 
 // zoneOf names the zone the record's records are in, as far as the status knows.

@@ -16,26 +16,25 @@
 //
 // Publishing goes through the zone's publish queue (subpackage publish: plan, ownership check, batched
 // apply, validation read). Failures are returned to controller-runtime, whose per-record
-// exponential rate limiter (MinBackoff doubling up to MaxBackoff) schedules the retry.
+// exponential backoff (pass.Backoff: MinBackoff doubling up to MaxBackoff) schedules the retry.
 package dnsrecord
 
 import (
 	"context"
 	"errors"
-	"math/rand/v2"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
@@ -43,6 +42,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/backends"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/publish"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/internal/pass"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/grant"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
@@ -128,13 +128,13 @@ type Reconciler struct {
 	// (--insecure-health-checks): for gateways with self-signed certificates.
 	InsecureHealthChecks bool
 
-	backends  *backends.Cache
-	reasons   reasons
-	intervals intervals
+	backends *backends.Cache
+	// memory is what the controller keeps about each record between passes (memory.go).
+	memory memory
 	// tracker remembers when other owners' health statements changed (package health).
 	tracker health.Tracker
-	// replans maps owners to records for the passes the publisher asks for.
-	replans replans
+	// replans carries the passes the publisher asks for (Replan) to the controller's queue.
+	replans atomic.Pointer[chan event.TypedGenericEvent[reconcile.Request]]
 }
 
 // conditionOrder keeps a record's conditions in one order, so equal statuses compare equal.
@@ -167,7 +167,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		MaxConcurrentReconciles: r.Options.MaxConcurrentReconciles,
 		// Per record, exponential: a record that keeps failing is retried less and less often,
 		// whatever the others do.
-		RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](r.Options.MinBackoff, r.Options.MaxBackoff),
+		RateLimiter: pass.NewBackoff(r.Options.MinBackoff, r.Options.MaxBackoff),
 	}).
 		Complete(r)
 }
@@ -207,8 +207,8 @@ func (s *scope) providerName() string {
 	return s.provider.Name()
 }
 
-// phase is one step of a pass; done ends the pass with res and err.
-type phase func(ctx context.Context, s *scope) (res ctrl.Result, err error, done bool)
+// phase is one step of a pass (package pass): done ends the pass with res and err.
+type phase = pass.Phase[*scope]
 
 // Reconcile runs one pass and writes the status once.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
@@ -243,19 +243,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	default:
 		phases = []phase{r.validate, r.checkOwner, r.connect, r.ensureFinalizer, r.ensureProbes, r.publish}
 	}
-	for _, p := range phases {
-		if res, err, done := p(ctx, s); done {
-			return res, err
-		}
-	}
-	return ctrl.Result{}, nil
+	return pass.Run(ctx, s, phases...)
 }
 
 // ensureFinalizer puts the finalizer on before anything is written to the zone, in one patch with
 // the provider label (Kuadrant's tooling selects records by it) and the pass's other labels. It
 // comes after connect: a record that never reached a backend has written nothing, and a finalizer
 // on it would only hold its deletion for OrphanGrace.
-func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	rec := s.record
 	want := map[string]string{v1alpha1.ProviderNameLabel: s.providerName()}
 	for k, v := range s.labels {
@@ -266,7 +261,7 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 		missing = missing || rec.Labels[k] != v
 	}
 	if !missing {
-		return ctrl.Result{}, nil, false
+		return ctrl.Result{}, false, nil
 	}
 	// The patch is a diff of the metadata alone, and its response is the metadata alone: a record's
 	// spec can hold thousands of targets, and a merge patch of whole objects marshals both and
@@ -281,14 +276,14 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 	}
 	written := rec.Metadata()
 	if err := r.Client.Patch(ctx, written, patch); err != nil {
-		return ctrl.Result{}, err, true
+		return ctrl.Result{}, true, err
 	}
 	rec.ObjectMeta = written.ObjectMeta
 	// The status patch is a diff from s.before: with the metadata it had before this patch, the
 	// diff would carry the old resourceVersion, and any write since (a DNS server's condition, a
 	// contributor's endpoints) would make the status patch fail.
 	s.before.ObjectMeta = *rec.ObjectMeta.DeepCopy()
-	return ctrl.Result{}, nil, false
+	return ctrl.Result{}, false, nil
 }
 
 // patchStatus writes the status once per pass, when it changed. A released record has no status to
@@ -299,14 +294,14 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 		return nil
 	}
 	if c := conditions.Get(rec.Status.Conditions, v1alpha1.ConditionTypeReady); c != nil {
-		r.reasons.set(s.key, c.Reason)
+		r.memory.setReason(s.key, c.Reason)
 	}
 	rec.Status.ObservedGeneration = rec.Generation
 	if equalStatus(s.before.Status, rec.Status) {
 		// Nothing but the re-check bookkeeping changed: a quiet pass writes nothing. validFor
 		// doubles on every quiet pass, and writing it would cost each record about five status
 		// writes in its first half hour; it is written with the status's next real change.
-		r.reasons.observe(s.key, rec, &s.before.Status, false)
+		r.memory.observe(s.key, rec, &s.before.Status, false)
 		return nil
 	}
 	// The diff is taken between metadata and status only: a record's spec can hold thousands of
@@ -315,7 +310,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
 	if err := r.Client.Status().Patch(ctx, rec.Metadata(), client.MergeFrom(s.before), client.WithSubResourceBody(statusOf(rec))); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	r.reasons.observe(s.key, rec, &s.before.Status, true)
+	r.memory.observe(s.key, rec, &s.before.Status, true)
 	return nil
 }
 
@@ -356,9 +351,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result
 
 // forget drops what this process keeps for a record that is gone.
 func (r *Reconciler) forget(key types.NamespacedName) {
-	r.reasons.set(key, "")
-	r.intervals.set(key, 0)
-	r.replans.forgetKey(key)
+	r.memory.forget(key)
 	r.backends.Forget(key)
 	r.Publisher.Release(key.String())
 	r.tracker.Forget(key.String())
@@ -370,7 +363,7 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 func (r *Reconciler) recheck(s *scope, wrote bool) ctrl.Result {
 	next := r.Options.MinRecheck
 	if !wrote {
-		prev, ok := r.intervals.get(s.key)
+		prev, ok := r.memory.interval(s.key)
 		if !ok {
 			prev, _ = time.ParseDuration(s.record.Status.ValidFor)
 		}
@@ -379,40 +372,9 @@ func (r *Reconciler) recheck(s *scope, wrote bool) ctrl.Result {
 		}
 	}
 	next = max(next, r.Options.MinRecheck)
-	r.intervals.set(s.key, next)
+	r.memory.setInterval(s.key, next)
 	s.record.Status.ValidFor = next.String()
-	return ctrl.Result{RequeueAfter: jitter(next)}
-}
-
-// intervals are the records' current re-check intervals.
-type intervals struct {
-	mu sync.Mutex
-	by map[types.NamespacedName]time.Duration
-}
-
-func (i *intervals) get(key types.NamespacedName) (time.Duration, bool) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	d, ok := i.by[key]
-	return d, ok
-}
-
-// set records key's interval; 0 forgets it.
-func (i *intervals) set(key types.NamespacedName, d time.Duration) {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if d == 0 {
-		delete(i.by, key)
-		return
-	}
-	if i.by == nil {
-		i.by = map[types.NamespacedName]time.Duration{}
-	}
-	i.by[key] = d
-}
-
-func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.9 + 0.2*rand.Float64()))
+	return ctrl.Result{RequeueAfter: pass.Jitter(next)}
 }
 
 // ownerID is spec.ownerID, else hash8 of the UID (Kuadrant's rule).

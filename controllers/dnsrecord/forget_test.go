@@ -36,9 +36,9 @@ func TestForgetDropsEverythingKeptForARecord(t *testing.T) {
 			t.Fatal(err)
 		}
 		owner := key.Name
-		r.reasons.set(key, v1alpha1.ReasonProviderSuccess)
-		r.intervals.set(key, time.Minute)
-		r.replans.remember(owner, key)
+		r.memory.setReason(key, v1alpha1.ReasonProviderSuccess)
+		r.memory.setInterval(key, time.Minute)
+		r.memory.remember(owner, key)
 		r.tracker.Read(key.String(), b.Account+"/"+zone.ID, "app.example.com")
 		if _, err := r.Publisher.Publish(context.Background(), b.Provider, b.Account, zone, publish.Request{Record: key.String(), OwnerID: owner,
 			Desired: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint("app.example.com", v1alpha1.RecordTypeA, 60, fmt.Sprintf("192.0.2.%d", i+1))}}); err != nil {
@@ -52,13 +52,11 @@ func TestForgetDropsEverythingKeptForARecord(t *testing.T) {
 	for _, key := range keys {
 		r.forget(key)
 	}
-	if n := len(r.reasons.by) + len(r.reasons.series); n != 0 {
-		t.Errorf("%d reasons kept", n)
+	// Reasons, intervals and owners are one entry per record (memory.go).
+	if n := len(r.memory.records); n != 0 {
+		t.Errorf("%d records' reasons, intervals and owners kept", n)
 	}
-	if n := len(r.intervals.by); n != 0 {
-		t.Errorf("%d intervals kept", n)
-	}
-	if n := len(r.replans.byOwner) + len(r.replans.byKey); n != 0 {
+	if n := len(r.memory.byOwner); n != 0 {
 		t.Errorf("%d owners kept for replans", n)
 	}
 	if _, records := r.backends.Len(); records != 0 {

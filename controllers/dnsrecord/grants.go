@@ -33,26 +33,26 @@ func (r *Reconciler) grantsApply(b *backends.Backend) bool {
 
 // checkGrants refuses a record with a name its namespace is not granted, before anything is
 // published. It runs once the backend is known, before a zone is looked for.
-func (r *Reconciler) checkGrants(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+func (r *Reconciler) checkGrants(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	rec := s.record
 	if isAuthoritative(rec) || !r.grantsApply(s.backend) {
-		return ctrl.Result{}, nil, false
+		return ctrl.Result{}, false, nil
 	}
 	uncovered, err := r.ungranted(ctx, rec)
 	if err != nil {
-		return ctrl.Result{}, err, true
+		return ctrl.Result{}, true, err
 	}
 	if len(uncovered) == 0 {
-		return ctrl.Result{}, nil, false
+		return ctrl.Result{}, false, nil
 	}
 	msg := grant.Message(rec.Namespace, uncovered) + "; nothing of this record is published"
 	r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonNotGranted, msg)
 	if r.Options.Grants.UsesSelector() {
 		// A namespace's labels may change what is granted without a change to the record.
-		return ctrl.Result{RequeueAfter: r.Options.MaxBackoff}, nil, true
+		return ctrl.Result{RequeueAfter: r.Options.MaxBackoff}, true, nil
 	}
 	// Grants change only with the controller's flags: retrying changes nothing.
-	return ctrl.Result{}, reconcile.TerminalError(fmt.Errorf("%s", msg)), true
+	return ctrl.Result{}, true, reconcile.TerminalError(fmt.Errorf("%s", msg))
 }
 
 // ungranted returns the record's names its namespace is not granted.

@@ -53,7 +53,7 @@ func TestCheckGrants(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Reconciler{Options: Options{Grants: grants, GrantsAllBackends: tc.all}}
 			s := &scope{record: tc.rec, backend: tc.backend}
-			_, err, done := r.checkGrants(context.Background(), s)
+			_, done, err := r.checkGrants(context.Background(), s)
 			c := conditions.Get(tc.rec.Status.Conditions, v1alpha1.ConditionTypeReady)
 			if tc.want == "" {
 				if done || err != nil || c != nil {

@@ -47,13 +47,13 @@ func probed(rec *v1alpha1.DNSRecord) bool {
 // ensureProbes makes one DNSHealthCheckProbe per leaf address of the record (Kuadrant's names,
 // labels and owner), changes those whose spec is out of date, deletes those of addresses the record
 // no longer has, and reads their states for the publish phase.
-func (r *Reconciler) ensureProbes(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+func (r *Reconciler) ensureProbes(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	rec := s.record
 	// A backend that serves whole records (k8gb) judges health itself.
 	probe := probed(rec) && s.backend.Records == nil
 	have, err := r.probes(ctx, rec)
 	if err != nil {
-		return ctrl.Result{}, err, true
+		return ctrl.Result{}, true, err
 	}
 	want := map[string]*v1alpha1.DNSHealthCheckProbe{}
 	if probe {
@@ -67,7 +67,7 @@ func (r *Reconciler) ensureProbes(ctx context.Context, s *scope) (ctrl.Result, e
 	for name, p := range have {
 		if want[name] == nil {
 			if err := r.Client.Delete(ctx, p); err != nil && !apierrors.IsNotFound(err) {
-				return ctrl.Result{}, err, true
+				return ctrl.Result{}, true, err
 			}
 		}
 	}
@@ -75,7 +75,7 @@ func (r *Reconciler) ensureProbes(ctx context.Context, s *scope) (ctrl.Result, e
 		if s.backend.Records == nil {
 			conditionOrder.Remove(&rec.Status.Conditions, v1alpha1.ConditionTypeHealthy)
 		}
-		return ctrl.Result{}, nil, false
+		return ctrl.Result{}, false, nil
 	}
 	s.probing = &probing{probes: map[string]health.State{}, interval: probeInterval(rec.Spec.HealthCheck)}
 	for name, p := range want {
@@ -83,10 +83,10 @@ func (r *Reconciler) ensureProbes(ctx context.Context, s *scope) (ctrl.Result, e
 		switch {
 		case cur == nil:
 			if err := controllerutil.SetControllerReference(rec, p, r.Client.Scheme()); err != nil {
-				return ctrl.Result{}, err, true
+				return ctrl.Result{}, true, err
 			}
 			if err := r.Client.Create(ctx, p); err != nil && !apierrors.IsAlreadyExists(err) {
-				return ctrl.Result{}, err, true
+				return ctrl.Result{}, true, err
 			}
 			s.probing.probes[p.Spec.Address] = health.Unknown
 			continue
@@ -94,7 +94,7 @@ func (r *Reconciler) ensureProbes(ctx context.Context, s *scope) (ctrl.Result, e
 			patch := client.MergeFrom(cur.DeepCopy())
 			cur.Spec = p.Spec
 			if err := r.Client.Patch(ctx, cur, patch); err != nil {
-				return ctrl.Result{}, err, true
+				return ctrl.Result{}, true, err
 			}
 			// Its status is of the old spec until the prober reports on the new one.
 			s.probing.probes[p.Spec.Address] = health.Unknown
@@ -102,7 +102,7 @@ func (r *Reconciler) ensureProbes(ctx context.Context, s *scope) (ctrl.Result, e
 		}
 		s.probing.probes[p.Spec.Address] = probeState(cur)
 	}
-	return ctrl.Result{}, nil, false
+	return ctrl.Result{}, false, nil
 }
 
 // probeWithoutZone ensures the probes of a record whose backend holds no zone for it (yet), as
@@ -113,10 +113,10 @@ func (r *Reconciler) probeWithoutZone(ctx context.Context, s *scope) error {
 	if !probed(s.record) || s.backend.Records != nil {
 		return nil
 	}
-	if _, err, _ := r.ensureFinalizer(ctx, s); err != nil {
+	if _, _, err := r.ensureFinalizer(ctx, s); err != nil {
 		return err
 	}
-	_, err, _ := r.ensureProbes(ctx, s)
+	_, _, err := r.ensureProbes(ctx, s)
 	return err
 }
 

@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -31,60 +29,24 @@ import (
 // renews its own lease, so others can judge it).
 const SecretKeyLeaseExpiry = "DNSPOLICY_LEASE_EXPIRY"
 
-// replans hands owners the publisher wants planned again now (publish.Options.Replan) to the
-// controller's queue, by the record each owner is.
-type replans struct {
-	mu      sync.Mutex
-	byOwner map[string]types.NamespacedName
-	byKey   map[types.NamespacedName]string
-	events  chan event.TypedGenericEvent[reconcile.Request]
-}
-
-func (p *replans) remember(owner string, key types.NamespacedName) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.byOwner == nil {
-		p.byOwner, p.byKey = map[string]types.NamespacedName{}, map[types.NamespacedName]string{}
-	}
-	p.byOwner[owner], p.byKey[key] = key, owner
-}
-
-func (p *replans) forgetKey(key types.NamespacedName) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if owner, ok := p.byKey[key]; ok {
-		delete(p.byOwner, owner)
-		delete(p.byKey, key)
-	}
-}
-
 // Replan asks the records of owners for a pass now. It never blocks the publisher.
 func (r *Reconciler) Replan(owners []string) {
-	r.replans.mu.Lock()
-	var keys []types.NamespacedName
-	for _, o := range owners {
-		if k, ok := r.replans.byOwner[o]; ok {
-			keys = append(keys, k)
-		}
-	}
-	events := r.replans.events
-	r.replans.mu.Unlock()
+	keys := r.memory.recordsOf(owners)
+	events := r.replans.Load()
 	if len(keys) == 0 || events == nil {
 		return
 	}
 	go func() {
 		for _, k := range keys {
-			events <- event.TypedGenericEvent[reconcile.Request]{Object: reconcile.Request{NamespacedName: k}}
+			*events <- event.TypedGenericEvent[reconcile.Request]{Object: reconcile.Request{NamespacedName: k}}
 		}
 	}()
 }
 
 // replanSource is the source of the passes Replan asks for.
 func (r *Reconciler) replanSource() source.TypedSource[reconcile.Request] {
-	r.replans.mu.Lock()
-	r.replans.events = make(chan event.TypedGenericEvent[reconcile.Request], 1024)
-	events := r.replans.events
-	r.replans.mu.Unlock()
+	events := make(chan event.TypedGenericEvent[reconcile.Request], 1024)
+	r.replans.Store(&events)
 	return source.TypedChannel(events, handler.TypedFuncs[reconcile.Request, reconcile.Request]{
 		GenericFunc: func(_ context.Context, e event.TypedGenericEvent[reconcile.Request], q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
 			q.Add(e.Object)

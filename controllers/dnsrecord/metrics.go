@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"slices"
 	"strconv"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,7 +78,7 @@ type kuadrantSeries struct {
 
 // observe sets the Kuadrant series of a record at the end of a pass. written says whether the pass
 // wrote the status: the write counter is the API server's copy, which a quiet pass leaves as it was.
-func (r *reasons) observe(key types.NamespacedName, rec *v1alpha1.DNSRecord, before *v1alpha1.DNSRecordStatus, written bool) {
+func (m *memory) observe(key types.NamespacedName, rec *v1alpha1.DNSRecord, before *v1alpha1.DNSRecordStatus, written bool) {
 	counter := before.WriteCounter
 	if written {
 		counter = rec.Status.WriteCounter
@@ -91,9 +90,9 @@ func (r *reasons) observe(key types.NamespacedName, rec *v1alpha1.DNSRecord, bef
 		ready = 1
 	}
 	kuadrantRecordReady.WithLabelValues(next.ready...).Set(ready)
-	r.mu.Lock()
-	old := r.series[key]
-	r.mu.Unlock()
+	m.mu.Lock()
+	old := m.entry(key).series
+	m.mu.Unlock()
 	if _, ok := rec.Labels[v1alpha1.AuthoritativeRecordLabel]; ok {
 		// The hash marshals the whole spec, thousands of targets for some records: it is taken
 		// once per generation, not on every pass.
@@ -106,13 +105,10 @@ func (r *reasons) observe(key types.NamespacedName, rec *v1alpha1.DNSRecord, bef
 			kuadrantAuthoritativeSpec.WithLabelValues(next.spec...).Set(1)
 		}
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.series == nil {
-		r.series = map[types.NamespacedName]kuadrantSeries{}
-	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	dropSeries(old, next)
-	r.series[key] = next
+	m.entry(key).series = next
 }
 
 // dropSeries deletes the series of old that next no longer has.
@@ -134,37 +130,4 @@ func specHash(spec v1alpha1.DNSRecordSpec) (string, error) {
 	}
 	slices.Sort(b)
 	return hash.Base36(string(b), 6), nil
-}
-
-// reasons tracks the Ready reason of every record this process reconciles, for recordsByReason,
-// and the label values of its Kuadrant series.
-type reasons struct {
-	mu     sync.Mutex
-	by     map[types.NamespacedName]string
-	series map[types.NamespacedName]kuadrantSeries
-}
-
-func (r *reasons) set(key types.NamespacedName, reason string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.by == nil {
-		r.by = map[types.NamespacedName]string{}
-	}
-	if old, ok := r.by[key]; ok {
-		if old == reason {
-			return
-		}
-		recordsByReason.WithLabelValues(old).Dec()
-	}
-	if reason == "" {
-		delete(r.by, key)
-		recordWrites.DeleteLabelValues(key.Namespace, key.Name)
-		recordPasses.DeleteLabelValues(key.Namespace, key.Name)
-		kuadrantWriteCounter.DeleteLabelValues(key.Name, key.Namespace)
-		dropSeries(r.series[key], kuadrantSeries{})
-		delete(r.series, key)
-		return
-	}
-	r.by[key] = reason
-	recordsByReason.WithLabelValues(reason).Inc()
 }

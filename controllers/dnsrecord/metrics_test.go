@@ -25,10 +25,10 @@ func readyRecord(ns, name, rootHost string, ready metav1.ConditionStatus, writes
 // server holds it, readiness with the root host (without "*.") and delegation, the spec hash of
 // authoritative records; all dropped with the record.
 func TestKuadrantRecordMetrics(t *testing.T) {
-	var r reasons
+	var r memory
 	key := types.NamespacedName{Namespace: "metrics-ns", Name: "web"}
 	rec := readyRecord(key.Namespace, key.Name, "*.app.example.com", metav1.ConditionTrue, 2)
-	r.set(key, "ProviderSuccess")
+	r.setReason(key, "ProviderSuccess")
 	r.observe(key, rec, &v1alpha1.DNSRecordStatus{}, true)
 	if got := testutil.ToFloat64(kuadrantWriteCounter.WithLabelValues("web", "metrics-ns")); got != 2 {
 		t.Errorf("dns_provider_write_counter = %v, want 2", got)
@@ -86,7 +86,7 @@ func TestKuadrantRecordMetrics(t *testing.T) {
 
 	// Gone records leave no series.
 	for _, k := range []types.NamespacedName{key, authKey, {Namespace: "metrics-other", Name: authKey.Name}} {
-		r.set(k, "")
+		r.forget(k)
 	}
 	if n := testutil.CollectAndCount(kuadrantWriteCounter) + testutil.CollectAndCount(kuadrantRecordReady) + testutil.CollectAndCount(kuadrantAuthoritativeSpec); n != 0 {
 		t.Errorf("%d series left after the records went", n)

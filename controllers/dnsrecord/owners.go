@@ -81,33 +81,33 @@ func older(a, b *v1alpha1.DNSRecord) bool {
 
 // checkOwner ends the pass of a record whose owner ID another namespace holds, before it connects
 // to anything. It is queued again when the holder goes (ownerEvents).
-func (r *Reconciler) checkOwner(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+func (r *Reconciler) checkOwner(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	ns, err := r.ownerNamespace(ctx, s.record)
 	if err != nil {
-		return ctrl.Result{}, err, true
+		return ctrl.Result{}, true, err
 	}
 	if ns == s.record.Namespace {
-		return ctrl.Result{}, nil, false
+		return ctrl.Result{}, false, nil
 	}
 	r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonOwnerIDInUse, fmt.Sprintf(v1alpha1.MessageOwnerIDInUse, ownerID(s.record), ns))
-	return ctrl.Result{}, nil, true
+	return ctrl.Result{}, true, nil
 }
 
 // releaseBorrowed releases a deleted record whose owner ID another namespace holds without
 // withdrawing anything: the claims under that ID are the holder's.
-func (r *Reconciler) releaseBorrowed(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+func (r *Reconciler) releaseBorrowed(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	if !controllerutil.ContainsFinalizer(s.record, v1alpha1.RecordFinalizer) {
-		return ctrl.Result{}, nil, true
+		return ctrl.Result{}, true, nil
 	}
 	ns, err := r.ownerNamespace(ctx, s.record)
 	if err != nil {
-		return ctrl.Result{}, err, true
+		return ctrl.Result{}, true, err
 	}
 	if ns == s.record.Namespace {
-		return ctrl.Result{}, nil, false
+		return ctrl.Result{}, false, nil
 	}
 	res, err := r.removeFinalizer(ctx, s)
-	return res, err, true
+	return res, true, err
 }
 
 // ownerEvents queues, when a record goes, the records of other namespaces that use its owner ID:

@@ -13,6 +13,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/backends"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/publish"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/internal/pass"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/health"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/zone"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
@@ -21,18 +22,18 @@ import (
 // validate works out the owner ID and refuses a spec no backend should see (validate.go): a bad
 // record never reaches a zone's batch, so it cannot fail the records it would have shared one with.
 // Retrying does not fix a spec; a new generation starts a pass.
-func (r *Reconciler) validate(_ context.Context, s *scope) (ctrl.Result, error, bool) {
+func (r *Reconciler) validate(_ context.Context, s *scope) (ctrl.Result, bool, error) {
 	rec := s.record
 	rec.Status.OwnerID = ownerID(rec)
 	if err := validateSpec(rec, r.Options.maxTTL()); err != nil {
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonValidationError, err.Error())
-		return ctrl.Result{}, reconcile.TerminalError(err), true
+		return ctrl.Result{}, true, reconcile.TerminalError(err)
 	}
-	return ctrl.Result{}, nil, false
+	return ctrl.Result{}, false, nil
 }
 
 // connect finds the Secret, its backend and the zone.
-func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	rec := s.record
 	var err error
 	if b, ok := r.cachedBackend(ctx, s.key, rec); ok {
@@ -46,26 +47,26 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error,
 				r.Publisher.Release(s.key.String())
 			}
 			r.setReady(s, metav1.ConditionFalse, secretReason(err), err.Error())
-			return ctrl.Result{}, err, true
+			return ctrl.Result{}, true, err
 		}
 		if s.backend, err = r.backends.Backend(ctx, s.key, secret, providers.Env{Client: r.Client, Namespace: secret.Namespace}); err != nil {
 			r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonUnsupportedProvider, err.Error())
-			return ctrl.Result{}, err, true
+			return ctrl.Result{}, true, err
 		}
 	}
 	rec.Status.ProviderRef = v1alpha1.ProviderRef{Name: s.backend.Secret.Name}
 	s.provider = s.backend.Provider
-	if res, err, done := r.checkGrants(ctx, s); done {
-		return res, err, done
+	if res, done, err := r.checkGrants(ctx, s); done {
+		return res, done, err
 	}
 	if isAuthoritative(rec) && s.backend.Hosts == nil {
 		err := providers.Errorf(providers.Permanent, "provider secret %s is of a type that does not serve authoritative records (%s does)",
 			s.backend.Secret, v1alpha1.SecretTypeCoreDNS)
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonUnsupportedProvider, err.Error())
-		return ctrl.Result{}, reconcile.TerminalError(err), true
+		return ctrl.Result{}, true, reconcile.TerminalError(err)
 	}
 	if s.backend.Records != nil {
-		return ctrl.Result{}, nil, false // it serves the whole record: no zone
+		return ctrl.Result{}, false, nil // it serves the whole record: no zone
 	}
 	if s.backend.Hosts != nil && !isAuthoritative(rec) {
 		// Written into the authoritative record of its root host: that is its zone (DESIGN 4b).
@@ -74,30 +75,30 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, error,
 			r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonDNSProviderError, fmt.Sprintf(v1alpha1.MessageNoZone, zoneProblem(s, err)))
 			s.provider = s.backend.HostProvider
 			if perr := r.probeWithoutZone(ctx, s); perr != nil {
-				return ctrl.Result{}, perr, true
+				return ctrl.Result{}, true, perr
 			}
-			return ctrl.Result{}, reconcile.TerminalError(err), true
+			return ctrl.Result{}, true, reconcile.TerminalError(err)
 		}
 		s.provider, s.zone = s.backend.HostProvider, hz.Zone
 		rec.Status.ZoneID, rec.Status.ZoneDomainName = hz.Zone.ID, hz.DomainName
-		return ctrl.Result{}, nil, false
+		return ctrl.Result{}, false, nil
 	}
 	if s.zone, err = r.chooseZone(ctx, s); err != nil {
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonDNSProviderError, fmt.Sprintf(v1alpha1.MessageNoZone, zoneProblem(s, err)))
 		if !isAuthoritative(rec) {
 			err = errors.Join(err, r.probeWithoutZone(ctx, s))
 		}
-		return ctrl.Result{}, err, true
+		return ctrl.Result{}, true, err
 	}
 	rec.Status.ZoneID, rec.Status.ZoneDomainName = s.zone.ID, s.zone.DNSName
 	if isAuthoritative(rec) {
 		s.labels = s.backend.Hosts.AuthoritativeLabels(s.zone)
 	}
-	return ctrl.Result{}, nil, false
+	return ctrl.Result{}, false, nil
 }
 
 // publish hands the desired endpoints to the zone's queue and reports the outcome.
-func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	if s.backend.Records != nil {
 		return r.ensureWhole(ctx, s)
 	}
@@ -107,14 +108,14 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, error,
 	if err != nil {
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonValidationError, err.Error())
 		if providers.KindOf(err) == providers.Permanent {
-			return ctrl.Result{}, reconcile.TerminalError(err), true
+			return ctrl.Result{}, true, reconcile.TerminalError(err)
 		}
-		return ctrl.Result{}, err, true
+		return ctrl.Result{}, true, err
 	}
 	r.setProviderAccepted(s, desired)
 	req := publish.Request{OwnerID: rec.Status.OwnerID, Previous: rec.Status.Endpoints, Desired: desired, Named: statementNames(rec),
 		KeepExpired: r.keepExpired(s.backend), Record: s.key.String()}
-	r.replans.remember(rec.Status.OwnerID, s.key)
+	r.memory.remember(rec.Status.OwnerID, s.key)
 	var decision *health.Decision
 	if s.probing != nil {
 		req.Wish, decision = r.healthWish(s, desired)
@@ -124,7 +125,7 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, error,
 	out, err := r.Publisher.Publish(ctx, prov, s.backend.Account, s.zone, req)
 	if err != nil {
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonProviderError, fmt.Sprintf(v1alpha1.MessageProviderError, err.Error()))
-		return ctrl.Result{}, err, true
+		return ctrl.Result{}, true, err
 	}
 	r.recordOutcome(s, out)
 	r.reportLeases(s, req.Previous, out)
@@ -138,7 +139,7 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, error,
 	switch {
 	case out.Wrote && !out.Validated:
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonAwaitingValidation, v1alpha1.MessageAwaitingValidation)
-		return ctrl.Result{RequeueAfter: r.Options.ValidationRetry}, nil, true
+		return ctrl.Result{RequeueAfter: r.Options.ValidationRetry}, true, nil
 	case notPublishing:
 		// No address passes its health check: nothing was ever published, or every address is
 		// withdrawn while another owner's pass (health.go).
@@ -152,7 +153,7 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, error,
 		// winners' values where this owner's wishes differ, which the plan has just said.)
 		r.Publisher.Forget(s.backend.Account, s.zone)
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonAwaitingValidation, v1alpha1.MessageAwaitingValidation)
-		return ctrl.Result{RequeueAfter: r.Options.ValidationRetry}, nil, true
+		return ctrl.Result{RequeueAfter: r.Options.ValidationRetry}, true, nil
 	default:
 		// Every record this owner wants is published, possibly with another owner's winning value
 		// for a shared thing: the Conflicted condition says which.
@@ -162,9 +163,9 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, error,
 	if s.probing != nil {
 		// Other owners' health statements are read, and this owner's renewed, at least once per
 		// renewal period.
-		res.RequeueAfter = min(res.RequeueAfter, jitter(health.Renewal(s.probing.interval)))
+		res.RequeueAfter = min(res.RequeueAfter, pass.Jitter(health.Renewal(s.probing.interval)))
 	}
-	return res, nil, true
+	return res, true, nil
 }
 
 // chooseZone picks the zone, from a zone list reused for ZoneListMaxAge. A miss re-lists once if the
@@ -203,12 +204,12 @@ func (r *Reconciler) recordOutcome(s *scope, out publish.Outcome) {
 }
 
 // ensureWhole hands the record to a backend that serves whole records, and writes what it reports.
-func (r *Reconciler) ensureWhole(ctx context.Context, s *scope) (ctrl.Result, error, bool) {
+func (r *Reconciler) ensureWhole(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	rec := s.record
 	st, err := s.backend.Records.EnsureRecord(ctx, rec.DeepCopy())
 	if err != nil {
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonProviderError, fmt.Sprintf(v1alpha1.MessageProviderError, err.Error()))
-		return ctrl.Result{}, err, true
+		return ctrl.Result{}, true, err
 	}
 	rec.Status.Endpoints = st.Endpoints
 	r.setReady(s, st.Ready.Status, st.Ready.Reason, st.Ready.Message)
@@ -220,9 +221,9 @@ func (r *Reconciler) ensureWhole(ctx context.Context, s *scope) (ctrl.Result, er
 		conditionOrder.Remove(&rec.Status.Conditions, v1alpha1.ConditionTypeHealthy)
 	}
 	if st.RecheckAfter > 0 {
-		return ctrl.Result{RequeueAfter: jitter(st.RecheckAfter)}, nil, true
+		return ctrl.Result{RequeueAfter: pass.Jitter(st.RecheckAfter)}, true, nil
 	}
-	return r.recheck(s, false), nil, true
+	return r.recheck(s, false), true, nil
 }
 
 func copyEndpoints(eps []*v1alpha1.Endpoint) []*v1alpha1.Endpoint {

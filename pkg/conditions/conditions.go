@@ -36,7 +36,7 @@ func (o Order) Set(conds *[]metav1.Condition, generation int64, c metav1.Conditi
 
 // Remove removes the condition of type typ, reporting whether there was one.
 func (o Order) Remove(conds *[]metav1.Condition, typ string) bool {
-	return meta.RemoveStatusCondition(conds, typ)
+	return Remove(conds, typ)
 }
 
 func (o Order) sort(conds []metav1.Condition) {
@@ -68,6 +68,12 @@ func Set(conds *[]metav1.Condition, generation int64, c metav1.Condition) bool {
 	// meta.SetStatusCondition keeps LastTransitionTime unless the status flips, and sets it to now
 	// for a new condition.
 	return meta.SetStatusCondition(conds, c)
+}
+
+// Remove removes the condition of type typ, keeping the others in their order, and reports whether
+// there was one.
+func Remove(conds *[]metav1.Condition, typ string) bool {
+	return meta.RemoveStatusCondition(conds, typ)
 }
 
 // Get returns the condition of type typ, nil when there is none.

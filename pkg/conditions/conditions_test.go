@@ -120,3 +120,15 @@ func TestStableMessage(t *testing.T) {
 		t.Error("a new request ID alone must not change the condition")
 	}
 }
+
+// Remove takes out one condition and leaves the others in their order: a Gateway's conditions are
+// its implementation's as well as ours.
+func TestRemoveKeepsTheOthersInTheirOrder(t *testing.T) {
+	conds := []metav1.Condition{{Type: "Programmed", Reason: "R"}, {Type: "Affected", Reason: "R"}, {Type: "Accepted", Reason: "R"}}
+	if !Remove(&conds, "Affected") || len(conds) != 2 || conds[0].Type != "Programmed" || conds[1].Type != "Accepted" {
+		t.Fatalf("after Remove: %+v", conds)
+	}
+	if Remove(&conds, "Affected") {
+		t.Fatal("removed a condition that was not there")
+	}
+}

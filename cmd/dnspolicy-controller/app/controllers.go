@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,20 +45,37 @@ func NewFactory(o Options, store *inmemory.Store) (*providers.Factory, error) {
 // so this is a Role there, not a ClusterRole.
 // +kubebuilder:rbac:groups=coordination.k8s.io,namespace=system,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
-// clusterID is the UID of Namespace kube-system, which identifies this cluster (as the policy
-// controller's leaf names do).
-func clusterID(reader client.Reader) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+// clusterID is the one reader of this cluster's ID, the UID of Namespace kube-system, for every
+// controller that names the cluster: the policy controller's load-balanced leaf names, the record
+// controller's owner leases, the DNS server's exports. It reads the ID once and keeps it, so the ID
+// cannot change while the process runs; a failed read is tried again by the next caller.
+type clusterID struct {
+	reader client.Reader
+
+	mu sync.Mutex
+	id string
+}
+
+// Get returns the cluster ID, reading it the first time.
+func (c *clusterID) Get(ctx context.Context) (string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.id != "" {
+		return c.id, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	ns := &corev1.Namespace{}
-	if err := reader.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
+	if err := c.reader.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
 		return "", err
 	}
-	return string(ns.UID), nil
+	c.id = string(ns.UID)
+	return c.id, nil
 }
 
 // AddControllers adds the enabled controllers to the manager.
 func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, recordOpts dnsrecord.Options) error {
+	cluster := &clusterID{reader: mgr.GetAPIReader()}
 	if o.EnableRecordController {
 		recordOpts.NoSecretWatch = o.NoProviderSecretWatch
 		recordOpts.KeepExpired = !o.OwnerLeases.Expiry
@@ -75,7 +93,7 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 		popts := publish.DefaultOptions()
 		popts.Replan = r.Replan
 		popts.Log = mgr.GetLogger().WithName("publish")
-		if holder, err := clusterID(mgr.GetAPIReader()); err != nil {
+		if holder, err := cluster.Get(context.Background()); err != nil {
 			// Without an ID this cluster cannot name its lease: it renews none, and withdraws no one.
 			ctrl.Log.Error(err, "owner leases are off: cannot read the cluster ID (the UID of Namespace kube-system)")
 		} else {
@@ -118,7 +136,7 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 	if o.EnableDNSPolicyController {
 		r := &dnspolicy.Reconciler{
 			Client:    mgr.GetClient(),
-			APIReader: mgr.GetAPIReader(),
+			ClusterID: cluster.Get,
 			Recorder:  mgr.GetEventRecorder("dnspolicy-controller"),
 			Options:   dnspolicy.DefaultOptions(),
 		}
@@ -152,7 +170,7 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 		}
 		if len(r.Exports) > 0 || o.DNSServer.hasPeers() {
 			// Exports name this cluster and carry its lease: without its ID there is neither.
-			id, err := clusterID(mgr.GetAPIReader())
+			id, err := cluster.Get(context.Background())
 			if err != nil {
 				return fmt.Errorf("dns server: exports and peers need the cluster ID (the UID of Namespace kube-system): %w", err)
 			}
