@@ -73,8 +73,8 @@ func claimLine(r *registry.Record, cl *registry.Claim) string {
 }
 
 // hostCommand is a command that reads the zone publishing its one argument, HOST, and prints what
-// print makes of it (owners, explain).
-func (c *cli) hostCommand(use, short string, print func(io.Writer, *target, *registry.Zone, string, time.Time)) *cobra.Command {
+// show makes of it (owners, explain).
+func (c *cli) hostCommand(use, short string, show func(io.Writer, *target, *registry.Zone, string, time.Time)) *cobra.Command {
 	var f zoneFlags
 	cmd := &cobra.Command{
 		Use:   use,
@@ -93,7 +93,7 @@ func (c *cli) hostCommand(use, short string, print func(io.Writer, *target, *reg
 			if err != nil {
 				return err
 			}
-			print(c.out, t, z, args[0], c.now())
+			show(c.out, t, z, args[0], c.now())
 			return nil
 		},
 	}

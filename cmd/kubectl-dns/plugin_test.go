@@ -180,7 +180,7 @@ func TestRemoveOwner(t *testing.T) {
 	if err := removeOwner(ctx, &out, m.target(), "owner-b", "cluster-b", false, now); err != nil {
 		t.Fatal(err)
 	}
-	if real := strings.TrimSuffix(out.String(), "applied 5 changes in 2 batches\n"); real != strings.TrimSuffix(dry, "dry run: nothing was changed\n") {
+	if applied := strings.TrimSuffix(out.String(), "applied 5 changes in 2 batches\n"); applied != strings.TrimSuffix(dry, "dry run: nothing was changed\n") {
 		t.Errorf("the real run printed\n%s\nthe dry run\n%s", out.String(), dry)
 	}
 	for _, want := range []string{

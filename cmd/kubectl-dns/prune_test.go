@@ -78,7 +78,7 @@ func TestPruneLegacy(t *testing.T) {
 	if err := pruneLegacy(ctx, &out, m.target(), false); err != nil {
 		t.Fatal(err)
 	}
-	if real := strings.TrimSuffix(out.String(), "deleted 1 legacy TXTs\n"); real != strings.TrimSuffix(dry, "dry run: nothing was changed\n") {
+	if applied := strings.TrimSuffix(out.String(), "deleted 1 legacy TXTs\n"); applied != strings.TrimSuffix(dry, "dry run: nothing was changed\n") {
 		t.Errorf("the real run printed\n%s\nthe dry run\n%s", out.String(), dry)
 	}
 	z := m.read()

@@ -165,8 +165,10 @@ func (r *Reconciler) applyConditions(ctx context.Context, rec *v1alpha1.DNSRecor
 	}}
 	// The response is read as metadata only: the API server would otherwise send the whole
 	// record back, spec included, and a record of many targets cost more to decode than
-	// its zone costs to build.
-	if err := r.Client.Status().Patch(ctx, rec.Metadata(), client.Apply, client.FieldOwner(fieldOwner), client.ForceOwnership,
+	// its zone costs to build. So client.Apply through Patch, not Client.Apply: only Patch reads
+	// the response into another object than the one sent.
+	apply := client.Apply //nolint:staticcheck // see above
+	if err := r.Client.Status().Patch(ctx, rec.Metadata(), apply, client.FieldOwner(fieldOwner), client.ForceOwnership,
 		client.WithSubResourceBody(patch)); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("DNSRecord %s/%s: writing the %s condition: %w", rec.Namespace, rec.Name, ConditionServed, err)
 	}

@@ -209,7 +209,7 @@ func writeArchive(out string, img v1.Image, ref string, mtime time.Time) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // a temporary directory: nothing to do if it stays
 	p, err := layout.Write(dir, empty.Index)
 	if err != nil {
 		return err
@@ -243,7 +243,7 @@ func writeArchive(out string, img v1.Image, ref string, mtime time.Time) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }() // closed and checked below; this one is for the error paths
 	w := tar.NewWriter(f)
 	for _, name := range names {
 		h := &tar.Header{Name: name, Mode: 0o644, ModTime: mtime, Typeflag: tar.TypeReg, Format: tar.FormatPAX}

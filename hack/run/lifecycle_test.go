@@ -40,7 +40,7 @@ var binary = sync.OnceValues(func() (string, error) {
 	cmd := exec.Command("go", "build", "-tags", "runtesthooks", "-o", bin, "./hack/run")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building hack/run: %v\n%s", err, out)
+		return "", fmt.Errorf("building hack/run: %w\n%s", err, out)
 	}
 	return bin, nil
 })

@@ -44,7 +44,7 @@ func isShim() bool {
 // execShim turns this process into the real binary, bound to the supervisor's life.
 func execShim() error {
 	name := filepath.Base(os.Args[0])
-	real := os.Getenv(realBinaryEnvPrefix + shimmed[name])
+	binary := os.Getenv(realBinaryEnvPrefix + shimmed[name])
 	if err := setParentDeathSignal(syscall.SIGKILL); err != nil {
 		return err
 	}
@@ -52,8 +52,8 @@ func execShim() error {
 	if strconv.Itoa(os.Getppid()) != os.Getenv(supervisorEnv) {
 		return fmt.Errorf("%s: the make run process that started it is gone", name)
 	}
-	args := append([]string{real}, os.Args[1:]...)
-	return fmt.Errorf("running %s: %w", real, syscall.Exec(real, args, os.Environ()))
+	args := append([]string{binary}, os.Args[1:]...)
+	return fmt.Errorf("running %s: %w", binary, syscall.Exec(binary, args, os.Environ()))
 }
 
 // bindToThisProcess points envtest at shims in runDir for the real binaries it would start, and
@@ -69,15 +69,15 @@ func bindToThisProcess(runDir string, assets string) error {
 		return err
 	}
 	for name, envName := range shimmed {
-		real := os.Getenv(assetOverridePrefix + envName)
-		if real == "" {
-			real = filepath.Join(assets, name)
+		binary := os.Getenv(assetOverridePrefix + envName)
+		if binary == "" {
+			binary = filepath.Join(assets, name)
 		}
 		shim := filepath.Join(shims, name)
 		if err := os.Symlink(self, shim); err != nil {
 			return err
 		}
-		for k, v := range map[string]string{realBinaryEnvPrefix + envName: real, assetOverridePrefix + envName: shim} {
+		for k, v := range map[string]string{realBinaryEnvPrefix + envName: binary, assetOverridePrefix + envName: shim} {
 			if err := os.Setenv(k, v); err != nil {
 				return err
 			}

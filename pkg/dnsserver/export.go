@@ -180,7 +180,7 @@ func joinFields(txt []string) ([][2]string, error) {
 		}
 		v, err := url.QueryUnescape(value)
 		if err != nil {
-			return nil, fmt.Errorf("%w: field %s: %v", ErrExport, key, err)
+			return nil, fmt.Errorf("%w: field %s: %w", ErrExport, key, err)
 		}
 		out[i] = [2]string{key, v}
 	}

@@ -79,13 +79,13 @@ func FuzzHandler(f *testing.F) {
 // and asks for the fuzzed name. Building must never panic or fail (what cannot be served is
 // refused with a reason), and every answer must be a well-formed response that fits its transport.
 func FuzzZone(f *testing.F) {
-	f.Add("www.example.com", "A", int64(60), "192.0.2.1", "192.0.2.2", "", "", "", uint16(dns.TypeA))
-	f.Add("api.example.com", "CNAME", int64(300), "klb.api.example.com", "x.example.org", "IE", "IE,GEO-EU", "120", uint16(dns.TypeA))
-	f.Add("t.example.com", "TXT", int64(0), `"a" "b"`, strings.Repeat("z", 70000), "", "", "", uint16(dns.TypeTXT))
-	f.Add("example.com", "NS", int64(1), "ns.evil.example.", "", "", "", "", uint16(dns.TypeNS))
-	f.Add("sub.example.com", "NS", int64(1), "ns.sub.example.com", "", "a", "*", "x", uint16(dns.TypeA))
-	f.Add("*.w.example.com", "MX", int64(-1), "10 mx.example.com", "bad", "", "", "", uint16(dns.TypeANY))
-	f.Add(`a\000b.example.com`, "SRV", int64(1<<40), "0 0 0 .", "1 2 3 t.example.com", "s", "US", "18446744073709551615", uint16(dns.TypeSRV))
+	f.Add("www.example.com", "A", int64(60), "192.0.2.1", "192.0.2.2", "", "", "", dns.TypeA)
+	f.Add("api.example.com", "CNAME", int64(300), "klb.api.example.com", "x.example.org", "IE", "IE,GEO-EU", "120", dns.TypeA)
+	f.Add("t.example.com", "TXT", int64(0), `"a" "b"`, strings.Repeat("z", 70000), "", "", "", dns.TypeTXT)
+	f.Add("example.com", "NS", int64(1), "ns.evil.example.", "", "", "", "", dns.TypeNS)
+	f.Add("sub.example.com", "NS", int64(1), "ns.sub.example.com", "", "a", "*", "x", dns.TypeA)
+	f.Add("*.w.example.com", "MX", int64(-1), "10 mx.example.com", "bad", "", "", "", dns.TypeANY)
+	f.Add(`a\000b.example.com`, "SRV", int64(1<<40), "0 0 0 .", "1 2 3 t.example.com", "s", "US", "18446744073709551615", dns.TypeSRV)
 	f.Fuzz(func(t *testing.T, name, rrtype string, ttl int64, t1, t2, setID, geo, weight string, qtype uint16) {
 		s, err := New(Options{Random: func(n uint64) uint64 { return n / 2 }})
 		if err != nil {
@@ -140,10 +140,10 @@ func FuzzZone(f *testing.F) {
 // whole). The 1.2 MB record of issue "Tenants kept apart" is this at full size (test/install's
 // tenancy tier).
 func FuzzGlue(f *testing.F) {
-	f.Add(uint8(250), uint16(300), true, uint8(3), uint16(1232), uint16(dns.TypeA), false)
-	f.Add(uint8(2), uint16(1), false, uint8(0), uint16(512), uint16(dns.TypeNS), true)
-	f.Add(uint8(40), uint16(1000), true, uint8(20), uint16(0), uint16(dns.TypeMX), false)
-	f.Add(uint8(1), uint16(4000), false, uint8(1), uint16(65535), uint16(dns.TypeSRV), true)
+	f.Add(uint8(250), uint16(300), true, uint8(3), uint16(1232), dns.TypeA, false)
+	f.Add(uint8(2), uint16(1), false, uint8(0), uint16(512), dns.TypeNS, true)
+	f.Add(uint8(40), uint16(1000), true, uint8(20), uint16(0), dns.TypeMX, false)
+	f.Add(uint8(1), uint16(4000), false, uint8(1), uint16(65535), dns.TypeSRV, true)
 	f.Fuzz(func(t *testing.T, nameservers uint8, addrs uint16, aaaa bool, mail uint8, udpSize uint16, qtype uint16, tcp bool) {
 		// Bounded so one run builds quickly; the shapes, not the totals, are what is explored.
 		n, per := int(nameservers)%64+1, int(addrs)%v1alpha1.MaxTargets+1

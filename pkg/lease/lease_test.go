@@ -51,8 +51,8 @@ func TestJudgeClocksDoNotMatter(t *testing.T) {
 		newClock := func() clock {
 			return clock{offset: time.Duration(rng.Int64N(int64(time.Hour))) - 30*time.Minute, rate: 1 + maxDrift*(2*rng.Float64()-1)}
 		}
-		at := func(c clock, real time.Duration) time.Time {
-			return time.Unix(1_700_000_000, 0).Add(c.offset + time.Duration(float64(real)*c.rate))
+		at := func(c clock, elapsed time.Duration) time.Time {
+			return time.Unix(1_700_000_000, 0).Add(c.offset + time.Duration(float64(elapsed)*c.rate))
 		}
 		holderClock := newClock()
 		readers := []clock{newClock(), newClock(), newClock()}
@@ -69,12 +69,12 @@ func TestJudgeClocksDoNotMatter(t *testing.T) {
 		}
 		records := map[string]record{}
 		var lastRenewal time.Duration
-		for real := time.Duration(0); real < dies+2*bound; real += step {
+		for now := time.Duration(0); now < dies+2*bound; now += step {
 			v := ""
-			if real < dies {
-				v = Renew("h", at(holderClock, real), renewal, duration).Record("z").Targets[0]
+			if now < dies {
+				v = Renew("h", at(holderClock, now), renewal, duration).Record("z").Targets[0]
 				if len(history) == 0 || history[len(history)-1] != v {
-					lastRenewal = real
+					lastRenewal = now
 				}
 			} else {
 				v = history[len(history)-1]
@@ -89,13 +89,13 @@ func TestJudgeClocksDoNotMatter(t *testing.T) {
 					r.l, _ = Parse(r.ep)
 					records[seen] = r
 				}
-				expired := judges[i].Judge("z", r.l, r.ep, at(rc, real)).Expired
+				expired := judges[i].Judge("z", r.l, r.ep, at(rc, now)).Expired
 				switch {
-				case expired && real < dies:
-					t.Fatalf("run %d: reader %d judged the live holder expired at %v", run, i, real)
-				case !expired && real > lastRenewal+bound:
+				case expired && now < dies:
+					t.Fatalf("run %d: reader %d judged the live holder expired at %v", run, i, now)
+				case !expired && now > lastRenewal+bound:
 					t.Fatalf("run %d: reader %d still counts the holder, dead since %v (last renewal %v), at %v",
-						run, i, dies, lastRenewal, real)
+						run, i, dies, lastRenewal, now)
 				}
 			}
 		}

@@ -86,7 +86,7 @@ func ParseOptions(secret *corev1.Secret) (Options, error) {
 		}
 		w, err := parseWeights(raw)
 		if err != nil {
-			return Options{}, fmt.Errorf("%s: key %s: %v", where, WeightsKey, err)
+			return Options{}, fmt.Errorf("%s: key %s: %w", where, WeightsKey, err)
 		}
 		if _, ok := w[o.GeoTag]; !ok {
 			return Options{}, fmt.Errorf("%s: key %s has no weight for this cluster's geo tag (key %s)", where, WeightsKey, GeoTagKey)

@@ -159,7 +159,8 @@ func (cp *controlPlane) apply(t *testing.T, objs []*unstructured.Unstructured) {
 				continue
 			}
 			obj := u.DeepCopy()
-			if err := cp.c.Patch(ctx, obj, client.Apply, client.FieldOwner("install-test"), client.ForceOwnership); err != nil {
+			// As kubectl apply --server-side does with rendered manifests (unstructured objects).
+			if err := cp.c.Patch(ctx, obj, client.Apply, client.FieldOwner("install-test"), client.ForceOwnership); err != nil { //nolint:staticcheck // unstructured objects apply through Patch
 				t.Fatalf("applying %s %s/%s: %v", u.GetKind(), u.GetNamespace(), u.GetName(), err)
 			}
 			if pass == 0 {

@@ -126,7 +126,7 @@ func controllerBinary(t *testing.T) string {
 		cmd := exec.Command("go", "build", "-o", binaryPath, "./cmd/dnspolicy-controller")
 		cmd.Dir = root
 		if out, err := cmd.CombinedOutput(); err != nil {
-			binaryErr = fmt.Errorf("go build: %v\n%s", err, out)
+			binaryErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
 	if binaryErr != nil {

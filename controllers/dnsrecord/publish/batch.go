@@ -162,15 +162,15 @@ func sortEndpoints(eps []*v1alpha1.Endpoint) {
 	sort.SliceStable(eps, func(i, j int) bool { return less(eps[i].Key(), eps[j].Key()) })
 }
 
-func sortPairs(old, new []*v1alpha1.Endpoint) {
+func sortPairs(old, updated []*v1alpha1.Endpoint) {
 	idx := make([]int, len(old))
 	for i := range idx {
 		idx[i] = i
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return less(old[idx[a]].Key(), old[idx[b]].Key()) })
-	o, n := append([]*v1alpha1.Endpoint(nil), old...), append([]*v1alpha1.Endpoint(nil), new...)
+	o, n := append([]*v1alpha1.Endpoint(nil), old...), append([]*v1alpha1.Endpoint(nil), updated...)
 	for i, j := range idx {
-		old[i], new[i] = o[j], n[j]
+		old[i], updated[i] = o[j], n[j]
 	}
 }
 

@@ -579,7 +579,7 @@ func faultsCheckTXT(t testing.TB, p providers.Provider, zone []*v1alpha1.Endpoin
 			continue
 		}
 		switch rec := published[claim.Record]; {
-		case claim.Wish != nil && !v1alpha1.Targets(claim.Wish.Targets).SameTargets(ep.Targets):
+		case claim.Wish != nil && !claim.Wish.Targets.SameTargets(ep.Targets):
 			t.Errorf("ownership TXT %s claims %v, its owner wants %v", faultsLine(txt), claim.Wish, ep.Targets)
 		case claim.Wish == nil && (rec == nil || slices.ContainsFunc(ep.Targets, func(target string) bool {
 			return !slices.ContainsFunc(rec.Targets, func(p string) bool { return v1alpha1.NormalizeName(p) == v1alpha1.NormalizeName(target) })

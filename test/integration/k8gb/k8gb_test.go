@@ -32,7 +32,7 @@ func TestSimplePolicy(t *testing.T) {
 	// Before k8gb reports, the record waits for it and says on what.
 	rec := cl.recordIs(t, "gw-api", v1alpha1.ConditionTypeReady, "False AwaitingValidation: Awaiting validation")
 	roundRobin := map[string]any{"type": "roundRobin", "dnsTtlSeconds": int64(60)}
-	g := cl.gslbIs(t, "gw-api", wantGslb{record: rec, route: "api", strategy: roundRobin, exposedIPs: "10.0.0.1,10.0.0.2"})
+	cl.gslbIs(t, "gw-api", wantGslb{record: rec, route: "api", strategy: roundRobin, exposedIPs: "10.0.0.1,10.0.0.2"})
 	if got := conditionText(rec.Status.Conditions, v1alpha1.ConditionTypeHealthy); !strings.HasPrefix(got, "Unknown AwaitingK8gb: k8gb has not reported on Gslb "+cl.ns+"/gw-api yet") {
 		t.Errorf("Healthy before k8gb reports: %s", got)
 	}
@@ -83,7 +83,7 @@ func TestSimplePolicy(t *testing.T) {
 
 	// The Gateway's addresses change: the Gslb follows, and keeps what k8gb wrote in its status.
 	cl.addresses(t, "gw", "10.0.0.3", "10.0.0.4")
-	g = cl.gslbIs(t, "gw-api", wantGslb{record: rec, route: "api", strategy: roundRobin, exposedIPs: "10.0.0.3,10.0.0.4"})
+	g := cl.gslbIs(t, "gw-api", wantGslb{record: rec, route: "api", strategy: roundRobin, exposedIPs: "10.0.0.3,10.0.0.4"})
 	if geo, _, _ := unstructured.NestedString(g.Object, "status", "geoTag"); geo != "eu" {
 		t.Errorf("the Gslb's status was lost on update: geoTag %q", geo)
 	}

@@ -418,9 +418,9 @@ func (cl *cluster) passes(name string) float64 {
 // once it reached the cap, 6 allowing for a doubling still under way), for 4 s.
 func (cl *cluster) settles(t *testing.T, name, want string) {
 	t.Helper()
-	rec := cl.recordIs(t, name, v1alpha1.ConditionTypeReady, want)
+	cl.recordIs(t, name, v1alpha1.ConditionTypeReady, want)
 	time.Sleep(3 * time.Second) // reach the backoff cap first
-	rec = cl.record(t, name)
+	rec := cl.record(t, name)
 	before, version := cl.passes(name), rec.ResourceVersion
 	time.Sleep(4 * time.Second)
 	after := cl.record(t, name)
