@@ -13,6 +13,8 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 )
 
+// callError keeps what a failed call was doing, for a message that names it without quoting the
+// request.
 type callError struct {
 	what, project string
 	err           error
@@ -22,8 +24,11 @@ func (e *callError) Error() string { return e.err.Error() }
 
 func (e *callError) Unwrap() error { return e.err }
 
+// rateReasons are the 403 reasons Cloud DNS gives for rate limits and quotas: retried, unlike other
+// 403s.
 var rateReasons = []string{"rateLimitExceeded", "userRateLimitExceeded", "quotaExceeded"}
 
+// apiError is the Google API error in err, if any, and its first reason.
 func apiError(err error) (*googleapi.Error, string) {
 	var gerr *googleapi.Error
 	if !errors.As(err, &gerr) {
@@ -36,6 +41,8 @@ func apiError(err error) (*googleapi.Error, string) {
 	return gerr, reason
 }
 
+// retryable reports whether a failed call may succeed when sent again: no answer, 429, 5xx, or a
+// rate limit.
 func retryable(err error) bool {
 	gerr, reason := apiError(err)
 	if gerr == nil {
@@ -46,6 +53,7 @@ func retryable(err error) bool {
 		(gerr.Code == http.StatusForbidden && slices.Contains(rateReasons, reason))
 }
 
+// staleView reports whether a Change failed because the zone is not as the view read it.
 func staleView(err error) bool {
 	gerr, _ := apiError(err)
 	return gerr != nil && (gerr.Code == http.StatusPreconditionFailed || gerr.Code == http.StatusConflict || gerr.Code == http.StatusNotFound)

@@ -177,7 +177,6 @@ func fold(zone providers.Zone, k setKey, eps []*v1alpha1.Endpoint) (*dns.Resourc
 	return set, companion, nil
 }
 
-// unfold turns record sets back into endpoints, one per routing item, hiding SOA and companions.
 // unfoldAffected unfolds the record sets at the names a batch touches, with their companions: all a
 // batch is checked against, without unfolding the whole zone for every batch.
 func unfoldAffected(view map[setKey]*dns.ResourceRecordSet, changes *providers.Changes) []*v1alpha1.Endpoint {
@@ -196,6 +195,7 @@ func unfoldAffected(view map[setKey]*dns.ResourceRecordSet, changes *providers.C
 	return unfold(part)
 }
 
+// unfold turns record sets back into endpoints, one per routing item, hiding SOA and companions.
 func unfold(view map[setKey]*dns.ResourceRecordSet) []*v1alpha1.Endpoint {
 	// Companions by their first label, which names the set they belong to (companionKey).
 	companions := map[string]*dns.ResourceRecordSet{}
@@ -267,6 +267,7 @@ func companionLabel(k setKey) string {
 	return companionPrefix + strings.ToLower(k.typ) + "-" + hash.Base36(k.name, 12)
 }
 
+// companionKey is the name and type of k's companion in zone.
 func companionKey(zone providers.Zone, k setKey) setKey {
 	return setKey{companionLabel(k) + "." + zone.DNSName, v1alpha1.RecordTypeTXT}
 }
@@ -334,6 +335,7 @@ func uniqueTargets(targets v1alpha1.Targets) v1alpha1.Targets {
 	return out
 }
 
+// keyOf is the name and type a record set is held by: Cloud DNS has one set per pair.
 func keyOf(rs *dns.ResourceRecordSet) setKey {
 	return setKey{v1alpha1.NormalizeName(rs.Name), rs.Type}
 }
@@ -364,6 +366,8 @@ func canonical(rs *dns.ResourceRecordSet) string {
 	return string(b)
 }
 
+// nameTyped reports whether a type's values are names, which Cloud DNS writes fully qualified and
+// endpoints hold without the final dot.
 func nameTyped(recordType string) bool {
 	switch recordType {
 	case v1alpha1.RecordTypeCNAME, v1alpha1.RecordTypeNS, "PTR":
@@ -372,6 +376,7 @@ func nameTyped(recordType string) bool {
 	return false
 }
 
+// rrdatas are endpoint targets as Cloud DNS holds them.
 func rrdatas(recordType string, targets []string) []string {
 	out := slices.Clone(targets)
 	if nameTyped(recordType) {
@@ -382,6 +387,7 @@ func rrdatas(recordType string, targets []string) []string {
 	return out
 }
 
+// targets are Cloud DNS rrdatas as endpoint targets.
 func targets(recordType string, rrdatas []string) []string {
 	out := slices.Clone(rrdatas)
 	if nameTyped(recordType) {
@@ -392,6 +398,7 @@ func targets(recordType string, rrdatas []string) []string {
 	return out
 }
 
+// first is the first value, or "": the identifier of a WRR item written without a companion.
 func first(s []string) string {
 	if len(s) == 0 {
 		return ""
