@@ -235,6 +235,8 @@ func (p *Provider) Records(ctx context.Context, zone providers.Zone) (providers.
 	return providers.View{Endpoints: st.endpoints(), State: st}, nil
 }
 
+// read lists a zone's record sets of the types this backend handles and, only when one aliases a
+// profile, the resource group's Traffic Manager profiles, and decodes them into endpoints.
 func (p *Provider) read(ctx context.Context, zone providers.Zone) (*state, error) {
 	rg, zoneName, err := zoneRef(zone)
 	if err != nil {
