@@ -239,6 +239,64 @@ func (p *Provider) Records(ctx context.Context, zone providers.Zone) (providers.
 	return providers.View{Endpoints: st.endpoints(), State: st}, nil
 }
 
+// read lists a zone's record sets of the types this backend handles and, only when one aliases a
+// profile, the resource group's Traffic Manager profiles, and decodes them into endpoints.
+func (p *Provider) read(ctx context.Context, zone providers.Zone) (*state, error) {
+	rg, zoneName, err := zoneRef(zone)
+	if err != nil {
+		return nil, err
+	}
+	st := &state{zoneName: v1alpha1.NormalizeName(zone.DNSName), sets: map[groupKey]*armdns.RecordSet{}, decoded: map[groupKey][]*v1alpha1.Endpoint{}}
+	aliases := false
+	pager := p.recordSets.NewListAllByDNSZonePager(rg, zoneName, nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, classify("read record sets of zone", zone.DNSName, err)
+		}
+		for _, rs := range page.Value {
+			if rs == nil || rs.Name == nil || rs.Type == nil || rs.Properties == nil {
+				continue
+			}
+			recordType := (*rs.Type)[strings.LastIndex(*rs.Type, "/")+1:]
+			if !supportedType(recordType) || *rs.Name == "@" && recordType == v1alpha1.RecordTypeNS {
+				// The apex NS set is Azure's own, like the SOA: it can be neither deleted nor owned.
+				continue
+			}
+			name := st.zoneName
+			if *rs.Name != "@" {
+				name = v1alpha1.NormalizeName(*rs.Name) + "." + st.zoneName
+			}
+			key := groupKey{name, recordType}
+			st.sets[key] = rs
+			aliases = aliases || aliasedProfile(rs) != ""
+		}
+	}
+	profiles := map[string]*armtrafficmanager.Profile{}
+	if aliases {
+		pager := p.profiles.NewListByResourceGroupPager(p.resourceGroup, nil)
+		for pager.More() {
+			page, err := pager.NextPage(ctx)
+			if err != nil {
+				return nil, classify("read Traffic Manager profiles of resource group", p.resourceGroup, err)
+			}
+			for _, prof := range page.Value {
+				if prof != nil && prof.ID != nil {
+					profiles[strings.ToLower(*prof.ID)] = prof
+				}
+			}
+		}
+	}
+	for key, rs := range st.sets {
+		eps, err := decodeSet(key, rs, profiles)
+		if err != nil {
+			return nil, err
+		}
+		st.decoded[key] = eps
+	}
+	return st, nil
+}
+
 // AwaitPropagation implements providers.Provider: Azure DNS serves a record set once its write
 // returns.
 func (p *Provider) AwaitPropagation(context.Context, providers.Zone, providers.State) error {
@@ -477,56 +535,6 @@ func zoneRef(zone providers.Zone) (resourceGroup, name string, err error) {
 		return "", "", providers.Errorf(providers.Permanent, "zone ID %q is not an Azure DNS zone ID", zone.ID)
 	}
 	return id.ResourceGroupName, id.Name, nil
-}
-
-// zonesError explains a failed zone listing by the azure.json field to look at, where the Secret is
-// what is wrong; retrying cannot help those.
-func (p *Provider) zonesError(err error) error {
-	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		field := "key " + v1alpha1.AzureJSONKey + ": field "
-		switch {
-		case re.ErrorCode == "ResourceGroupNotFound":
-			return providers.Errorf(providers.Permanent, "%sresourceGroup: resource group %s does not exist in the subscription of field subscriptionId (HTTP 404 %s)",
-				field, p.resourceGroup, re.ErrorCode)
-		case re.ErrorCode == "SubscriptionNotFound" || re.ErrorCode == "InvalidSubscriptionId":
-			return providers.Errorf(providers.Permanent, "%ssubscriptionId: the subscription does not exist or is not visible to the client of field aadClientId (HTTP %d %s)",
-				field, re.StatusCode, re.ErrorCode)
-		case re.StatusCode == 403:
-			return providers.Errorf(providers.Permanent, "%saadClientId: the client is not allowed to list the DNS zones of resource group %s (HTTP 403 %s): grant it DNS Zone Contributor there",
-				field, p.resourceGroup, re.ErrorCode)
-		}
-	}
-	return classify("list zones of resource group", p.resourceGroup, err)
-}
-
-// classify turns an SDK error into a providers.Error whose message holds the operation, the HTTP
-// status and Azure's error code: never the request ID, the response body or a credential.
-func classify(op, what string, err error) error {
-	var authErr *azidentity.AuthenticationFailedError
-	if errors.As(err, &authErr) {
-		return providers.Errorf(providers.Permanent, "azure: %s %s: authentication failed: check tenantId, aadClientId and aadClientSecret", op, what)
-	}
-	var re *azcore.ResponseError
-	if !errors.As(err, &re) {
-		for _, ctxErr := range []error{context.Canceled, context.DeadlineExceeded} {
-			if errors.Is(err, ctxErr) {
-				return providers.Errorf(providers.Transient, "azure: %s %s: %v", op, what, ctxErr)
-			}
-		}
-		return providers.Errorf(providers.Transient, "azure: %s %s: the request failed", op, what)
-	}
-	msg := fmt.Sprintf("azure: %s %s: HTTP %d %s", op, what, re.StatusCode, re.ErrorCode)
-	switch {
-	case re.StatusCode == 412 || re.StatusCode == 409:
-		return providers.Errorf(providers.StaleView, "%s (the zone changed since it was read)", msg)
-	case re.StatusCode == 401 || re.StatusCode == 403:
-		return providers.Errorf(providers.Permanent, "%s (the credentials are not allowed to do this)", msg)
-	case re.StatusCode == 408 || re.StatusCode == 429 || re.StatusCode >= 500:
-		return providers.Errorf(providers.Transient, "%s", msg)
-	default:
-		return providers.Errorf(providers.Permanent, "%s", msg)
-	}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -1,7 +1,6 @@
 package azure
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"strconv"
@@ -60,62 +59,6 @@ func (st *state) endpoints() []*v1alpha1.Endpoint {
 	}
 	v1alpha1.SortEndpoints(eps)
 	return eps
-}
-
-func (p *Provider) read(ctx context.Context, zone providers.Zone) (*state, error) {
-	rg, zoneName, err := zoneRef(zone)
-	if err != nil {
-		return nil, err
-	}
-	st := &state{zoneName: v1alpha1.NormalizeName(zone.DNSName), sets: map[groupKey]*armdns.RecordSet{}, decoded: map[groupKey][]*v1alpha1.Endpoint{}}
-	aliases := false
-	pager := p.recordSets.NewListAllByDNSZonePager(rg, zoneName, nil)
-	for pager.More() {
-		page, err := pager.NextPage(ctx)
-		if err != nil {
-			return nil, classify("read record sets of zone", zone.DNSName, err)
-		}
-		for _, rs := range page.Value {
-			if rs == nil || rs.Name == nil || rs.Type == nil || rs.Properties == nil {
-				continue
-			}
-			recordType := (*rs.Type)[strings.LastIndex(*rs.Type, "/")+1:]
-			if !supportedType(recordType) || *rs.Name == "@" && recordType == v1alpha1.RecordTypeNS {
-				// The apex NS set is Azure's own, like the SOA: it can be neither deleted nor owned.
-				continue
-			}
-			name := st.zoneName
-			if *rs.Name != "@" {
-				name = v1alpha1.NormalizeName(*rs.Name) + "." + st.zoneName
-			}
-			key := groupKey{name, recordType}
-			st.sets[key] = rs
-			aliases = aliases || aliasedProfile(rs) != ""
-		}
-	}
-	profiles := map[string]*armtrafficmanager.Profile{}
-	if aliases {
-		pager := p.profiles.NewListByResourceGroupPager(p.resourceGroup, nil)
-		for pager.More() {
-			page, err := pager.NextPage(ctx)
-			if err != nil {
-				return nil, classify("read Traffic Manager profiles of resource group", p.resourceGroup, err)
-			}
-			for _, prof := range page.Value {
-				if prof != nil && prof.ID != nil {
-					profiles[strings.ToLower(*prof.ID)] = prof
-				}
-			}
-		}
-	}
-	for key, rs := range st.sets {
-		eps, err := decodeSet(key, rs, profiles)
-		if err != nil {
-			return nil, err
-		}
-		st.decoded[key] = eps
-	}
-	return st, nil
 }
 
 func supportedType(t string) bool {
