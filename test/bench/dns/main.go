@@ -31,7 +31,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -51,7 +50,6 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/grant"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
-	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 	"github.com/dnspolicy/dnspolicy-controller/test/geodb"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
@@ -78,6 +76,18 @@ type result struct {
 // measure is what a run reports for one server.
 type measure struct {
 	qps, latency, p50, p99 float64
+}
+
+// bench is one run: its settings, scratch directory and what it measured.
+type bench struct {
+	dir             string
+	clients         int
+	duration        time.Duration
+	latencyQPS      int
+	latencyDuration time.Duration
+	results         []result
+	// qps are the peers' static QPS by key, for the ratios.
+	qps map[string]float64
 }
 
 func run() error {
@@ -110,86 +120,15 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
-	perf := func(addr netip.AddrPort, queries string, extra ...string) (measure, error) {
-		qps, lat, err := dnsperf(addr, queries, *clients, *duration, extra...)
-		if err != nil {
-			return measure{}, err
-		}
-		p50, p99, err := latencies(addr, queries, *latencyQPS, *latencyDuration, extra...)
-		if err != nil {
-			return measure{}, err
-		}
-		return measure{qps: qps, latency: lat, p50: p50, p99: p99}, nil
-	}
-
-	static := staticZone()
-	queries := filepath.Join(dir, "static.txt")
-	if err := writeQueries(queries, static); err != nil {
+	defer func() { _ = os.RemoveAll(dir) }() // a temporary directory: nothing to do if it stays
+	b := &bench{dir: dir, clients: *clients, duration: *duration, latencyQPS: *latencyQPS, latencyDuration: *latencyDuration,
+		qps: map[string]float64{}}
+	if err := b.staticMix(*coredns, peers); err != nil {
 		return err
 	}
-	zoneFile := filepath.Join(dir, "db."+zoneName)
-	if err := writeZoneFile(zoneFile, static); err != nil {
+	if err := b.loadbalancedMix(); err != nil {
 		return err
 	}
-
-	var results []result
-	add := func(what, server, note string, m measure) {
-		results = append(results, result{what: what, server: server, qps: m.qps, latency: m.latency, p50: m.p50, p99: m.p99, note: note})
-	}
-	// (a) ours, then each peer on the same zone and queries.
-	m, err := withOurServer(dnsserver.Options{}, static, func(addr netip.AddrPort) (measure, error) {
-		return perf(addr, queries)
-	})
-	if err != nil {
-		return fmt.Errorf("our server: %w", err)
-	}
-	add("(a) static", "dnspolicy embedded", "", m)
-	ratios := map[string]float64{}
-	for _, peer := range []struct {
-		key, name string
-		start     server
-	}{
-		{"coredns", "CoreDNS v1.15.0 (file)", corednsCommand(dir, *coredns, zoneFile)},
-		{"bind", "BIND " + version("named", "-v"), namedCommand(dir, zoneFile)},
-		{"knot", "Knot DNS " + version("knotd", "--version"), knotCommand(dir, zoneFile)},
-		{"nsd", "NSD " + version("nsd", "-v"), nsdCommand(dir, zoneFile)},
-	} {
-		if !peers[peer.key] {
-			continue
-		}
-		m, err := withProcess(dir, peer.start, func(addr netip.AddrPort) (measure, error) {
-			return perf(addr, queries)
-		})
-		if err != nil {
-			return fmt.Errorf("%s: %w", peer.name, err)
-		}
-		add("(a) static", peer.name, "", m)
-		ratios[peer.key] = m.qps
-	}
-
-	// (b) loadbalanced with ECS
-	geoDB := filepath.Join(dir, "geo.mmdb")
-	if err := writeGeoDB(geoDB); err != nil {
-		return err
-	}
-	lbQueries := filepath.Join(dir, "lb.txt")
-	if err := os.WriteFile(lbQueries, []byte("api."+zoneName+" A\n"), 0o600); err != nil {
-		return err
-	}
-	// ECS option: family 1 (IPv4), source prefix 24, scope 0, 192.0.2.0 (IE in the bench database).
-	ecs := "8:00011800c00002"
-	m, err = withOurServer(dnsserver.Options{GeoIPDatabase: geoDB}, loadbalancedZone(), func(addr netip.AddrPort) (measure, error) {
-		if err := checkLoadbalanced(addr); err != nil {
-			return measure{}, err
-		}
-		return perf(addr, lbQueries, "-E", ecs)
-	})
-	if err != nil {
-		return fmt.Errorf("loadbalanced: %w", err)
-	}
-	add("(b) loadbalanced + ECS", "dnspolicy embedded", "CNAME -> geo (IE of IE/US/default) -> weighted (2 targets) -> A, one answer of 4 records", m)
-
 	// (c) update to served
 	var median time.Duration
 	var samples []time.Duration
@@ -198,28 +137,116 @@ func run() error {
 			return fmt.Errorf("update latency: %w", err)
 		}
 	}
+	if err := b.print(median, samples); err != nil {
+		return err
+	}
+	fmt.Printf("\ndnsperf -c %d -l %s on loopback (latency: -Q %d -l %s), %d static A records, %d CPUs, load average %s before, %s after\n",
+		*clients, *duration, *latencyQPS, *latencyDuration, hosts, runtime.NumCPU(), loadBefore, loadAverage())
+	return nil
+}
 
+// perf measures one server: its QPS at full load, and its latency at a fixed rate.
+func (b *bench) perf(addr netip.AddrPort, queries string, extra ...string) (measure, error) {
+	qps, lat, err := dnsperf(addr, queries, b.clients, b.duration, extra...)
+	if err != nil {
+		return measure{}, err
+	}
+	p50, p99, err := latencies(addr, queries, b.latencyQPS, b.latencyDuration, extra...)
+	if err != nil {
+		return measure{}, err
+	}
+	return measure{qps: qps, latency: lat, p50: p50, p99: p99}, nil
+}
+
+func (b *bench) add(what, server, note string, m measure) {
+	b.results = append(b.results, result{what: what, server: server, qps: m.qps, latency: m.latency, p50: m.p50, p99: m.p99, note: note})
+}
+
+// staticMix is (a): ours, then each peer on the same zone and queries.
+func (b *bench) staticMix(coredns string, peers map[string]bool) error {
+	static := staticZone()
+	queries := filepath.Join(b.dir, "static.txt")
+	if err := writeQueries(queries, static); err != nil {
+		return err
+	}
+	zoneFile := filepath.Join(b.dir, "db."+zoneName)
+	if err := writeZoneFile(zoneFile, static); err != nil {
+		return err
+	}
+	m, err := withOurServer(dnsserver.Options{}, static, func(addr netip.AddrPort) (measure, error) {
+		return b.perf(addr, queries)
+	})
+	if err != nil {
+		return fmt.Errorf("our server: %w", err)
+	}
+	b.add("(a) static", "dnspolicy embedded", "", m)
+	for _, peer := range []struct {
+		key, name string
+		start     server
+	}{
+		{"coredns", "CoreDNS v1.15.0 (file)", corednsCommand(b.dir, coredns, zoneFile)},
+		{"bind", "BIND " + version("named", "-v"), namedCommand(b.dir, zoneFile)},
+		{"knot", "Knot DNS " + version("knotd", "--version"), knotCommand(b.dir, zoneFile)},
+		{"nsd", "NSD " + version("nsd", "-v"), nsdCommand(b.dir, zoneFile)},
+	} {
+		if !peers[peer.key] {
+			continue
+		}
+		m, err := withProcess(b.dir, peer.start, func(addr netip.AddrPort) (measure, error) {
+			return b.perf(addr, queries)
+		})
+		if err != nil {
+			return fmt.Errorf("%s: %w", peer.name, err)
+		}
+		b.add("(a) static", peer.name, "", m)
+		b.qps[peer.key] = m.qps
+	}
+	return nil
+}
+
+// loadbalancedMix is (b): the loadbalanced tree, queried with a client subnet.
+func (b *bench) loadbalancedMix() error {
+	geoDB := filepath.Join(b.dir, "geo.mmdb")
+	if err := writeGeoDB(geoDB); err != nil {
+		return err
+	}
+	lbQueries := filepath.Join(b.dir, "lb.txt")
+	if err := os.WriteFile(lbQueries, []byte("api."+zoneName+" A\n"), 0o600); err != nil {
+		return err
+	}
+	// ECS option: family 1 (IPv4), source prefix 24, scope 0, 192.0.2.0 (IE in the bench database).
+	ecs := "8:00011800c00002"
+	m, err := withOurServer(dnsserver.Options{GeoIPDatabase: geoDB}, loadbalancedZone(), func(addr netip.AddrPort) (measure, error) {
+		if err := checkLoadbalanced(addr); err != nil {
+			return measure{}, err
+		}
+		return b.perf(addr, lbQueries, "-E", ecs)
+	})
+	if err != nil {
+		return fmt.Errorf("loadbalanced: %w", err)
+	}
+	b.add("(b) loadbalanced + ECS", "dnspolicy embedded", "CNAME -> geo (IE of IE/US/default) -> weighted (2 targets) -> A, one answer of 4 records", m)
+	return nil
+}
+
+// print writes the table, with (c) when it ran.
+func (b *bench) print(median time.Duration, samples []time.Duration) error {
 	ratio := func(r result, peer string) string {
-		if base, ok := ratios[peer]; ok && strings.HasPrefix(r.what, "(a)") {
+		if base, ok := b.qps[peer]; ok && strings.HasPrefix(r.what, "(a)") {
 			return fmt.Sprintf("%.2fx", r.qps/base)
 		}
 		return "-"
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "mix\tserver\tQPS\tavg latency ms\tvs CoreDNS\tvs Knot\tp50 ms @%d qps\tp99 ms @%d qps\tnote\n", *latencyQPS, *latencyQPS)
-	for _, r := range results {
+	fmt.Fprintf(w, "mix\tserver\tQPS\tavg latency ms\tvs CoreDNS\tvs Knot\tp50 ms @%d qps\tp99 ms @%d qps\tnote\n", b.latencyQPS, b.latencyQPS)
+	for _, r := range b.results {
 		fmt.Fprintf(w, "%s\t%s\t%.0f\t%.3f\t%s\t%s\t%.3f\t%.3f\t%s\n", r.what, r.server, r.qps, r.latency, ratio(r, "coredns"), ratio(r, "knot"), r.p50, r.p99, r.note)
 	}
 	if len(samples) > 0 {
 		fmt.Fprintf(w, "(c) DNSRecord update -> served\tdnspolicy embedded\t-\tmedian %.1f\t-\t-\t-\t-\t%d updates, min %.1f ms, max %.1f ms\n",
 			ms(median), len(samples), ms(slices.Min(samples)), ms(slices.Max(samples)))
 	}
-	if err := w.Flush(); err != nil {
-		return err
-	}
-	fmt.Printf("\ndnsperf -c %d -l %s on loopback (latency: -Q %d -l %s), %d static A records, %d CPUs, load average %s before, %s after\n",
-		*clients, *duration, *latencyQPS, *latencyDuration, hosts, runtime.NumCPU(), loadBefore, loadAverage())
-	return nil
+	return w.Flush()
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
@@ -307,152 +334,6 @@ func withOurServer(opts dnsserver.Options, eps []*v1alpha1.Endpoint, run func(ne
 		_ = s.Shutdown(ctx)
 	}()
 	return run(s.Addr())
-}
-
-// server is a command line of a server listening on the port it is given.
-type server func(port int) (*exec.Cmd, error)
-
-func corednsCommand(dir, bin, zoneFile string) server {
-	return func(port int) (*exec.Cmd, error) {
-		corefile := filepath.Join(dir, "Corefile")
-		conf := fmt.Sprintf("%s:%d {\n  bind 127.0.0.1\n  file %s\n}\n", zoneName, port, zoneFile)
-		if err := os.WriteFile(corefile, []byte(conf), 0o600); err != nil {
-			return nil, err
-		}
-		return exec.Command(bin, "-conf", corefile, "-quiet"), nil
-	}
-}
-
-func namedCommand(dir, zoneFile string) server {
-	return func(port int) (*exec.Cmd, error) {
-		conf := filepath.Join(dir, "named.conf")
-		text := fmt.Sprintf(`options {
-  directory "%s";
-  listen-on port %d { 127.0.0.1; };
-  listen-on-v6 { none; };
-  recursion no;
-  pid-file none;
-};
-controls { };
-zone "%s" { type primary; file "%s"; };
-`, dir, port, zoneName, zoneFile)
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			return nil, err
-		}
-		return exec.Command("named", "-c", conf, "-g"), nil
-	}
-}
-
-// knotCommand runs Knot DNS on the zone file: its default of one UDP worker per CPU, no journal, no
-// control socket beyond the run directory, logging warnings only.
-func knotCommand(dir, zoneFile string) server {
-	return func(port int) (*exec.Cmd, error) {
-		kdir := filepath.Join(dir, "knot")
-		if err := os.MkdirAll(kdir, 0o700); err != nil {
-			return nil, err
-		}
-		conf := filepath.Join(kdir, "knot.conf")
-		text := fmt.Sprintf(`server:
-    listen: 127.0.0.1@%d
-    rundir: %[2]s
-log:
-  - target: stderr
-    any: warning
-database:
-    storage: %[2]s
-control:
-    listen: %[2]s/knot.sock
-zone:
-  - domain: %[3]s
-    file: %[4]s
-    journal-content: none
-    zonefile-sync: -1
-    zonefile-load: whole
-`, port, kdir, zoneName, zoneFile)
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			return nil, err
-		}
-		return exec.Command("knotd", "-c", conf), nil
-	}
-}
-
-// nsdCommand runs NSD on the zone file with one server process per CPU (its default is one), so it
-// uses the cores the others use.
-func nsdCommand(dir, zoneFile string) server {
-	return func(port int) (*exec.Cmd, error) {
-		ndir := filepath.Join(dir, "nsd")
-		if err := os.MkdirAll(ndir, 0o700); err != nil {
-			return nil, err
-		}
-		conf := filepath.Join(ndir, "nsd.conf")
-		text := fmt.Sprintf(`server:
-    ip-address: 127.0.0.1@%d
-    do-ip6: no
-    server-count: %d
-    reuseport: yes
-    username: ""
-    chroot: ""
-    zonesdir: "%[3]s"
-    database: ""
-    pidfile: "%[3]s/nsd.pid"
-    xfrdfile: "%[3]s/xfrd.state"
-    zonelistfile: "%[3]s/zone.list"
-    verbosity: 0
-remote-control:
-    control-enable: no
-zone:
-    name: %[4]s
-    zonefile: "%[5]s"
-`, port, runtime.NumCPU(), ndir, zoneName, zoneFile)
-		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
-			return nil, err
-		}
-		return exec.Command("nsd", "-d", "-c", conf), nil
-	}
-}
-
-// version returns the version a server prints, e.g. "9.18.49" from "BIND 9.18.49-1~deb12u3-Debian".
-func version(bin string, flag string) string {
-	out, err := exec.Command(bin, flag).CombinedOutput()
-	if err != nil {
-		return ""
-	}
-	m := regexp.MustCompile(`\d+\.\d+\.\d+`).Find(out)
-	return string(m)
-}
-
-// withProcess starts a server process on a free loopback port, waits until it answers, measures, and
-// stops it.
-func withProcess(dir string, start server, run func(netip.AddrPort) (measure, error)) (measure, error) {
-	free, err := freeport.Pick()
-	if err != nil {
-		return measure{}, err
-	}
-	addr := netip.MustParseAddrPort(free)
-	cmd, err := start(int(addr.Port()))
-	if err != nil {
-		return measure{}, err
-	}
-	log, err := os.Create(filepath.Join(dir, filepath.Base(cmd.Path)+".log"))
-	if err != nil {
-		return measure{}, err
-	}
-	defer log.Close()
-	cmd.Stdout, cmd.Stderr = log, log
-	// Its own process group, so the server's children (NSD forks its servers) stop with it.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		return measure{}, err
-	}
-	defer func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
-	}()
-	if err := waitAnswers(addr, "h1."+zoneName); err != nil {
-		out, _ := os.ReadFile(log.Name())
-		return measure{}, fmt.Errorf("%w (log: %s)", err, out)
-	}
-	return run(addr)
 }
 
 func waitAnswers(addr netip.AddrPort, name string) error {
