@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/metrics"
 	"runtime/pprof"
 	"sync"
 	"syscall"
@@ -261,4 +262,23 @@ func (ctl *controller) heapProfile(c *config, suffix string) {
 	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
 		fmt.Fprintln(os.Stderr, "heap profile:", err)
 	}
+}
+
+// heapPeak writes an in-process heap profile when the live heap has grown a tenth past its
+// highest so far, so the last one written is within a tenth of the phase's peak: the profile that
+// shows what holds the memory when the RSS peaks, which the phase's start and end profiles miss.
+type heapPeak struct{ highest uint64 }
+
+func (p *heapPeak) check(ctl *controller, c *config, suffix string) {
+	if !c.inProcess || c.memProfile == "" {
+		return
+	}
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	live := s[0].Value.Uint64()
+	if live < p.highest+p.highest/10 {
+		return
+	}
+	p.highest = live
+	ctl.heapProfile(c, suffix)
 }

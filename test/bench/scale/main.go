@@ -2,9 +2,15 @@
 // endpoint each, one inmemory zone) created at once beside 10,000 unrelated Secrets, on a real
 // kube-apiserver + etcd. For each size it reports the time from the first create until all are
 // Ready, the controller's CPU-seconds and API-server writes per record, its idle and peak RSS, and
-// then the time to delete all N, so a cost per record that grows with the zone shows across sizes.
+// then the time to delete all N and the deletions' own peak RSS (VmHWM is reset as they begin), so
+// a cost per record that grows with the zone shows across sizes.
 //
-//	go run ./test/bench/scale [-records 1000,5000,10000] [-secrets 10000] [-timeout 10m]
+//	go run ./test/bench/scale [-records 1000,5000,10000] [-secrets 10000] [-timeout 10m] [-floor]
+//
+// -floor measures the controller against the API server's own floor: before each size's controller
+// starts, a bare client does the minimum writes a record needs (create, finalizer PATCH, status
+// PATCH) for the same N records on the same API server (floor.go), and the report gives the
+// controller's time to all Ready divided by the bare client's, the figure issue 23 holds to 1.3.
 //
 // The controller is the binary built from ./cmd/dnspolicy-controller, run as a separate process with
 // its default flags (both controllers, every backend) against one control plane (hack/controlplane),
@@ -17,7 +23,7 @@
 // profiles: -cpuprofile covers the create-to-Ready phase (and X.delete the deletions), with the
 // controller's goroutines labelled side=controller (go tool pprof -tagfocus side=controller);
 // -memprofile writes heap profiles at the first create (.base), at half Ready (.half) and at all
-// Ready, and at the deletions' start and end (.delete.base, .delete), so `go tool pprof -base
+// Ready, and at the deletions' start, live-heap peak and end (.delete.base, .delete.peak, .delete), so `go tool pprof -base
 // X.base X` shows the allocations of a phase alone. RSS and CPU then include the harness.
 package main
 
@@ -51,6 +57,9 @@ const (
 	targetRecords = 10000
 	targetReady   = 2 * time.Minute
 	targetPeakRSS = 250 << 20
+	// targetFloorRatio is issue 23's: the controller's time to all Ready within this multiple of
+	// the bare client's floor, at every size.
+	targetFloorRatio = 1.3
 )
 
 // clockTicks is USER_HZ, the unit of utime and stime in /proc/<pid>/stat: 100 on every Linux
@@ -71,6 +80,7 @@ type config struct {
 	timeout       time.Duration
 	deleteTimeout time.Duration
 	progress      time.Duration
+	floor         bool
 	inProcess     bool
 	cpuProfile    string
 	memProfile    string
@@ -86,9 +96,10 @@ func run() error {
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "per size: stop waiting for Ready after this long and report how far it got")
 	flag.DurationVar(&c.deleteTimeout, "delete-timeout", 10*time.Minute, "per size: stop waiting for the deletions after this long")
 	flag.DurationVar(&c.progress, "progress", 10*time.Second, "print Ready records, RSS and CPU this often (0: never)")
+	flag.BoolVar(&c.floor, "floor", false, "before each size's controller, time a bare client's minimum writes for the same records (create, finalizer, status) on the same API server, and report the ratio")
 	flag.BoolVar(&c.inProcess, "inprocess", false, "run the controller in this process (for profiles); one size only")
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "with -inprocess: CPU profile of the create-to-Ready phase (and of the deletions, with suffix .delete)")
-	flag.StringVar(&c.memProfile, "memprofile", "", "with -inprocess: heap profiles at the first create (.base), half Ready (.half), all Ready, and the deletions' start and end (.delete.base, .delete)")
+	flag.StringVar(&c.memProfile, "memprofile", "", "with -inprocess: heap profiles at the first create (.base), half Ready (.half), all Ready, and the deletions' start, peak and end (.delete.base, .delete.peak, .delete)")
 	flag.StringVar(&c.binary, "controller", "", "controller binary to run (default: built from ./cmd/dnspolicy-controller)")
 	flag.Parse()
 	for _, s := range strings.Split(*sizes, ",") {
@@ -174,7 +185,7 @@ func report(results []result, inProcess bool) {
 		fmt.Println("in-process: RSS and CPU are of the harness and the controller together")
 	}
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "records\tcreated in\tall Ready\tafter the last create\thalf Ready\tms/record\tCPU-s\tCPU-ms/record\tcontrol plane CPU-ms/record\twrites/record\tidle RSS\tpeak RSS\tdeleted\tdelete rate (Ready ones)")
+	fmt.Fprintln(w, "records\tcreated in\tall Ready\tafter the last create\thalf Ready\tms/record\tCPU-s\tCPU-ms/record\tcontrol plane CPU-ms/record\twrites/record\tidle RSS\tpeak RSS to Ready\tpeak RSS deleting\tdeleted\tdelete rate (Ready ones)")
 	for _, r := range results {
 		all := r.all.Round(10 * time.Millisecond).String()
 		perRecord := r.all
@@ -191,10 +202,10 @@ func report(results []result, inProcess bool) {
 		if r.all > 0 {
 			afterLast = (r.all - r.created).Round(10 * time.Millisecond).String()
 		}
-		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f\t%s\t%s\t%s\t%.0f/s\n",
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%.2f\t%.1f\t%.1f\t%.1f\t%.2f\t%s\t%s\t%s\t%s\t%.0f/s\n",
 			r.records, r.created.Round(10*time.Millisecond), all, afterLast, r.half.Round(10*time.Millisecond),
 			float64(perRecord.Milliseconds())/div, r.cpu, 1000*r.cpu/div, 1000*r.controlPlaneCPU/div, r.totalWrites()/div,
-			mib(r.idleRSS), mib(r.peakRSS), deleted, float64(r.readyDeleted)/r.deleteTime.Seconds())
+			mib(r.idleRSS), mib(r.readyPeakRSS), mib(r.deletePeakRSS), deleted, float64(r.readyDeleted)/r.deleteTime.Seconds())
 	}
 	_ = w.Flush()
 	fmt.Println()
@@ -214,13 +225,40 @@ func report(results []result, inProcess bool) {
 		}
 		fmt.Println()
 	}
+	reportFloor(results)
 	i := slices.IndexFunc(results, func(r result) bool { return r.records == targetRecords })
 	if i < 0 {
 		return
 	}
 	r := results[i]
 	fmt.Printf("\ntargets for %d records: all Ready in <= %s: %s; peak RSS < %s: %s (%s)\n", targetRecords, targetReady,
-		verdict(r.all > 0 && r.all <= targetReady), mib(targetPeakRSS), verdict(r.peakRSS < targetPeakRSS), mib(r.peakRSS))
+		verdict(r.all > 0 && r.all <= targetReady), mib(targetPeakRSS), verdict(r.peakRSS() < targetPeakRSS), mib(r.peakRSS()))
+}
+
+// reportFloor prints, for the sizes run with -floor, the controller's time to all Ready against
+// the bare client's floor on the same API server in the same run.
+func reportFloor(results []result) {
+	if !slices.ContainsFunc(results, func(r result) bool { return r.floor > 0 }) {
+		return
+	}
+	fmt.Println()
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "records\tfloor (bare client)\tits control plane CPU-ms/record\tcontroller, all Ready\tits control plane CPU-ms/record\tratio\twithin %.1fx\n", targetFloorRatio)
+	for _, r := range results {
+		if r.floor == 0 {
+			continue
+		}
+		if r.all == 0 {
+			fmt.Fprintf(w, "%d\t%s\t%.1f\t%d Ready after %s\t-\t-\tNOT met\n", r.records, r.floor.Round(10*time.Millisecond),
+				1000*r.floorCPU/float64(r.records), r.ready, r.waited.Round(time.Second))
+			continue
+		}
+		ratio := r.all.Seconds() / r.floor.Seconds()
+		fmt.Fprintf(w, "%d\t%s\t%.1f\t%s\t%.1f\t%.2f\t%s\n", r.records, r.floor.Round(10*time.Millisecond),
+			1000*r.floorCPU/float64(r.records), r.all.Round(10*time.Millisecond), 1000*r.controlPlaneCPU/float64(r.records),
+			ratio, verdict(ratio <= targetFloorRatio))
+	}
+	_ = w.Flush()
 }
 
 func verdict(ok bool) string {

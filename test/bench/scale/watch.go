@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -139,4 +140,18 @@ func (w *recordWatch) verify(specs []*v1alpha1.DNSRecord) error {
 		}
 	}
 	return nil
+}
+
+// waitGone waits until the watch has seen every record go.
+func (w *recordWatch) waitGone(ctx context.Context) error {
+	for {
+		if _, left := w.counts(); left == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
