@@ -92,6 +92,9 @@ func startController(ctx context.Context, env *envtest.Environment, c *config, n
 	}
 	cmd := exec.Command(c.binary, append(args, "--kubeconfig="+kubeconfigPath)...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if c.memLimit != "" {
+		cmd.Env = append(os.Environ(), "GOMEMLIMIT="+c.memLimit)
+	}
 	// The controller dies with the harness, however the harness ends.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

@@ -85,6 +85,7 @@ type config struct {
 	cpuProfile    string
 	memProfile    string
 	binary        string
+	memLimit      string
 	workDir       string
 }
 
@@ -101,6 +102,7 @@ func run() error {
 	flag.StringVar(&c.cpuProfile, "cpuprofile", "", "with -inprocess: CPU profile of the create-to-Ready phase (and of the deletions, with suffix .delete)")
 	flag.StringVar(&c.memProfile, "memprofile", "", "with -inprocess: heap profiles at the first create (.base), half Ready (.half), all Ready, and the deletions' start, peak and end (.delete.base, .delete.peak, .delete)")
 	flag.StringVar(&c.binary, "controller", "", "controller binary to run (default: built from ./cmd/dnspolicy-controller)")
+	flag.StringVar(&c.memLimit, "gomemlimit", "", "GOMEMLIMIT of the controller process (e.g. 200MiB): its peak RSS with the Go runtime's soft memory limit, as a Deployment would set it")
 	flag.Parse()
 	for _, s := range strings.Split(*sizes, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -111,6 +113,9 @@ func run() error {
 	}
 	if c.inProcess && len(c.sizes) != 1 {
 		return errors.New("-inprocess runs one size (the manager registers its controllers once per process)")
+	}
+	if c.inProcess && c.memLimit != "" {
+		return errors.New("-gomemlimit applies to the controller process: drop -inprocess")
 	}
 	if !c.inProcess && (c.cpuProfile != "" || c.memProfile != "") {
 		return errors.New("-cpuprofile and -memprofile profile this process: add -inprocess")
