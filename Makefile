@@ -152,6 +152,10 @@ bench-clouds: envtest ## Time 64 loadbalanced DNSRecords to Ready on the emulate
 bench-scale: envtest ## 1,000, 5,000 and 10,000 DNSRecords at once beside 10,000 Secrets against the controller binary: time to Ready, CPU-s and writes per record, RSS (ARGS=-records=1000); figures go in docs/benchmarks.md.
 	go run ./test/bench/scale $(ARGS)
 
+.PHONY: bench-floor
+bench-floor: envtest ## The controller against the API server's floor: a bare client's create, finalizer and status writes for 64, 1,000 and 10,000 DNSRecords, then the controller taking the same to Ready, on the same API server in one run; the ratio is the figure (~30 min on 2 loaded cores; ARGS=-records=64,1000); figures go in docs/benchmarks.md.
+	go run ./test/bench/scale -floor -records 64,1000,10000 $(ARGS)
+
 .PHONY: bench-probes
 bench-probes: ## 1,000 health probes at 1s against loopback HTTP and HTTPS servers: checks/s, CPU-s per probe, heap and RSS, against a goroutine-per-probe peer (ARGS=-probes 1000 -duration 30s); figures go in docs/benchmarks.md.
 	go run ./test/bench/probes $(ARGS)

@@ -5,6 +5,7 @@ package testenv
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -93,11 +94,18 @@ func StopAll(envs []*Env) {
 // returns the namespace. Several managers may run in one process.
 func StartManager(t testing.TB, env *Env, prefix string, add func(ctrl.Manager) error) string {
 	t.Helper()
+	ns := NewNamespace(t, env, prefix)
+	StartManagerIn(t, env, ns, add)
+	return ns
+}
+
+// NewNamespace creates a namespace named from prefix on env and returns its name.
+func NewNamespace(t testing.TB, env *Env, prefix string) string {
+	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
 	if err := env.Client.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
-	StartManagerIn(t, env, ns.Name, add)
 	return ns.Name
 }
 
@@ -107,13 +115,36 @@ func StartManager(t testing.TB, env *Env, prefix string, add func(ctrl.Manager) 
 // namespace to see what a restarted controller does.
 func StartManagerIn(t testing.TB, env *Env, namespace string, add func(ctrl.Manager) error) (stop func()) {
 	t.Helper()
+	return StartManagerWith(t, env, ManagerOptions{Namespace: namespace}, add)
+}
+
+// ManagerOptions are what a test's manager may differ in from the binary's.
+type ManagerOptions struct {
+	// Namespace is the one namespace the manager's cache watches; "" watches all, as the binary
+	// does (for a test that runs one manager at a time).
+	Namespace string
+	// Wrap, when set, wraps the manager's HTTP transport: a test counts the controller's requests.
+	Wrap func(http.RoundTripper) http.RoundTripper
+}
+
+// StartManagerWith starts a manager on env with the controllers add puts in it, as StartManagerIn
+// does, and returns its stop function (safe to call more than once).
+func StartManagerWith(t testing.TB, env *Env, o ManagerOptions, add func(ctrl.Manager) error) (stop func()) {
+	t.Helper()
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS = -1 // as the binary runs (app.NewManager)
+	if o.Wrap != nil {
+		cfg.Wrap(o.Wrap)
+	}
+	var cacheOpts cache.Options
+	if o.Namespace != "" {
+		cacheOpts.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 Scheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{namespace: {}}},
+		Cache:                  cacheOpts,
 		// Several managers in one process register controllers of the same name.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -128,7 +159,7 @@ func StartManagerIn(t testing.TB, env *Env, namespace string, add func(ctrl.Mana
 	go func() {
 		defer close(done)
 		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager for %s: %v", namespace, err)
+			t.Errorf("manager for %s: %v", o.Namespace, err)
 		}
 	}()
 	stop = func() {

@@ -15,7 +15,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -23,6 +22,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/test/emulators/cloud"
+	"github.com/dnspolicy/dnspolicy-controller/test/integration/internal/recordplane"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -76,9 +76,8 @@ func startClusters(t testing.TB, c *cloud.Cloud, n int, opts dnsrecord.Options) 
 	c.Register(factory)
 	var out []*cluster
 	for i, e := range envs[:n] {
-		ns := testenv.StartManager(t, e, fmt.Sprintf("%s-c%d-", c.Name, i), func(mgr ctrl.Manager) error {
-			return app.AddControllers(mgr, app.Options{EnableRecordController: true}, factory, opts)
-		})
+		ns := recordplane.Start(t, e, fmt.Sprintf("%s-c%d-", c.Name, i),
+			recordplane.Controller{App: app.Options{EnableRecordController: true}, Factory: factory, Record: opts})
 		cl := &cluster{name: fmt.Sprintf("%s/cluster-%d", c.Name, i), c: e.Client, ns: ns}
 		if err := cl.c.Create(t.Context(), c.Secret(ns, "provider")); err != nil {
 			t.Fatal(err)

@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -32,6 +31,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+	"github.com/dnspolicy/dnspolicy-controller/test/integration/internal/recordplane"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -65,9 +65,7 @@ func startCluster(t testing.TB, name string, env *testenv.Env, store *inmemory.S
 	// The health tests' gateways are on loopback, which probes reach only when allowed.
 	opts := app.Options{EnableRecordController: true, EnableDNSPolicyController: true,
 		HealthCheckAllowedCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}}
-	ns := testenv.StartManager(t, env, name+"-", func(mgr ctrl.Manager) error {
-		return app.AddControllers(mgr, opts, factory, recordOptions())
-	})
+	ns := recordplane.Start(t, env, name+"-", recordplane.Controller{App: opts, Factory: factory, Record: recordOptions()})
 	return &cluster{env: env, c: env.Client, ns: ns}
 }
 

@@ -12,22 +12,17 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+	"github.com/dnspolicy/dnspolicy-controller/test/integration/internal/recordplane"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -270,38 +265,11 @@ func BenchmarkReady1000(b *testing.B) {
 // its 1,000 records during the next iteration.
 func startCountedManager(b testing.TB, requests *requestCounter, factory *providers.Factory) (string, func()) {
 	b.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "counted-"}}
-	if err := envs[0].Client.Create(context.Background(), ns); err != nil {
-		b.Fatal(err)
-	}
-	cfg := rest.CopyConfig(envs[0].Config)
-	cfg.QPS = -1 // as the binary runs (app.NewManager)
-	cfg.Wrap(requests.wrap)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 testenv.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns.Name: {}}},
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	ns := testenv.NewNamespace(b, envs[0], "counted-")
+	stop := recordplane.StartIn(b, envs[0], ns, recordplane.Controller{
+		App: app.Options{EnableRecordController: true}, Factory: factory, Record: dnsrecord.DefaultOptions(), Wrap: requests.wrap,
 	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := app.AddControllers(mgr, app.Options{EnableRecordController: true}, factory, dnsrecord.DefaultOptions()); err != nil {
-		b.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			b.Errorf("manager for %s: %v", ns.Name, err)
-		}
-	}()
-	var once sync.Once
-	stop := func() { once.Do(func() { cancel(); <-done }) }
-	b.Cleanup(stop)
-	return ns.Name, stop
+	return ns, stop
 }
 
 // requestCounter counts the API-server requests one client sends, by method and resource.

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -23,6 +22,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+	"github.com/dnspolicy/dnspolicy-controller/test/integration/internal/recordplane"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -45,9 +45,7 @@ func newRestartable(t *testing.T) *restartable {
 // start runs a record controller for the namespace with factory and returns its stop function.
 func (r *restartable) start(t *testing.T, factory *providers.Factory, opts dnsrecord.Options) func() {
 	t.Helper()
-	return testenv.StartManagerIn(t, r.env, r.ns, func(mgr ctrl.Manager) error {
-		return app.AddControllers(mgr, app.Options{EnableRecordController: true}, factory, opts)
-	})
+	return recordplane.StartIn(t, r.env, r.ns, recordplane.Controller{App: app.Options{EnableRecordController: true}, Factory: factory, Record: opts})
 }
 
 func inmemFactory(store *inmemory.Store) *providers.Factory {

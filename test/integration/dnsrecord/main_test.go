@@ -19,7 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -27,6 +26,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+	"github.com/dnspolicy/dnspolicy-controller/test/integration/internal/recordplane"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -62,13 +62,11 @@ func startClusters(t testing.TB, n int, store *inmemory.Store, opts dnsrecord.Op
 	}
 	var out []*cluster
 	for i, e := range envs[:n] {
-		ns := testenv.StartManager(t, e, fmt.Sprintf("c%d-", i), func(mgr ctrl.Manager) error {
-			// The health tests' gateways are on loopback, which probes reach only when allowed;
-			// refusedGateway stays refused, as the administrator's deny wins.
-			o := app.Options{EnableRecordController: true, HealthCheckAllowedCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
-				HealthCheckDeniedCIDRs: []netip.Prefix{netip.MustParsePrefix(refusedGateway + "/32")}}
-			return app.AddControllers(mgr, o, factory, opts)
-		})
+		// The health tests' gateways are on loopback, which probes reach only when allowed;
+		// refusedGateway stays refused, as the administrator's deny wins.
+		o := app.Options{EnableRecordController: true, HealthCheckAllowedCIDRs: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
+			HealthCheckDeniedCIDRs: []netip.Prefix{netip.MustParsePrefix(refusedGateway + "/32")}}
+		ns := recordplane.Start(t, e, fmt.Sprintf("c%d-", i), recordplane.Controller{App: o, Factory: factory, Record: opts})
 		out = append(out, &cluster{name: fmt.Sprintf("cluster-%d", i), c: e.Client, ns: ns})
 	}
 	return out

@@ -21,12 +21,8 @@ import (
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
@@ -34,6 +30,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 	"github.com/dnspolicy/dnspolicy-controller/test/geodb"
+	"github.com/dnspolicy/dnspolicy-controller/test/integration/internal/recordplane"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -78,9 +75,8 @@ func writeGeoDB(dir string) (string, error) {
 
 // manager is one running controller process.
 type manager struct {
-	addr   string
-	cancel context.CancelFunc
-	done   chan struct{}
+	addr string
+	stop func()
 }
 
 // startManager runs the binary's wiring with the DNS server on a free loopback port, and the record
@@ -99,42 +95,12 @@ func startManager(t *testing.T, factory *providers.Factory, edits ...func(*app.O
 	for _, edit := range edits {
 		edit(&o)
 	}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS = -1
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 testenv.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		// Tests run several managers in one process, one after the other.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	recordOpts := dnsrecord.DefaultOptions()
 	recordOpts.ValidationRetry = 100 * time.Millisecond
 	recordOpts.MinBackoff = 200 * time.Millisecond
-	if factory == nil {
-		factory = providers.NewFactory()
-	}
-	if err := app.AddControllers(mgr, o, factory, recordOpts); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &manager{addr: o.DNSServerAddress, cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(m.done)
-		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
-	t.Cleanup(m.stop)
-	return m
-}
-
-func (m *manager) stop() {
-	m.cancel()
-	<-m.done
+	// One manager at a time, watching every namespace, as the binary does.
+	stop := recordplane.StartIn(t, env, "", recordplane.Controller{App: o, Factory: factory, Record: recordOpts})
+	return &manager{addr: o.DNSServerAddress, stop: stop}
 }
 
 // coreDNSFactory enables the backends of the binary that these tests use.

@@ -26,7 +26,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	gatewayapiv1 "sigs.k8s.io/gateway-api/apis/v1"
 
@@ -37,6 +36,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/k8gb"
+	"github.com/dnspolicy/dnspolicy-controller/test/integration/internal/recordplane"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -101,9 +101,7 @@ func startCluster(t *testing.T) *cluster {
 	factory := providers.NewFactory()
 	factory.Register(v1alpha1.SecretTypeK8gb, k8gb.NewConstructor(k8gb.Config{StatusPoll: statusPoll}))
 	opts := app.Options{EnableRecordController: true, EnableDNSPolicyController: true}
-	ns := testenv.StartManager(t, env, "k8gb-", func(mgr ctrl.Manager) error {
-		return app.AddControllers(mgr, opts, factory, recordOptions())
-	})
+	ns := recordplane.Start(t, env, "k8gb-", recordplane.Controller{App: opts, Factory: factory, Record: recordOptions()})
 	return &cluster{c: env.Client, ns: ns}
 }
 
