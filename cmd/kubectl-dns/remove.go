@@ -79,9 +79,9 @@ func warnLive(w io.Writer, z *registry.Zone, zoneName, owner string, now time.Ti
 // publish it again at its next pass, and deleting the record is how it leaves for good.
 func notLocal(ctx context.Context, kc client.Client, owner string) error {
 	list := &v1alpha1.DNSRecordList{}
-	if err := kc.List(ctx, list); err != nil { //nolint:nilerr // see below
+	if err := kc.List(ctx, list); err != nil {
 		// Without the right to list every namespace the check cannot be made; the zone still can.
-		return nil
+		return nil //nolint:nilerr // on purpose, as said
 	}
 	for _, r := range list.Items {
 		if r.Status.OwnerID == owner {

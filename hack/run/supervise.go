@@ -163,7 +163,6 @@ func (c *controller) wait(ctx context.Context) error {
 		return nil
 	case <-time.After(stopGrace):
 		_ = c.cmd.Process.Kill()
-		<-c.exited
-		return fmt.Errorf("the controller did not stop within %s and was killed", stopGrace)
+		return fmt.Errorf("the controller did not stop within %s and was killed (%w)", stopGrace, <-c.exited)
 	}
 }

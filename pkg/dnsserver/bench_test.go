@@ -3,9 +3,10 @@ package dnsserver
 import (
 	"fmt"
 
-	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"net/netip"
 	"testing"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 
 	"github.com/miekg/dns"
 )

@@ -397,8 +397,8 @@ func TestErrorsAreClassified(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			if max := map[providers.ErrorKind]int{providers.Permanent: 1, providers.Transient: fastRetry.attempts}[tc.want]; calls != max {
-				t.Errorf("%d calls, want %d", calls, max)
+			if most := map[providers.ErrorKind]int{providers.Permanent: 1, providers.Transient: fastRetry.attempts}[tc.want]; calls != most {
+				t.Errorf("%d calls, want %d", calls, most)
 			}
 		})
 	}

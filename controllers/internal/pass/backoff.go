@@ -20,9 +20,9 @@ type Backoff struct {
 	failures map[reconcile.Request]int
 }
 
-// NewBackoff returns a backoff from min up to max.
-func NewBackoff(min, max time.Duration) *Backoff {
-	return &Backoff{Min: min, Max: max}
+// NewBackoff returns a backoff from lowest up to highest.
+func NewBackoff(lowest, highest time.Duration) *Backoff {
+	return &Backoff{Min: lowest, Max: highest}
 }
 
 // When counts a failure of key and returns how long it waits before its next pass.

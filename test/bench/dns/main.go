@@ -382,7 +382,7 @@ func latencies(addr netip.AddrPort, queries string, qps int, d time.Duration, ex
 		"-c", "4", "-l", strconv.Itoa(int(d.Seconds())), "-Q", strconv.Itoa(qps), "-v"}, extra...)
 	out, err := exec.Command("dnsperf", args...).CombinedOutput()
 	if err != nil {
-		return 0, 0, fmt.Errorf("dnsperf: %v\n%.2000s", err, out)
+		return 0, 0, fmt.Errorf("dnsperf: %w\n%.2000s", err, out)
 	}
 	var lat []float64
 	for _, m := range verboseLine.FindAllSubmatch(out, -1) {
@@ -402,7 +402,7 @@ func dnsperf(addr netip.AddrPort, queries string, clients int, d time.Duration, 
 		"-c", strconv.Itoa(clients), "-l", strconv.Itoa(int(d.Seconds())), "-q", "200"}, extra...)
 	out, err := exec.Command("dnsperf", args...).CombinedOutput()
 	if err != nil {
-		return 0, 0, fmt.Errorf("dnsperf: %v\n%s", err, out)
+		return 0, 0, fmt.Errorf("dnsperf: %w\n%s", err, out)
 	}
 	q, l := qpsLine.FindSubmatch(out), latencyLine.FindSubmatch(out)
 	if q == nil || l == nil {
@@ -444,7 +444,9 @@ func updateLatency(n int) (time.Duration, []time.Duration, error) {
 	go func() { done <- mgr.Start(ctx) }()
 	defer func() {
 		cancel()
-		<-done
+		if err := <-done; err != nil {
+			fmt.Fprintln(os.Stderr, "bench-dns: the controller's manager stopped with", err)
+		}
 	}()
 
 	c := env.Client

@@ -141,7 +141,7 @@ func withProcess(dir string, start server, run func(netip.AddrPort) (measure, er
 	if err != nil {
 		return measure{}, err
 	}
-	defer log.Close()
+	defer func() { _ = log.Close() }() // a log nobody reads unless the run failed
 	cmd.Stdout, cmd.Stderr = log, log
 	// Its own process group, so the server's children (NSD forks its servers) stop with it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -97,7 +97,7 @@ func orchestrate(probes, workers int, interval, warmup, duration time.Duration, 
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // a temporary directory: nothing to do if it stays
 	if err := writeCerts(dir); err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package clouddns
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -88,7 +89,7 @@ func TestRecordSetMethods(t *testing.T) {
 	}
 	_, err = svc.ResourceRecordSets.Create("p", zone, a("www.example.com.", 300, "192.0.2.9")).Context(t.Context()).Do()
 	expectError(t, "create of an existing set", err, http.StatusConflict, "alreadyExists")
-	if gerr, ok := err.(*googleapi.Error); ok && gerr.Message != "The resource 'entity.rrset' named 'www.example.com. (A)' already exists" {
+	if gerr := (*googleapi.Error)(nil); errors.As(err, &gerr) && gerr.Message != "The resource 'entity.rrset' named 'www.example.com. (A)' already exists" {
 		t.Errorf("alreadyExists message %q", gerr.Message)
 	}
 	_, err = svc.ResourceRecordSets.Create("p", zone, &dns.ResourceRecordSet{Name: "www.example.com.", Type: "CNAME", Ttl: 60, Rrdatas: []string{"x.example.net."}}).Context(t.Context()).Do()
@@ -218,7 +219,7 @@ func TestChangeQuotas(t *testing.T) {
 		_, err := svc.Changes.Create("p", zone, tc.change).Context(t.Context()).Do()
 		expectError(t, tc.name, err, http.StatusForbidden, "quotaExceeded")
 		var got []string
-		if gerr, ok := err.(*googleapi.Error); ok {
+		if gerr := (*googleapi.Error)(nil); errors.As(err, &gerr) {
 			for _, e := range gerr.Errors {
 				got = append(got, e.Message)
 			}
