@@ -129,3 +129,39 @@ func TestLayerRules(t *testing.T) {
 		})
 	}
 }
+
+// docs/architecture.md names every package of pkg/, controllers/ and providers/, so a new one is
+// placed on the map when it is made.
+func TestArchitectureNamesEveryPackage(t *testing.T) {
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Dir(wd)
+	page, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, top := range []string{"pkg", "controllers", "providers"} {
+		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d os.DirEntry, err error) error {
+			if err != nil || !d.IsDir() {
+				return err
+			}
+			if d.Name() == "testdata" {
+				return filepath.SkipDir
+			}
+			files, _ := filepath.Glob(filepath.Join(path, "*.go"))
+			if len(files) == 0 || path == filepath.Join(root, top) {
+				return nil
+			}
+			rel, _ := filepath.Rel(root, path)
+			if !strings.Contains(string(page), "`"+filepath.ToSlash(rel)+"`") {
+				t.Errorf("docs/architecture.md does not name %s", rel)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
