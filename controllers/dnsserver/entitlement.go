@@ -7,9 +7,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/internal/pass"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/grant"
 )
@@ -34,7 +36,7 @@ func (r *Reconciler) namespaceLabels(ctx context.Context, name string) (map[stri
 // entitle decides what of each record the grants let the zone serve. A zone is served only when a
 // namespace holding its records has a grant for its apex; then each endpoint only when a grant of
 // its record's namespace covers its name.
-func (r *Reconciler) entitle(ctx context.Context, s *zoneScope) (bool, error) {
+func (r *Reconciler) entitle(ctx context.Context, s *zoneScope) (ctrl.Result, bool, error) {
 	nsLabels := map[string]map[string]string{}
 	apexGranted := false
 	for i := range s.records {
@@ -44,7 +46,7 @@ func (r *Reconciler) entitle(ctx context.Context, s *zoneScope) (bool, error) {
 		}
 		labels, err := r.namespaceLabels(ctx, ns)
 		if err != nil {
-			return true, err
+			return pass.Done(ctrl.Result{}, err)
 		}
 		nsLabels[ns] = labels
 		apexGranted = apexGranted || r.Grants.Covers(ns, labels, s.zone)
@@ -63,7 +65,7 @@ func (r *Reconciler) entitle(ctx context.Context, s *zoneScope) (bool, error) {
 		}
 		r.entitleRecord(s, rec, nsLabels[rec.Namespace], apexGranted)
 	}
-	return false, nil
+	return pass.Continue()
 }
 
 // entitleRecord gives one record its verdict and, for what of it is granted, a source.

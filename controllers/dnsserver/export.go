@@ -7,9 +7,11 @@ import (
 	"slices"
 	"time"
 
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/internal/pass"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 )
@@ -66,9 +68,9 @@ func (r *Reconciler) exported(zone string) bool {
 // export offers the zone's export, when it is exported: what this cluster publishes in it, with
 // the cluster's lease, renewed every LeaseEvery (the pass comes back then to renew it). A zone
 // with peers is served merged with their exports.
-func (r *Reconciler) export(ctx context.Context, s *zoneScope) (bool, error) {
+func (r *Reconciler) export(ctx context.Context, s *zoneScope) (ctrl.Result, bool, error) {
 	if !r.exported(s.zone) {
-		return false, nil
+		return pass.Continue()
 	}
 	s.result.RequeueAfter = r.LeaseEvery
 	l := lease.Renew(r.ClusterID, time.Now(), r.LeaseEvery, r.LeaseDuration)
@@ -82,7 +84,7 @@ func (r *Reconciler) export(ctx context.Context, s *zoneScope) (bool, error) {
 	if r.Peers != nil && r.Peers.HasPeers(s.zone) {
 		r.mergePeers(ctx, s)
 	}
-	return false, nil
+	return pass.Continue()
 }
 
 // mergePeers serves the zone merged from its export and its peers', and says whether every peer is

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/internal/pass"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 )
 
@@ -42,41 +43,40 @@ type zoneScope struct {
 	result   ctrl.Result
 }
 
-// zonePhase is one step of a pass; done ends the pass with the scope's result and err, the
-// conditions unwritten.
-type zonePhase func(ctx context.Context, s *zoneScope) (done bool, err error)
-
 // Reconcile serves a zone from the granted endpoints of its authoritative records, or stops
-// serving it when none is left, and tells each record of the zone what of it is served.
+// serving it when none is left, and tells each record of the zone what of it is served. It runs the
+// phases every controller runs (package pass); one that ends the pass early leaves the conditions
+// unwritten.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	s := &zoneScope{zone: req.Name, verdicts: map[client.ObjectKey]metav1.Condition{}, ungranted: map[client.ObjectKey][]string{}}
-	for _, phase := range []zonePhase{r.listRecords, r.entitle, r.keepOwnRecords, r.export, r.serve} {
-		if done, err := phase(ctx, s); done || err != nil {
-			return s.result, err
-		}
-	}
-	return s.result, r.report(ctx, s.records, s.verdicts, s.peers)
+	return pass.Run(ctx, s, r.listRecords, r.entitle, r.keepOwnRecords, r.export, r.serve, r.writeVerdicts)
+}
+
+// writeVerdicts writes each record's Served condition (and the zone's Peers), ending the pass with
+// the result the phases worked out.
+func (r *Reconciler) writeVerdicts(ctx context.Context, s *zoneScope) (ctrl.Result, bool, error) {
+	return pass.Done(s.result, r.report(ctx, s.records, s.verdicts, s.peers))
 }
 
 // listRecords reads the zone's authoritative records, in a fixed order so every replica builds
 // the same zone from the same objects.
-func (r *Reconciler) listRecords(ctx context.Context, s *zoneScope) (bool, error) {
+func (r *Reconciler) listRecords(ctx context.Context, s *zoneScope) (ctrl.Result, bool, error) {
 	var list v1alpha1.DNSRecordList
 	if err := r.Client.List(ctx, &list, client.MatchingLabels{
 		v1alpha1.AuthoritativeRecordLabel: "true", v1alpha1.CoreDNSZoneNameLabel: s.zone,
 	}); err != nil {
-		return true, err
+		return pass.Done(ctrl.Result{}, err)
 	}
 	slices.SortFunc(list.Items, func(a, b v1alpha1.DNSRecord) int {
 		return cmp.Or(cmp.Compare(a.Namespace, b.Namespace), cmp.Compare(a.Name, b.Name))
 	})
 	s.records = list.Items
-	return false, nil
+	return pass.Continue()
 }
 
 // keepOwnRecords leaves out the lease and health records this cluster did not write (ownRecordsOnly)
 // and makes the zone's data from the rest.
-func (r *Reconciler) keepOwnRecords(_ context.Context, s *zoneScope) (bool, error) {
+func (r *Reconciler) keepOwnRecords(_ context.Context, s *zoneScope) (ctrl.Result, bool, error) {
 	s.sources, s.local, s.ownRefused = r.ownRecordsOnly(s.zone, s.sources)
 	s.endpoints = len(s.local)
 	s.data = dnsserver.ZoneData{
@@ -85,18 +85,18 @@ func (r *Reconciler) keepOwnRecords(_ context.Context, s *zoneScope) (bool, erro
 		Secondaries: r.Secondaries[s.zone],
 		Changed:     s.changed,
 	}
-	return false, nil
+	return pass.Continue()
 }
 
 // serve hands the zone to the server, or takes it away when nothing of it is left, and turns what
 // the server refused into the records' verdicts.
-func (r *Reconciler) serve(ctx context.Context, s *zoneScope) (bool, error) {
+func (r *Reconciler) serve(ctx context.Context, s *zoneScope) (ctrl.Result, bool, error) {
 	for name, reasons := range s.ownRefused {
 		s.verdicts[keyOf(name)] = notServed(ReasonRecordsRefused, refusedMessage(s.zone, reasons))
 	}
 	if s.endpoints == 0 {
 		r.Server.RemoveZone(s.zone)
-		return false, nil
+		return pass.Continue()
 	}
 	st, err := r.Server.SetZone(s.zone, s.data)
 	if err != nil {
@@ -104,8 +104,7 @@ func (r *Reconciler) serve(ctx context.Context, s *zoneScope) (bool, error) {
 			s.verdicts[keyOf(src.Name)] = notServed(ReasonZoneError, fmt.Sprintf("zone %s cannot be served: %v", s.zone, err))
 		}
 		_ = r.report(ctx, s.records, s.verdicts, s.peers)
-		s.result = ctrl.Result{}
-		return true, fmt.Errorf("serving zone %s: %w", s.zone, err)
+		return pass.Done(ctrl.Result{}, fmt.Errorf("serving zone %s: %w", s.zone, err))
 	}
 	for name, reasons := range withRefused(st.Refused, s.ownRefused) {
 		s.ungranted[keyOf(name)] = append(s.ungranted[keyOf(name)], reasons...)
@@ -124,7 +123,7 @@ func (r *Reconciler) serve(ctx context.Context, s *zoneScope) (bool, error) {
 	if st.Changed {
 		log.FromContext(ctx).V(1).Info("serving zone", "zone", s.zone, "serial", st.Serial, "records", len(s.sources), "refused", len(st.Skipped))
 	}
-	return false, nil
+	return pass.Continue()
 }
 
 // lastChange is when a record's spec or metadata last changed, as the API server recorded it: the
