@@ -57,28 +57,17 @@ func layerRule(pkg, imp string) string {
 // The import direction of the house (docs/architecture.md): checked on every non-test Go file under
 // pkg/ and providers/.
 func TestLayers(t *testing.T) {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Dir(wd)
+	root := repoRoot(t)
 	checked := 0
 	for _, top := range []string{"pkg", "providers"} {
-		err := filepath.WalkDir(filepath.Join(root, top), func(path string, d os.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() && d.Name() == "testdata" {
-				return filepath.SkipDir
-			}
-			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+		walkGo(t, root, filepath.Join(root, top), func(path, rel string) error {
+			if strings.HasSuffix(path, "_test.go") {
 				return nil
 			}
 			f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly)
 			if err != nil {
 				return err
 			}
-			rel, _ := filepath.Rel(root, path)
 			pkg := filepath.ToSlash(filepath.Dir(rel))
 			for _, spec := range f.Imports {
 				imp, _ := strconv.Unquote(spec.Path.Value)
@@ -89,9 +78,6 @@ func TestLayers(t *testing.T) {
 			checked++
 			return nil
 		})
-		if err != nil {
-			t.Fatal(err)
-		}
 	}
 	if checked < 50 {
 		t.Fatalf("checked only %d files: the walk missed the tree", checked)
@@ -133,11 +119,7 @@ func TestLayerRules(t *testing.T) {
 // docs/architecture.md names every package of pkg/, controllers/ and providers/, so a new one is
 // placed on the map when it is made.
 func TestArchitectureNamesEveryPackage(t *testing.T) {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Dir(wd)
+	root := repoRoot(t)
 	page, err := os.ReadFile(filepath.Join(root, "docs", "architecture.md"))
 	if err != nil {
 		t.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"go/parser"
 	"go/token"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -19,27 +18,16 @@ const (
 
 // Every non-test, non-generated Go file of the repository keeps to the limits.
 func TestFileAndFunctionSizes(t *testing.T) {
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Dir(wd)
+	root := repoRoot(t)
 	checked := 0
-	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "testdata" || d.Name() == "bin" || strings.HasPrefix(d.Name(), ".") && path != root) {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+	walkGo(t, root, root, func(path, rel string) error {
+		if strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
 		src, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(root, path)
 		fset := token.NewFileSet()
 		f, err := parser.ParseFile(fset, path, src, parser.ParseComments)
 		if err != nil {
@@ -63,9 +51,6 @@ func TestFileAndFunctionSizes(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if checked < 100 {
 		t.Fatalf("checked only %d files: the walk missed the tree", checked)
 	}

@@ -8,7 +8,6 @@ import (
 	"go/build/constraint"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -28,24 +27,12 @@ var needsIntegration = []string{
 // one of the tags too. (A test under test/integration that needs only Go, such as in-process
 // emulators, may stay in the unit tier.)
 func TestTiersAreTagged(t *testing.T) {
-	// Tests run in their package's directory, test/.
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	root := filepath.Dir(wd)
+	root := repoRoot(t)
 	checked := 0
-	err = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() && (d.Name() == "testdata" || strings.HasPrefix(d.Name(), ".") && path != root) {
-			return filepath.SkipDir
-		}
-		if d.IsDir() || !strings.HasSuffix(path, "_test.go") {
+	walkGo(t, root, root, func(path, rel string) error {
+		if !strings.HasSuffix(path, "_test.go") {
 			return nil
 		}
-		rel, _ := filepath.Rel(root, path)
 		f, err := parser.ParseFile(token.NewFileSet(), path, nil, parser.ImportsOnly|parser.ParseComments)
 		if err != nil {
 			return err
@@ -101,9 +88,6 @@ func TestTiersAreTagged(t *testing.T) {
 		}
 		return nil
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if checked < 20 {
 		t.Fatalf("only %d test files found under %s", checked, root)
 	}
