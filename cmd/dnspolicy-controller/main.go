@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
@@ -23,6 +24,7 @@ func main() {
 	}
 	log := opts.Logger()
 	ctrl.SetLogger(log)
+	app.SetMemoryLimit(log, memlimit.FromCgroup)
 	cfg, err := opts.RESTConfig()
 	if err != nil {
 		log.Error(err, "loading cluster connection")

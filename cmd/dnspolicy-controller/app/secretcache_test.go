@@ -24,8 +24,6 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
-
 // kubectlApply creates or updates a Secret as client-side `kubectl apply` does: the manifest, data
 // included, goes into the last-applied annotation, written under kubectl's field manager.
 func kubectlApply(ctx context.Context, t *testing.T, c client.Client, s *corev1.Secret) {

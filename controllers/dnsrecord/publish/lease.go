@@ -68,6 +68,7 @@ func (q *queue) renewed(w *waiter) {
 		defer q.mu.Unlock()
 		if w := q.renewalWaiter(q.pending, q.prov); w != nil && !q.closed {
 			q.pending = append(q.pending, w)
+			q.arrive()
 			q.start()
 		}
 	})

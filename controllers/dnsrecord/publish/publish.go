@@ -110,8 +110,10 @@ type Options struct {
 	MaxAge time.Duration
 	// Gather is how long a cycle waits for another request to join it; every request that joins
 	// restarts the wait, up to MaxGather after the first, so a burst (a policy creating many records,
-	// a controller starting) becomes one cycle while a lone request waits only Gather.
-	Gather, MaxGather time.Duration
+	// a controller starting) becomes one cycle while a lone request waits only Gather. Inside a
+	// burst the wait shrinks to a few of the burst's own gaps between requests, never below
+	// MinGather (0: Gather), so a fast burst is not held a whole Gather after its last request.
+	Gather, MinGather, MaxGather time.Duration
 	// StaleRetries bounds re-plans after the backend says the view was stale.
 	StaleRetries int
 	// Leases configure owner leases.
@@ -133,11 +135,14 @@ type Options struct {
 // DefaultCallTimeout bounds one provider call when Options.CallTimeout is 0.
 const DefaultCallTimeout = 2 * time.Minute
 
-// DefaultOptions suit a controller: views at most 10 s old, cycles gathered for 100 ms to 1 s. A
-// gather shorter than the gaps between reconciles of a burst on a busy API server splits the burst
-// into many small cycles, each costing a batch.
+// DefaultOptions suit a controller: views at most 10 s old, cycles gathered for 20 to 100 ms of
+// quiet, at most 1 s. A gather shorter than the gaps between reconciles of a burst on a busy API
+// server splits the burst into many small cycles, each costing a batch; one longer than a fast
+// burst's gaps only delays its records (at 64 records on a quiet API server, a fixed 100 ms was a
+// third of the time to Ready).
 func DefaultOptions() Options {
-	return Options{MaxAge: 10 * time.Second, Gather: 100 * time.Millisecond, MaxGather: time.Second, StaleRetries: 3, CallTimeout: DefaultCallTimeout}
+	return Options{MaxAge: 10 * time.Second, Gather: 100 * time.Millisecond, MinGather: 20 * time.Millisecond, MaxGather: time.Second,
+		StaleRetries: 3, CallTimeout: DefaultCallTimeout}
 }
 
 // Publisher holds one queue per zone and account.
@@ -180,6 +185,7 @@ func (p *Publisher) Publish(ctx context.Context, prov providers.Provider, accoun
 	q.cluster.mu.Unlock()
 	q.prov = prov
 	q.pending = append(q.pending, w)
+	q.arrive()
 	q.start()
 	q.mu.Unlock()
 	select {
@@ -338,7 +344,7 @@ func (p *Publisher) Forget(account string, zone providers.Zone) {
 func (p *Publisher) queueLocked(k queueKey, zone providers.Zone) *queue {
 	q, ok := p.queues[k]
 	if !ok {
-		q = &queue{zone: zone, opts: p.opts, now: p.now, local: map[string]bool{}, records: map[string]string{}, cluster: p.cluster, closed: p.closed}
+		q = &queue{zone: zone, opts: p.opts, now: p.now, arrived: make(chan struct{}, 1), local: map[string]bool{}, records: map[string]string{}, cluster: p.cluster, closed: p.closed}
 		q.judge.Tolerance = p.opts.Leases.Tolerance
 		q.zoneKey = k.account + "/" + zone.ID
 		p.queues[k] = q

@@ -83,6 +83,36 @@ func TestBurstBecomesOneCycle(t *testing.T) {
 	}
 }
 
+// A lone request waits Gather for company; a burst's cycle starts a few of its own gaps after its
+// last request, not a whole Gather later (MinGather).
+func TestGatherShrinksInsideABurst(t *testing.T) {
+	store, zone := newZone(t)
+	o := slow()
+	o.Gather, o.MinGather, o.MaxGather = 3*time.Second, 10*time.Millisecond, 10*time.Second
+	p, prov := New(o), provider(store)
+	start := time.Now()
+	publish(t, p, prov, zone, Request{OwnerID: "lone", Desired: []*v1alpha1.Endpoint{a("lone.example.com", "10.0.0.1")}})
+	if took := time.Since(start); took < o.Gather {
+		t.Errorf("a lone request was served after %s, want after Gather (%s)", took, o.Gather)
+	}
+
+	var wg sync.WaitGroup
+	start = time.Now()
+	for i := 0; i < 20; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			publish(t, p, prov, zone, Request{OwnerID: fmt.Sprintf("burst-%02d", i), Desired: []*v1alpha1.Endpoint{a(fmt.Sprintf("b%d.example.com", i), "10.0.0.2")}})
+		}(i)
+	}
+	wg.Wait()
+	// The bound is Gather: with a fixed wait the burst would take at least that long, while its own
+	// gaps (microseconds, milliseconds on a loaded machine) make its wait MinGather.
+	if took := time.Since(start); took >= o.Gather {
+		t.Errorf("a burst of 20 was served after %s, want well before Gather (%s)", took, o.Gather)
+	}
+}
+
 // A backend's batch limit cuts a cycle into several batches without splitting one request.
 func TestBatchLimit(t *testing.T) {
 	store, zone := newZone(t)

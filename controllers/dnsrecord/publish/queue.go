@@ -39,6 +39,8 @@ type queue struct {
 
 	mu      sync.Mutex
 	pending []*waiter
+	// arrived is signalled (capacity 1) whenever a request joins pending, for gather.
+	arrived chan struct{}
 	running bool
 	// view is owned by the cycle running; nil when there is none or it may be wrong.
 	view *view
@@ -109,20 +111,51 @@ func (q *queue) serve(waiters []*waiter) {
 	q.cycle(waiters)
 }
 
-// gather waits while requests keep arriving, up to MaxGather.
+// gather waits while requests keep arriving: the cycle starts once none has arrived for the quiet
+// wait, or MaxGather after the gathering began. A lone request waits Gather. Inside a burst the
+// wait is quietGaps times the mean gap between the burst's arrivals, never less than MinGather nor
+// more than Gather: a burst whose reconciles come a millisecond apart (a fast API server) is not
+// held a whole Gather after its last request, and one whose reconciles come tens of milliseconds
+// apart (a busy API server) still becomes one cycle.
 func (q *queue) gather() {
-	start := q.now()
+	floor := q.opts.MinGather
+	if floor <= 0 {
+		floor = q.opts.Gather
+	}
+	deadline := time.NewTimer(q.opts.MaxGather)
+	defer deadline.Stop()
+	quiet := time.NewTimer(q.opts.Gather)
+	defer quiet.Stop()
+	var first time.Time
+	arrivals := 0
 	for {
-		q.mu.Lock()
-		n := len(q.pending)
-		q.mu.Unlock()
-		time.Sleep(q.opts.Gather)
-		q.mu.Lock()
-		grew := len(q.pending) > n
-		q.mu.Unlock()
-		if !grew || q.now().Sub(start) >= q.opts.MaxGather {
+		select {
+		case <-q.arrived:
+			arrivals++
+			wait := q.opts.Gather
+			if arrivals == 1 {
+				first = time.Now()
+			} else {
+				wait = min(max(quietGaps*time.Since(first)/time.Duration(arrivals-1), floor), q.opts.Gather)
+			}
+			quiet.Reset(wait) // since Go 1.23 a Reset timer never delivers the old expiry
+		case <-quiet.C:
+			return
+		case <-deadline.C:
 			return
 		}
+	}
+}
+
+// quietGaps is how many of a burst's mean gaps between arrivals pass without one before the burst
+// is taken as over.
+const quietGaps = 4
+
+// arrive tells a gathering that a request joined; q.mu is held.
+func (q *queue) arrive() {
+	select {
+	case q.arrived <- struct{}{}:
+	default: // a signal not yet taken stands for this one too
 	}
 }
 

@@ -57,18 +57,18 @@ func (r result) peakRSS() uint64 { return max(r.readyPeakRSS, r.deletePeakRSS) }
 
 // bench runs one size: the bare client's floor (with -floor), then a fresh controller and
 // namespace taking the records to Ready and deleting them.
-func (h *harness) bench(ctx context.Context, env *envtest.Environment, c *config, n int) (result, error) {
+func (h *harness) bench(ctx context.Context, env *envtest.Environment, c *config, n, run int) (result, error) {
 	r := result{records: n}
 	if c.floor {
 		var err error
-		if r.floor, r.floorCPU, err = h.floor(ctx, c, n); err != nil {
+		if r.floor, r.floorCPU, err = h.floor(ctx, c, n, run); err != nil {
 			return r, fmt.Errorf("the floor: %w", err)
 		}
 		fmt.Printf("%d records: the bare client's floor (create, finalizer, status) %s, control plane %.1f CPU-s\n",
 			n, r.floor.Round(10*time.Millisecond), r.floorCPU)
 	}
-	ns := fmt.Sprintf("bench-scale-%d", n)
-	zone := fmt.Sprintf("scale%d.example.com", n)
+	ns := fmt.Sprintf("bench-scale-%d-%d", n, run)
+	zone := fmt.Sprintf("scale%d-%d.example.com", n, run)
 	if err := h.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return r, err
 	}

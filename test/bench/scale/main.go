@@ -91,7 +91,7 @@ type config struct {
 
 func run() error {
 	var c config
-	sizes := flag.String("records", "1000,5000,10000", "comma-separated numbers of DNSRecords, one run each")
+	sizes := flag.String("records", "1000,5000,10000", "comma-separated numbers of DNSRecords, one run each (a size may repeat: 64,64,64)")
 	flag.IntVar(&c.secrets, "secrets", 10000, "unrelated Secrets created before the first run (kubectl-applied: data and last-applied-configuration)")
 	flag.IntVar(&c.creators, "creators", 100, "concurrent clients creating (and deleting) the records")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "per size: stop waiting for Ready after this long and report how far it got")
@@ -158,8 +158,8 @@ func run() error {
 	fmt.Printf("%d unrelated Secrets created in %s\n", c.secrets, time.Since(start).Round(100*time.Millisecond))
 
 	var results []result
-	for _, n := range c.sizes {
-		r, err := h.bench(ctx, env, &c, n)
+	for run, n := range c.sizes {
+		r, err := h.bench(ctx, env, &c, n, run)
 		if err != nil {
 			return fmt.Errorf("%d records: %w", n, err)
 		}
