@@ -148,6 +148,10 @@ bench-dns: envtest dns-tools ## Benchmark the embedded DNS server against CoreDN
 bench-clouds: envtest ## Time 64 loadbalanced DNSRecords to Ready on the emulated Route 53, Cloud DNS and Azure (~5 min; ARGS=-clouds=aws); figures go in docs/benchmarks.md.
 	go run ./test/bench/clouds $(ARGS)
 
+.PHONY: bench-rfc2136
+bench-rfc2136: envtest dns-tools ## 1,000 DNSRecords to Ready on BIND through the rfc2136 backend, beside the Route 53 emulator: time, batches and the servers' count of write messages (ARGS=-batch 500); figures go in docs/benchmarks.md.
+	go run ./test/bench/rfc2136 $(ARGS)
+
 .PHONY: bench-scale
 bench-scale: envtest ## 1,000, 5,000 and 10,000 DNSRecords at once beside 10,000 Secrets against the controller binary: time to Ready, CPU-s and writes per record, RSS (ARGS=-records=1000); figures go in docs/benchmarks.md.
 	go run ./test/bench/scale $(ARGS)

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Installs Debian's BIND (named, nsupdate, tsig-keygen), dig and dnsperf, and the peers `make bench-dns`
-# compares against (Knot DNS's knotd and knotc, NSD), when any is missing. DNS tests check answers with
-# these real tools. Needs root (or sudo) and the Debian package archive.
+# Installs Debian's BIND (named, nsupdate, tsig-keygen), dig and dnsperf, the peers `make bench-dns`
+# compares against (Knot DNS's knotd and knotc, NSD), and PowerDNS with its sqlite3 backend (which the
+# rfc2136 backend's tests also start), when any is missing. DNS tests check answers with these real
+# tools. Needs root (or sudo) and the Debian package archive.
 set -euo pipefail
 missing=()
-for tool in named nsupdate tsig-keygen dig dnsperf knotd knotc nsd; do
+for tool in named nsupdate tsig-keygen dig dnsperf knotd knotc nsd pdns_server pdnsutil sqlite3; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
+ls /usr/lib/*/pdns/libgsqlite3backend.so >/dev/null 2>&1 || missing+=(pdns-backend-sqlite3)
 [ ${#missing[@]} -eq 0 ] && exit 0
-echo "hack/dns-tools: installing bind9, bind9-utils, bind9-dnsutils, dnsperf, knot, nsd (missing: ${missing[*]})" >&2
+echo "hack/dns-tools: installing bind9, bind9-utils, bind9-dnsutils, dnsperf, knot, nsd, pdns-server, pdns-backend-sqlite3, sqlite3 (missing: ${missing[*]})" >&2
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
   command -v sudo >/dev/null 2>&1 || { echo "hack/dns-tools: need root or sudo to install ${missing[*]}" >&2; exit 1; }
@@ -24,4 +26,4 @@ if [ ! -e "$policy" ]; then
   $sudo chmod +x "$policy"
   trap '$sudo rm -f "$policy"' EXIT
 fi
-$sudo apt-get install -y -qq --no-install-recommends bind9 bind9-utils bind9-dnsutils dnsperf knot nsd >&2
+$sudo apt-get install -y -qq --no-install-recommends bind9 bind9-utils bind9-dnsutils dnsperf knot nsd pdns-server pdns-backend-sqlite3 sqlite3 >&2

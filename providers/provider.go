@@ -46,6 +46,27 @@ type Capabilities struct {
 	// changes), so batches are cut where the backend's own limits fall rather than at a count
 	// small enough for the worst case.
 	BatchFits func(*Changes) bool
+	// NoRoutingPolicies: the backend's servers answer every client alike (an RFC 2136 server), so
+	// it holds no weighted or geo record sets: AdjustEndpoints and Apply refuse a set with a set
+	// identifier, weight or geo-code as Permanent. The zero value is what every other backend
+	// does, so a backend declares only the lack.
+	NoRoutingPolicies bool
+}
+
+// RoutedSet returns the first endpoint of the lists that belongs to a weighted or geo set (a set
+// identifier, a weight or a geo-code), nil when none does: what a backend that declares
+// NoRoutingPolicies refuses.
+func RoutedSet(lists ...[]*v1alpha1.Endpoint) *v1alpha1.Endpoint {
+	for _, eps := range lists {
+		for _, ep := range eps {
+			_, weight := ep.GetProviderSpecific(v1alpha1.ProviderSpecificWeight)
+			_, geo := ep.GetProviderSpecific(v1alpha1.ProviderSpecificGeoCode)
+			if ep.SetIdentifier != "" || weight || geo {
+				return ep
+			}
+		}
+	}
+	return nil
 }
 
 // Fits reports whether one Apply takes the batch.

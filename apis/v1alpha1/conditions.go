@@ -15,9 +15,11 @@ const (
 	// name with another cluster's owner (package lease); absent otherwise, as Kuadrant's status.
 	ConditionTypeLeases = "Leases"
 	// ConditionTypeProviderAccepted: can the backend that serves the record's zone serve every
-	// endpoint the record publishes? Set only on records written into an authoritative record
-	// (coredns): Kuadrant reports what the DNS server cannot route on the authoritative record's
-	// Ready condition and leaves the record Ready, so this says it where the record's owner looks.
+	// endpoint the record publishes? Set on records written into an authoritative record (coredns):
+	// Kuadrant reports what the DNS server cannot route on the authoritative record's Ready
+	// condition and leaves the record Ready, so this says it where the record's owner looks. Set
+	// False (RoundRobin) too on a load-balanced record whose backend answers every client alike
+	// (rfc2136), which publishes the union of the tree's leaves at the host instead of the tree.
 	ConditionTypeProviderAccepted = "ProviderAccepted"
 )
 
@@ -66,6 +68,10 @@ const (
 	// ReasonAccepted: ProviderAccepted=True, the backend serving the zone can serve every endpoint
 	// of the record. (ProviderAccepted=False has reason ValidationError.)
 	ReasonAccepted = "Accepted"
+	// ReasonRoundRobin: ProviderAccepted=False, the backend answers every client alike
+	// (providers.Capabilities.NoRoutingPolicies), so the record's weighted and geo tree is published
+	// as one set of its leaves at the host (package builder, RoundRobin).
+	ReasonRoundRobin = "RoundRobin"
 	// ReasonOrphaned is the reason of the Warning event of a deleted record released without its
 	// contributions withdrawn from the zone.
 	ReasonOrphaned = "Orphaned"
@@ -104,4 +110,6 @@ const (
 	MessageConflicted  = "Another owner's value is published: %s"
 	// MessageOwnerIDInUse names the owner ID and the namespace holding it, nothing of its records.
 	MessageOwnerIDInUse = "Owner ID %s belongs to namespace %s in this cluster (a DNSRecord there used it first): this record publishes nothing, and withdraws nothing when deleted, until it uses another owner ID or no record there uses this one"
+	// MessageRoundRobin names the host; the leaves are in status.endpoints.
+	MessageRoundRobin = "The DNS provider serving the zone answers every client alike and holds no weighted or geo records: the load-balanced tree is published as one set of its healthy leaves at %s, a round robin without weights or geography"
 )

@@ -43,6 +43,31 @@ const (
 	SecretTypeK8gb   corev1.SecretType = "kuadrant.io/k8gb"
 	K8gbNamespaceKey                   = "K8GB_NAMESPACE"
 
+	// SecretTypeExternalDNSWebhook talks to a provider of external-dns's webhook protocol. Keys:
+	// WEBHOOK_PROVIDER_URL, optional ZONES (comma list), WEBHOOK_PROVIDER_TIMEOUT and
+	// WEBHOOK_PROVIDER_BATCH_SIZE.
+	SecretTypeExternalDNSWebhook corev1.SecretType = "kuadrant.io/external-dns-webhook"
+	WebhookProviderURLKey                          = "WEBHOOK_PROVIDER_URL"
+	WebhookZonesKey                                = "ZONES"
+	WebhookProviderTimeoutKey                      = "WEBHOOK_PROVIDER_TIMEOUT"
+	WebhookProviderBatchSizeKey                    = "WEBHOOK_PROVIDER_BATCH_SIZE"
+	// SecretTypeRFC2136 writes to an authoritative server (BIND, Knot, PowerDNS) by RFC 2136 dynamic
+	// updates signed with TSIG. Keys are external-dns's --rfc2136-* flags in capitals: RFC2136_HOST,
+	// RFC2136_ZONE (comma list), RFC2136_TSIG_KEYNAME, RFC2136_TSIG_SECRET, optional RFC2136_PORT,
+	// RFC2136_TSIG_SECRET_ALG, RFC2136_TRANSPORT, RFC2136_TLS_CA, RFC2136_BATCH_CHANGE_SIZE,
+	// RFC2136_TSIG_AXFR (see providers/rfc2136).
+	SecretTypeRFC2136         corev1.SecretType = "kuadrant.io/rfc2136"
+	RFC2136HostKey                              = "RFC2136_HOST"
+	RFC2136PortKey                              = "RFC2136_PORT"
+	RFC2136ZoneKey                              = "RFC2136_ZONE"
+	RFC2136TSIGKeyNameKey                       = "RFC2136_TSIG_KEYNAME"
+	RFC2136TSIGSecretKey                        = "RFC2136_TSIG_SECRET"
+	RFC2136TSIGSecretAlgKey                     = "RFC2136_TSIG_SECRET_ALG"
+	RFC2136TransportKey                         = "RFC2136_TRANSPORT"
+	RFC2136TLSCAKey                             = "RFC2136_TLS_CA"
+	RFC2136BatchChangeSizeKey                   = "RFC2136_BATCH_CHANGE_SIZE"
+	RFC2136TSIGAXFRKey                          = "RFC2136_TSIG_AXFR"
+
 	// EndpointOverrideKey points a cloud backend at another API endpoint (an emulator, a private cloud).
 	EndpointOverrideKey = "ENDPOINT_URL"
 

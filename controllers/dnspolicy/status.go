@@ -123,7 +123,8 @@ func keptRecords(listeners []*listenerPlan) []string {
 // generation counts as not ready, and the message goes on, after Kuadrant's text, with why each is
 // not and the fix. A Ready record that lost a shared wish to another owner (Conflicted=True: its
 // traffic flows, with the other owner's default geo or TTL) keeps the policy enforced; the message
-// names the conflict.
+// names the conflict. So does a Ready record whose backend published its load-balanced tree as a
+// round robin of its leaves (ProviderAccepted=False, RoundRobin).
 func enforced(listeners []*listenerPlan) (metav1.ConditionStatus, string, string) {
 	var notReady, details, skipped, conflicted []string
 	wanted, ready := 0, 0
@@ -141,6 +142,10 @@ func enforced(listeners []*listenerPlan) (metav1.ConditionStatus, string, string
 			} else {
 				ready++
 				if c := conditions.Get(lp.current.Status.Conditions, v1alpha1.ConditionTypeConflicted); c != nil && c.Status == metav1.ConditionTrue {
+					conflicted = append(conflicted, lp.record.Name+": "+c.Reason+": "+c.Message)
+				}
+				// Published, but as a round robin of the tree's leaves rather than the tree.
+				if c := conditions.Get(lp.current.Status.Conditions, v1alpha1.ConditionTypeProviderAccepted); c != nil && c.Reason == v1alpha1.ReasonRoundRobin {
 					conflicted = append(conflicted, lp.record.Name+": "+c.Reason+": "+c.Message)
 				}
 			}

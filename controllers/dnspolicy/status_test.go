@@ -1,6 +1,7 @@
 package dnspolicy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -199,5 +200,28 @@ func TestConflictedRecordKeepsPolicyEnforced(t *testing.T) {
 	st = policyStatus(v, prev)
 	if st.Conditions[0].Type != ConditionAccepted || st.Conditions[1].Type != ConditionEnforced {
 		t.Errorf("condition order %s, %s; want Accepted, Enforced", st.Conditions[0].Type, st.Conditions[1].Type)
+	}
+}
+
+// A load-balanced record published as a round robin of its leaves (its backend answers every client
+// alike) keeps the policy enforced, and the policy says so: in Enforced's message and in
+// recordConditions.
+func TestRoundRobinRecordIsEnforcedAndSaysSo(t *testing.T) {
+	rec := record("a", metav1.ConditionTrue, "ProviderSuccess", "Provider ensured the dns record", 2)
+	msg := fmt.Sprintf(v1alpha1.MessageRoundRobin, "a.example.com")
+	rec.Status.Conditions = append(rec.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionTypeProviderAccepted, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonRoundRobin, Message: msg, ObservedGeneration: 2,
+	})
+	v := &verdict{policy: policy("g", time.Hour, ""), reason: ReasonAccepted, message: msgAccepted, listeners: []*listenerPlan{published(rec)}}
+	st := policyStatus(v, dnsv1.DNSPolicyStatus{})
+	c := meta.FindStatusCondition(st.Conditions, ConditionEnforced)
+	if c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonEnforced {
+		t.Fatalf("Enforced %+v, want True: the record is Ready", c)
+	}
+	if want := "DNSPolicy has been successfully enforced: a: RoundRobin: " + msg; c.Message != want {
+		t.Errorf("Enforced message\n got %q\nwant %q", c.Message, want)
+	}
+	if got := st.RecordConditions["a.example.com"]; len(got) != 1 || got[0].Reason != v1alpha1.ReasonRoundRobin {
+		t.Errorf("recordConditions %v, want a.example.com's ProviderAccepted RoundRobin", st.RecordConditions)
 	}
 }

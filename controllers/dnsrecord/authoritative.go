@@ -72,10 +72,18 @@ func ownersAt(endpoints []*v1alpha1.Endpoint, name string) []string {
 }
 
 // setProviderAccepted says on a record written into an authoritative record whether the backend can
-// serve what it publishes there, with a Warning event when that turns to no; other records have no
-// such condition.
-func (r *Reconciler) setProviderAccepted(s *scope, desired []*v1alpha1.Endpoint) {
+// serve what it publishes there, with a Warning event when that turns to no, and on a record whose
+// tree is published as a round robin (roundRobin: the backend answers every client alike) that it
+// is; other records have no such condition.
+func (r *Reconciler) setProviderAccepted(s *scope, desired []*v1alpha1.Endpoint, roundRobin bool) {
 	rec := s.record
+	if roundRobin {
+		conditionOrder.Set(&rec.Status.Conditions, rec.Generation, metav1.Condition{
+			Type: v1alpha1.ConditionTypeProviderAccepted, Status: metav1.ConditionFalse,
+			Reason: v1alpha1.ReasonRoundRobin, Message: fmt.Sprintf(v1alpha1.MessageRoundRobin, rec.Spec.RootHost),
+		})
+		return
+	}
 	if s.backend.Hosts == nil {
 		conditionOrder.Remove(&rec.Status.Conditions, v1alpha1.ConditionTypeProviderAccepted)
 		return

@@ -14,6 +14,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/backends"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/publish"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/internal/pass"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/builder"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/health"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/zone"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
@@ -104,7 +105,13 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, 
 	}
 	rec := s.record
 	prov := s.provider
-	desired, err := prov.AdjustEndpoints(copyEndpoints(rec.Spec.Endpoints))
+	endpoints, roundRobin := copyEndpoints(rec.Spec.Endpoints), false
+	if prov.Capabilities().NoRoutingPolicies {
+		// The server answers every client alike: the tree's leaves as one set at the host, never a
+		// part of the tree (health below then drops the failing leaves from that set).
+		endpoints, roundRobin = builder.RoundRobin(rec.Spec.RootHost, endpoints)
+	}
+	desired, err := prov.AdjustEndpoints(endpoints)
 	if err != nil {
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonValidationError, err.Error())
 		if providers.KindOf(err) == providers.Permanent {
@@ -112,7 +119,7 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, 
 		}
 		return ctrl.Result{}, true, err
 	}
-	r.setProviderAccepted(s, desired)
+	r.setProviderAccepted(s, desired, roundRobin)
 	req := publish.Request{OwnerID: rec.Status.OwnerID, Previous: rec.Status.Endpoints, Desired: desired, Named: statementNames(rec),
 		KeepExpired: r.keepExpired(s.backend), Record: s.key.String()}
 	r.memory.remember(rec.Status.OwnerID, s.key)

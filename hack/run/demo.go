@@ -63,11 +63,12 @@ func writeDemoGeoDB(path string) error {
 	return geodb.Write(path, networks...)
 }
 
-// seedDemo creates the demo namespace, the default provider Secret of type kuadrant.io/coredns (it
-// picks the backend; the namespace's grant of the zone is the controller's --grant, runLocal), the
-// Gateways with the status an implementation would write (no Gateway implementation runs here), and
-// a loadbalanced DNSPolicy per Gateway. Objects that exist are left as they are.
-func seedDemo(ctx context.Context, cfg *rest.Config) error {
+// seedDemo creates the demo namespace, the default provider Secret (kuadrant.io/coredns, or
+// kuadrant.io/rfc2136 for a BIND of the user's: rfc2136.go; it picks the backend; the namespace's
+// grant of the zone is the controller's --grant, runLocal), the Gateways with the status an
+// implementation would write (no Gateway implementation runs here), and a loadbalanced DNSPolicy
+// per Gateway for host. Objects that exist are left as they are.
+func seedDemo(ctx context.Context, cfg *rest.Config, provider *corev1.Secret, host string) error {
 	c, err := client.New(cfg, client.Options{Scheme: apis.Scheme()})
 	if err != nil {
 		return err
@@ -81,12 +82,7 @@ func seedDemo(ctx context.Context, cfg *rest.Config) error {
 	if err := create(&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: demoNamespace}}); err != nil {
 		return err
 	}
-	if err := create(&corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: "embedded-dns",
-			Labels: map[string]string{v1alpha1.DefaultProviderLabel: "true"}},
-		Type:       v1alpha1.SecretTypeCoreDNS,
-		StringData: map[string]string{v1alpha1.CoreDNSZonesKey: demoZone},
-	}); err != nil {
+	if err := create(provider); err != nil {
 		return err
 	}
 	for _, g := range demoGateways {
@@ -95,7 +91,7 @@ func seedDemo(ctx context.Context, cfg *rest.Config) error {
 			Spec: gatewayapiv1.GatewaySpec{
 				GatewayClassName: "demo",
 				Listeners: []gatewayapiv1.Listener{{
-					Name: "api", Hostname: ptr.To(gatewayapiv1.Hostname(demoHost)), Port: 80, Protocol: gatewayapiv1.HTTPProtocolType,
+					Name: "api", Hostname: ptr.To(gatewayapiv1.Hostname(host)), Port: 80, Protocol: gatewayapiv1.HTTPProtocolType,
 				}},
 			},
 		}
@@ -123,6 +119,17 @@ func seedDemo(ctx context.Context, cfg *rest.Config) error {
 		}
 	}
 	return nil
+}
+
+// embeddedDNSSecret is the demo's default provider Secret without a server of the user's: the
+// embedded DNS server serves demoZone.
+func embeddedDNSSecret() *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: "embedded-dns",
+			Labels: map[string]string{v1alpha1.DefaultProviderLabel: "true"}},
+		Type:       v1alpha1.SecretTypeCoreDNS,
+		StringData: map[string]string{v1alpha1.CoreDNSZonesKey: demoZone},
+	}
 }
 
 // demoQueries are the dig commands printed, with the address each should answer.
@@ -172,8 +179,13 @@ func awaitDemo(ctx context.Context, server netip.AddrPort) {
 
 // demoAnswer asks the server for the demo host's addresses, from subnet when given.
 func demoAnswer(server netip.AddrPort, subnet string) ([]string, error) {
+	return answer(server, demoHost, subnet)
+}
+
+// answer asks the server for a host's addresses, from subnet when given.
+func answer(server netip.AddrPort, host, subnet string) ([]string, error) {
 	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(demoHost), dns.TypeA)
+	m.SetQuestion(dns.Fqdn(host), dns.TypeA)
 	m.SetEdns0(1232, false)
 	if subnet != "" {
 		m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_SUBNET{

@@ -11,7 +11,9 @@
 //
 // On a local control plane it also runs the embedded DNS server (127.0.0.1:1053 unless
 // DNSPOLICY_DNS_SERVER_ADDRESS says otherwise) with a demo geo database, seeds a demo (demo.go) and
-// prints the dig commands that show geo answers once they are served. A real cluster is not seeded.
+// prints the dig commands that show geo answers once they are served. With RFC2136_HOST and the
+// other keys of a kuadrant.io/rfc2136 Secret in the environment the demo publishes into the user's
+// BIND instead (rfc2136.go). A real cluster is not seeded.
 package main
 
 import (
@@ -22,6 +24,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -33,6 +36,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
 	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
+	"github.com/dnspolicy/dnspolicy-controller/providers/rfc2136"
 )
 
 func main() {
@@ -145,9 +149,25 @@ func runLocal(ctx context.Context, opts app.Options) error {
 		}
 		controllerEnv = append(controllerEnv, app.EnvName("dns-geoip-database")+"="+opts.DNSGeoIPDatabase)
 	}
+	// The demo publishes into the user's BIND when RFC2136_HOST and the other keys of a
+	// kuadrant.io/rfc2136 Secret are in the environment (rfc2136.go), else into the embedded server.
+	provider, host, zone := embeddedDNSSecret(), demoHost, demoZone
+	bind, useBIND, err := rfc2136FromEnv()
+	if err != nil {
+		return err
+	}
+	if useBIND {
+		provider, host, zone = bind.secret(), bind.host, bind.zone
+		fmt.Printf("Publishing the demo into zone %s on %s by RFC 2136 (the RFC2136_* variables).\n", bind.zone, bind.server)
+		// rfc2136 is not among the default backends (its Secret names the server the controller
+		// connects to, builtin.Defaults); whoever set RFC2136_HOST here chose that server.
+		if _, set := os.LookupEnv(app.EnvName("providers")); !set {
+			controllerEnv = append(controllerEnv, app.EnvName("providers")+"="+strings.Join(append(app.DefaultBackendNames(), rfc2136.ProviderName), ","))
+		}
+	}
 	// The demo namespace is granted the demo zone, as an administrator grants a tenant its names
 	// (without a grant the embedded server serves nothing); grants the user gave are kept.
-	demoGrant := demoNamespace + "=" + demoZone
+	demoGrant := demoNamespace + "=" + zone
 	if given, ok := os.LookupEnv(app.EnvName("grant")); ok {
 		demoGrant = given + ";" + demoGrant
 	}
@@ -158,13 +178,15 @@ func runLocal(ctx context.Context, opts app.Options) error {
 	}
 	// Seeded beside the controller, so Ctrl-C at any moment stops both at once.
 	go func() {
-		if err := seedDemo(ctx, user.Config()); err != nil {
+		if err := seedDemo(ctx, user.Config(), provider, host); err != nil {
 			if ctx.Err() == nil {
 				fmt.Fprintln(os.Stderr, "make run: seeding the demo:", err)
 			}
 			return
 		}
-		if server, err := netip.ParseAddrPort(opts.DNSServerAddress); err == nil {
+		if useBIND {
+			bind.await(ctx)
+		} else if server, err := netip.ParseAddrPort(opts.DNSServerAddress); err == nil {
 			awaitDemo(ctx, server)
 		}
 	}()

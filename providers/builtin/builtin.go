@@ -19,25 +19,34 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/providers/endpoint"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 	"github.com/dnspolicy/dnspolicy-controller/providers/k8gb"
+	"github.com/dnspolicy/dnspolicy-controller/providers/rfc2136"
 	"github.com/dnspolicy/dnspolicy-controller/providers/route53"
+	"github.com/dnspolicy/dnspolicy-controller/providers/webhook"
 )
 
 type backend struct {
 	secretType  corev1.SecretType
 	constructor providers.Constructor
+	// address: the Secret names the server the controller connects to (a host, a URL) rather than
+	// an account at a cloud's fixed API. Whoever may write a Secret in any namespace could then aim
+	// the controller, from inside the cluster, at any address it reaches, as ENDPOINT_URL would
+	// (providers.EndpointOverrideKeys). So these are off unless the administrator names them.
+	address bool
 }
 
 // backends maps provider names to their Secret types and constructors. store holds the inmemory
 // backend's zones.
 func backends(store *inmemory.Store) map[string]backend {
 	return map[string]backend{
-		inmemory.ProviderName: {v1alpha1.SecretTypeInMemory, inmemory.NewConstructor(store)},
-		endpoint.ProviderName: {v1alpha1.SecretTypeEndpoint, endpoint.New},
-		coredns.ProviderName:  {v1alpha1.SecretTypeCoreDNS, coredns.New},
-		azure.ProviderName:    {v1alpha1.SecretTypeAzure, azure.NewConstructor()},
-		clouddns.ProviderName: {v1alpha1.SecretTypeGCP, clouddns.New},
-		route53.ProviderName:  {v1alpha1.SecretTypeAWS, route53.New},
-		k8gb.ProviderName:     {v1alpha1.SecretTypeK8gb, k8gb.New},
+		inmemory.ProviderName: {secretType: v1alpha1.SecretTypeInMemory, constructor: inmemory.NewConstructor(store)},
+		endpoint.ProviderName: {secretType: v1alpha1.SecretTypeEndpoint, constructor: endpoint.New},
+		coredns.ProviderName:  {secretType: v1alpha1.SecretTypeCoreDNS, constructor: coredns.New},
+		azure.ProviderName:    {secretType: v1alpha1.SecretTypeAzure, constructor: azure.NewConstructor()},
+		clouddns.ProviderName: {secretType: v1alpha1.SecretTypeGCP, constructor: clouddns.New},
+		route53.ProviderName:  {secretType: v1alpha1.SecretTypeAWS, constructor: route53.New},
+		rfc2136.ProviderName:  {secretType: v1alpha1.SecretTypeRFC2136, constructor: rfc2136.New, address: true},
+		k8gb.ProviderName:     {secretType: v1alpha1.SecretTypeK8gb, constructor: k8gb.New},
+		webhook.ProviderName:  {secretType: v1alpha1.SecretTypeExternalDNSWebhook, constructor: webhook.New, address: true},
 	}
 }
 
@@ -46,6 +55,19 @@ func Names() []string {
 	var names []string
 	for name := range backends(nil) {
 		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Defaults lists the backends enabled when the administrator names none (--providers unset): every
+// backend but those whose Secret names the address the controller connects to, sorted.
+func Defaults() []string {
+	var names []string
+	for name, b := range backends(nil) {
+		if !b.address {
+			names = append(names, name)
+		}
 	}
 	sort.Strings(names)
 	return names

@@ -89,6 +89,10 @@ func updateOneValue(f *fixture) {
 
 func deleteOneSet(f *fixture) {
 	set := func(recordType, id, target string) *v1alpha1.Endpoint {
+		if !f.routing() {
+			// Siblings without set identifiers: sets of their own names beside one another.
+			return v1alpha1.NewEndpoint(f.name(id+".d"), recordType, 60, target)
+		}
 		return v1alpha1.NewEndpoint(f.name("d"), recordType, 60, target).
 			WithSetIdentifier(id).WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "100")
 	}
@@ -99,7 +103,7 @@ func deleteOneSet(f *fixture) {
 		set(v1alpha1.RecordTypeAAAA, "two", "2001:db8::2"),
 	)
 	f.create(sets)
-	gone := f.find(v1alpha1.RecordTypeA, f.name("d"), sets[1].SetIdentifier)
+	gone := f.find(v1alpha1.RecordTypeA, sets[1].DNSName, sets[1].SetIdentifier)
 	f.apply(&providers.Changes{Delete: []*v1alpha1.Endpoint{gone}})
 	f.expectZone([]*v1alpha1.Endpoint{sets[0], sets[2], sets[3]})
 }
@@ -141,6 +145,10 @@ func geoSets(f *fixture) {
 // adjusting them again changes nothing (so a plan comparing desired with read state is stable), and
 // that every set kept its identifier and routing property (every backend holds routing policies).
 func (f *fixture) routingSetsReadBack(desired []*v1alpha1.Endpoint, property string) {
+	if !f.routing() {
+		f.routingSetsRefused(desired)
+		return
+	}
 	adjusted := f.adjust(desired...)
 	if len(adjusted) != len(desired) {
 		f.t.Fatalf("AdjustEndpoints turned %d sets into %d, want each set kept", len(desired), len(adjusted))
@@ -159,15 +167,19 @@ func (f *fixture) routingSetsReadBack(desired []*v1alpha1.Endpoint, property str
 }
 
 func reapply(f *fixture) {
-	f.create(f.adjust(
+	sets := []*v1alpha1.Endpoint{
 		v1alpha1.NewEndpoint(f.name("r"), v1alpha1.RecordTypeA, 60, "192.0.2.1", "192.0.2.2"),
 		v1alpha1.NewEndpoint(f.name("rc"), v1alpha1.RecordTypeCNAME, 300, "target.example.net"),
 		ownershipTXT(f.name("r"), v1alpha1.RecordTypeA),
-		v1alpha1.NewEndpoint(f.name("rw"), v1alpha1.RecordTypeA, 60, "192.0.2.3").
-			WithSetIdentifier("a").WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "10"),
-		v1alpha1.NewEndpoint(f.name("rw"), v1alpha1.RecordTypeA, 60, "192.0.2.4").
-			WithSetIdentifier("b").WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "20"),
-	))
+	}
+	if f.routing() {
+		sets = append(sets,
+			v1alpha1.NewEndpoint(f.name("rw"), v1alpha1.RecordTypeA, 60, "192.0.2.3").
+				WithSetIdentifier("a").WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "10"),
+			v1alpha1.NewEndpoint(f.name("rw"), v1alpha1.RecordTypeA, 60, "192.0.2.4").
+				WithSetIdentifier("b").WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "20"))
+	}
+	f.create(f.adjust(sets...))
 	before := f.read()
 	for _, batch := range f.batches(f.withoutBaseline(before)) {
 		f.apply(&providers.Changes{UpdateOld: copyEndpoints(batch), UpdateNew: copyEndpoints(batch)})
@@ -270,12 +282,10 @@ func cnameBesideOthers(f *fixture) {
 
 func duplicateKey(f *fixture) {
 	f.create(f.adjust(
-		v1alpha1.NewEndpoint(f.name("dup"), v1alpha1.RecordTypeA, 60, "192.0.2.1").
-			WithSetIdentifier("a").WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "10"),
+		f.weighted(v1alpha1.NewEndpoint(f.name("dup"), v1alpha1.RecordTypeA, 60, "192.0.2.1"), "a", "10"),
 	))
 	f.expectRejected(&providers.Changes{Create: f.adjust(
-		v1alpha1.NewEndpoint(f.name("dup"), v1alpha1.RecordTypeA, 60, "192.0.2.2").
-			WithSetIdentifier("a").WithProviderSpecific(v1alpha1.ProviderSpecificWeight, "20"),
+		f.weighted(v1alpha1.NewEndpoint(f.name("dup"), v1alpha1.RecordTypeA, 60, "192.0.2.2"), "a", "20"),
 	)})
 	f.expectRejected(&providers.Changes{Create: f.adjust(
 		v1alpha1.NewEndpoint(f.name("twice"), v1alpha1.RecordTypeA, 60, "192.0.2.3"),
@@ -335,6 +345,35 @@ func requiredSets(f *fixture) {
 		f.t.Errorf("Apply with a requirement no longer met = %v, want a StaleView error", err)
 	}
 	sameEndpoints(f.t, "zone after a batch whose requirement failed", f.read(), before)
+}
+
+// routing reports whether the backend holds weighted and geo sets: every backend but those that
+// declare Capabilities.NoRoutingPolicies. The subtests about other behaviours use plain sets on
+// the others, so each behaviour is still checked there.
+func (f *fixture) routing() bool { return !f.p.Capabilities().NoRoutingPolicies }
+
+// weighted gives ep a set identifier and a weight where the backend holds weighted sets.
+func (f *fixture) weighted(ep *v1alpha1.Endpoint, id, weight string) *v1alpha1.Endpoint {
+	if !f.routing() {
+		return ep
+	}
+	return ep.WithSetIdentifier(id).WithProviderSpecific(v1alpha1.ProviderSpecificWeight, weight)
+}
+
+// routingSetsRefused checks, for a backend that declares no routing policies, that weighted or geo
+// sets are refused as Permanent both when adjusted and when a batch carries them anyway, and that
+// nothing of them is written: a tree published in part would answer wrongly.
+func (f *fixture) routingSetsRefused(desired []*v1alpha1.Endpoint) {
+	f.t.Helper()
+	if _, err := f.p.AdjustEndpoints(copyEndpoints(desired)); err == nil || providers.KindOf(err) != providers.Permanent {
+		f.t.Errorf("AdjustEndpoints(routing sets) = %v, want a Permanent error: the backend declares NoRoutingPolicies", err)
+	}
+	f.read()
+	changes := &providers.Changes{Create: copyEndpoints(desired)}
+	if err := f.p.Apply(f.ctx, f.zone, f.state, changes); err == nil || providers.KindOf(err) != providers.Permanent {
+		f.t.Errorf("Apply(routing sets) = %v, want a Permanent error: the backend declares NoRoutingPolicies", err)
+	}
+	f.expectZone(nil)
 }
 
 // name returns a name in the zone, lower case because backends may return names lower-cased.

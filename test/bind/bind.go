@@ -1,6 +1,6 @@
 // Package bind runs Debian's DNS tools for tests that check our DNS server against real peers: BIND
-// (named) as a secondary, tsig-keygen, and the lookup of the tools themselves (`make test`
-// installs them with hack/dns-tools.sh).
+// (named) as a secondary, or as a primary taking dynamic updates (the rfc2136 backend's), tsig-keygen,
+// and the lookup of the tools themselves (`make test` installs them with hack/dns-tools.sh).
 package bind
 
 import (
@@ -124,6 +124,38 @@ func StartPrimary(t testing.TB, addr, zone, db string) *Log {
 	}
 	conf := options(dir, netip.MustParseAddrPort(addr).Port()) + fmt.Sprintf("zone %q { type primary; file \"%s/primary.db\"; };\n", zone, dir)
 	return Run(t, named, dir, conf)
+}
+
+// StartDynamicPrimary runs named on addr (on 127.0.0.1) as the primary of an empty zone (SOA and NS)
+// that a new hmac-sha256 TSIG key keyName, made with tsig-keygen, may update (RFC 2136) and
+// transfer; it returns the key's secret once the server answers for the zone.
+func StartDynamicPrimary(t testing.TB, addr, zone, keyName string) (secret string) {
+	t.Helper()
+	named := Tool(t, "named")
+	secret = TSIGKey(t, keyName)
+	dir := t.TempDir()
+	db := "$TTL 300\n@ SOA ns.example.net. hostmaster.example.net. 1 3600 600 86400 60\n@ NS ns.example.net.\n"
+	if err := os.WriteFile(filepath.Join(dir, "zone.db"), []byte(db), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conf := options(dir, netip.MustParseAddrPort(addr).Port()) + fmt.Sprintf(`key %[1]q { algorithm hmac-sha256; secret %[2]q; };
+zone %[3]q { type primary; file "%[4]s/zone.db"; allow-transfer { key %[1]q; }; update-policy { grant %[1]q subdomain %[3]s.; }; };
+`, keyName, secret, zone, dir)
+	log := Run(t, named, dir, conf)
+	// Serving once the zone's SOA is answered (dig's output holds "SOA" only then).
+	dig := Tool(t, "dig")
+	ap := netip.MustParseAddrPort(addr)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, _ := exec.Command(dig, "@"+ap.Addr().String(), "-p", fmt.Sprint(ap.Port()), "+tcp", "+short", "+tries=1", "+time=1", zone, "SOA").Output()
+		if strings.Contains(string(out), "hostmaster.example.net.") {
+			return secret
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("named did not serve %s within 30 s:\n%s", zone, log)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // options is named.conf's options for a server in dir listening on 127.0.0.1:port, with no

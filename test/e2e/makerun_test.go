@@ -24,9 +24,9 @@ type makeRun struct {
 }
 
 // startMakeRun builds hack/run and starts it with no reachable cluster, its own cache directory and
-// free loopback ports (so it collides neither with another test nor with a user's make run). It is
-// killed when the test ends if still running.
-func startMakeRun(t *testing.T) *makeRun {
+// free loopback ports (so it collides neither with another test nor with a user's make run), and env
+// added to its environment. It is killed when the test ends if still running.
+func startMakeRun(t *testing.T, env ...string) *makeRun {
 	t.Helper()
 	root, err := controlplane.RepoRoot()
 	if err != nil {
@@ -52,6 +52,7 @@ func startMakeRun(t *testing.T) *makeRun {
 		"DNSPOLICY_HEALTH_PROBE_BIND_ADDRESS=127.0.0.1:0",
 		"DNSPOLICY_DNS_SERVER_ADDRESS="+freeport.Addr(t),
 	)
+	cmd.Env = append(cmd.Env, env...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -569,4 +569,22 @@ func TestTenancyOwnersAndReach(t *testing.T) {
 			t.Errorf("the loopback server got %d requests", n)
 		}
 	})
+
+	// The backends whose Secret names the server to connect to (an external-dns webhook's URL, an
+	// RFC 2136 server's host) are off unless the administrator names them in --providers: a team's
+	// Secret cannot aim the controller at an address inside the cluster through them either.
+	t.Run("address backends off by default", func(t *testing.T) {
+		e.secret(t, "team-b", "webhook", v1alpha1.SecretTypeExternalDNSWebhook, map[string]string{v1alpha1.WebhookProviderURLKey: inside.URL})
+		e.secret(t, "team-b", "rfc2136", v1alpha1.SecretTypeRFC2136, map[string]string{v1alpha1.RFC2136HostKey: insideAddr.Addr().String(),
+			v1alpha1.RFC2136PortKey: fmt.Sprint(insideAddr.Port()), v1alpha1.RFC2136ZoneKey: "example.net", v1alpha1.RFC2136TSIGKeyNameKey: "k",
+			v1alpha1.RFC2136TSIGSecretKey: "c2VjcmV0"})
+		for _, p := range []string{"webhook", "rfc2136"} {
+			host := p + ".example.net"
+			rec := e.record(t, "team-b", p, host, "", p, v1alpha1.NewEndpoint(host, "A", 60, "192.0.2.1"))
+			e.waitCondition(t, e.teams["team-b"], rec, string(v1alpha1.ConditionTypeReady), "False", "not supported or not enabled")
+		}
+		if n := hits.Load(); n != 0 {
+			t.Errorf("the loopback server got %d requests", n)
+		}
+	})
 }

@@ -28,6 +28,10 @@ import (
 // BackendNames lists every backend this binary can run, sorted (package builtin holds the list).
 func BackendNames() []string { return builtin.Names() }
 
+// DefaultBackendNames are the backends enabled without --providers: all but rfc2136 and webhook,
+// whose Secrets name the address the controller connects to (builtin.Defaults).
+func DefaultBackendNames() []string { return builtin.Defaults() }
+
 // NewFactory registers the enabled backends (--providers), honouring provider Secrets' endpoint
 // overrides when the options allow (--allow-provider-endpoint-override). store holds the inmemory
 // backend's zones.

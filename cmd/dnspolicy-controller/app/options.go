@@ -28,10 +28,12 @@ const EnvPrefix = "DNSPOLICY_"
 
 // Options configure the binary.
 type Options struct {
-	Kubeconfig                string
-	MetricsBindAddress        string
-	MetricsSecure             bool
-	HealthProbeBindAddress    string
+	Kubeconfig             string
+	MetricsBindAddress     string
+	MetricsSecure          bool
+	HealthProbeBindAddress string
+	// PprofBindAddress serves net/http/pprof ("" or "0": off), for profiling a live controller.
+	PprofBindAddress          string
 	LeaderElect               bool
 	LeaderElectionID          string
 	LeaderElectionNamespace   string
@@ -113,7 +115,7 @@ func DefaultOptions() Options {
 		LeaseDuration:             15 * time.Second,
 		LogLevel:                  "info",
 		LogFormat:                 "json",
-		Providers:                 BackendNames(),
+		Providers:                 DefaultBackendNames(),
 		EnableRecordController:    true,
 		EnableDNSPolicyController: true,
 		MaxConcurrentHealthChecks: dnshealthcheckprobe.DefaultOptions().Workers,
@@ -132,6 +134,7 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address of the Prometheus metrics endpoint; \"0\" disables it.")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS, only to callers whose bearer token the API server authenticates and authorizes for get on /metrics (tokenreviews, subjectaccessreviews). Off: plain HTTP, for make run; the chart, kustomize and the bundle turn it on.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz endpoints.")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "Address of Go's /debug/pprof endpoints, for profiling (empty or 0: off). They show the process's memory: bind them to loopback.")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so only one replica reconciles at a time.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader election Lease.")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease; empty: the namespace the pod runs in.")
@@ -139,7 +142,7 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	watch := fs.String("watch-namespaces", "", "Comma-separated namespaces to watch; empty: all namespaces.")
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: debug, info, warn, error, or a number (higher is more verbose).")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, "Log format: json or console.")
-	enabled := fs.String("providers", strings.Join(o.Providers, ","), "Comma-separated backends to enable; records whose Secret selects another get a clear condition.")
+	enabled := fs.String("providers", strings.Join(o.Providers, ","), "Comma-separated backends to enable; records whose Secret selects another get a clear condition. The default leaves out rfc2136 and webhook: their Secrets name the server the controller connects to, so whoever may write a Secret could aim it at any address it reaches.")
 	fs.BoolVar(&o.EnableRecordController, "enable-record-controller", o.EnableRecordController, "Run the DNSRecord controller (publishes records into zones).")
 	fs.BoolVar(&o.EnableDNSPolicyController, "enable-policy-controller", o.EnableDNSPolicyController, "Run the DNSPolicy controller (turns Gateway listeners into DNSRecords).")
 	fs.StringVar(&o.DNSServerAddress, "dns-server-address", o.DNSServerAddress, "host:port the embedded authoritative DNS server listens on (UDP and TCP), e.g. 127.0.0.1:1053; empty: no DNS server.")
