@@ -38,12 +38,6 @@ func watchResolution(t testing.TB, store *inmemory.Store, zone, host string) fun
 		}()
 		seen, resolvedOnce, last := map[string]bool{}, false, ""
 		for {
-			select {
-			case <-stop:
-				done <- r
-				return
-			default:
-			}
 			eps, err := store.Snapshot(inmemory.ZoneID(zone))
 			if err != nil {
 				r.holes = append(r.holes, err.Error())
@@ -64,6 +58,15 @@ func watchResolution(t testing.TB, store *inmemory.Store, zone, host string) fun
 					seen[why] = true
 					r.holes = append(r.holes, why+"; zone:\n  "+strings.ReplaceAll(state, "\n", "\n  "))
 				}
+			}
+			// Stop is checked after a read, so the state the caller saw before stopping (the end of
+			// the change) is always read: a goroutine starved on loaded cores through a fast change
+			// would otherwise stop having seen only the start.
+			select {
+			case <-stop:
+				done <- r
+				return
+			default:
 			}
 			time.Sleep(100 * time.Microsecond)
 		}
