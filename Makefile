@@ -178,7 +178,7 @@ envtest: ## Build kube-apiserver, etcd and kubectl into the cache (once, ~6 min)
 	@hack/envtest-bins.sh >/dev/null
 
 .PHONY: dns-tools
-dns-tools: ## Install BIND, dig and dnsperf from Debian when missing.
+dns-tools: ## Install BIND, dig, dnsperf, Knot DNS, NSD, PowerDNS and Prometheus (promtool) from Debian when missing.
 	@hack/dns-tools.sh
 
 $(CONTROLLER_GEN):
