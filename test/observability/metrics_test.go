@@ -155,8 +155,8 @@ var promqlWords = []string{"and", "or", "unless", "by", "without", "on", "ignori
 func metricNames(expr string) []string {
 	var names []string
 	rs := []rune(expr)
-	skipTo := func(i int, close rune) int {
-		for i < len(rs) && rs[i] != close {
+	skipTo := func(i int, end rune) int {
+		for i < len(rs) && rs[i] != end {
 			if rs[i] == '"' || rs[i] == '\'' || rs[i] == '`' {
 				i = skipString(rs, i)
 			}
