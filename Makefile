@@ -178,7 +178,7 @@ envtest: ## Build kube-apiserver, etcd and kubectl into the cache (once, ~6 min)
 	@hack/envtest-bins.sh >/dev/null
 
 .PHONY: dns-tools
-dns-tools: ## Install BIND, dig and dnsperf from Debian when missing.
+dns-tools: ## Install BIND, dig, dnsperf, Knot DNS, NSD, PowerDNS and Prometheus (promtool) from Debian when missing.
 	@hack/dns-tools.sh
 
 $(CONTROLLER_GEN):
@@ -196,15 +196,16 @@ image: ## Build the container image as an OCI archive under bin/ (no container e
 	  -revision "$$(git rev-parse HEAD)" -source-date-epoch "$$(git log -1 --format=%ct)" -out $(IMAGE_ARCHIVE)
 
 # What install-generate writes; verify-install regenerates it and fails when it differs.
-INSTALL_GENERATED = config/manager/kustomization.yaml charts/dnspolicy-controller bundle catalog test/install/golden
+INSTALL_GENERATED = config/manager/kustomization.yaml config/prometheus/prometheusrule.yaml charts/dnspolicy-controller bundle catalog test/install/golden
 KUSTOMIZE_OVERLAYS = default record-only namespaced prometheus
 
 .PHONY: install-generate
-install-generate: $(KUSTOMIZE) $(HELM) ## Write the chart's CRDs and rules, the image tag, the rendered overlays and chart (golden files), the bundles and the catalog.
+install-generate: $(KUSTOMIZE) $(HELM) ## Write the chart's CRDs and rules, the alerts' PrometheusRule and chart copy, the image tag, the rendered overlays and chart (golden files), the bundles and the catalog.
 	@rm -rf charts/dnspolicy-controller/crds && mkdir -p charts/dnspolicy-controller/crds charts/dnspolicy-controller/files test/install/golden
 	@cp config/crd/bases/*.yaml charts/dnspolicy-controller/crds/
 	@cp config/rbac/role.yaml charts/dnspolicy-controller/files/role.yaml
 	@cp config/rbac/record-only/role.yaml charts/dnspolicy-controller/files/role-record-only.yaml
+	@go run ./hack/prometheusrule
 	@sed -i -E 's/^version: .*/version: $(VERSION)/; s/^appVersion: .*/appVersion: "$(VERSION)"/' charts/dnspolicy-controller/Chart.yaml
 	@cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	@for o in $(KUSTOMIZE_OVERLAYS); do $(KUSTOMIZE) build config/$$o > test/install/golden/kustomize-$$o.yaml; done

@@ -13,6 +13,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -202,16 +203,25 @@ func (cp *controlPlane) established(t *testing.T, name string) {
 	})
 }
 
-// serviceMonitorCRD stands in for the Prometheus Operator's ServiceMonitor CRD (not installed here):
-// the group, version and kind ours use, with an open schema. It proves the object reaches the API
-// server under the kind the Prometheus Operator serves; its fields are checked by the golden file.
-func serviceMonitorCRD() *unstructured.Unstructured {
+// prometheusOperatorCRDs stand in for the Prometheus Operator's ServiceMonitor and PrometheusRule
+// CRDs (not installed here): the group, version and kinds ours use, with an open schema. They prove
+// the objects reach the API server under the kinds the Prometheus Operator serves; their fields are
+// checked by the golden files, and the rules by test/observability (promtool).
+func prometheusOperatorCRDs() []*unstructured.Unstructured {
+	return []*unstructured.Unstructured{
+		openCRD("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
+		openCRD("monitoring.coreos.com", "PrometheusRule", "prometheusrules"),
+	}
+}
+
+// openCRD is a namespaced v1 CRD of kind whose objects may hold any fields.
+func openCRD(group, kind, plural string) *unstructured.Unstructured {
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
-		ObjectMeta: metav1.ObjectMeta{Name: "servicemonitors.monitoring.coreos.com"},
+		ObjectMeta: metav1.ObjectMeta{Name: plural + "." + group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "monitoring.coreos.com",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "servicemonitors", Singular: "servicemonitor", Kind: "ServiceMonitor", ListKind: "ServiceMonitorList"},
+			Group: group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: plural, Singular: strings.ToLower(kind), Kind: kind, ListKind: kind + "List"},
 			Scope: apiextensionsv1.NamespaceScoped,
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
 				Name: "v1", Served: true, Storage: true,

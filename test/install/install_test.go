@@ -17,7 +17,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -120,7 +119,7 @@ func TestNamespacedInstall(t *testing.T) {
 func TestRendersAreAccepted(t *testing.T) {
 	cp := startControlPlane(t)
 	cp.namespaces(t, "gateways", "team-b")
-	cp.apply(t, []*unstructured.Unstructured{serviceMonitorCRD()})
+	cp.apply(t, prometheusOperatorCRDs())
 
 	t.Run("record-only", func(t *testing.T) {
 		objs := golden(t, "kustomize-record-only.yaml")
