@@ -38,6 +38,9 @@ type target struct {
 	zone     providers.Zone
 	// via says how the zone was found, for the header of every output.
 	via string
+	// records are this cluster's DNSRecords the zone was looked for among (none with --secret): they
+	// name the Gateways of owner IDs.
+	records []v1alpha1.DNSRecord
 }
 
 func (t *target) header() string {
@@ -133,7 +136,12 @@ func (c *cli) resolve(ctx context.Context, kc client.Client, host string, f zone
 			// The Secret's backend lists the coredns zones, not the authoritative records.
 			zoneFlag = found[0].hostZone
 		}
-		return choose(ctx, kc, found[0].secret, want, zoneFlag, rec.Status.ZoneID, via)
+		t, err := choose(ctx, kc, found[0].secret, want, zoneFlag, rec.Status.ZoneID, via)
+		if err != nil {
+			return nil, err
+		}
+		t.records = list.Items
+		return t, nil
 	default:
 		var names []string
 		for _, cand := range found {
