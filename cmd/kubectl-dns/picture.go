@@ -8,17 +8,26 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"regexp"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 )
 
 // gatewayLabel names the Gateway a DNSRecord of the policy controller publishes
 // (controllers/dnspolicy.GatewayLabel, Kuadrant's label).
 const gatewayLabel = "gateway.networking.k8s.io/gateway-name"
+
+// whose is what the plugin can tell of the owners of the rows beyond their IDs.
+type whose struct {
+	owners map[string]ownerInfo
+	// cluster is this cluster's ID (the UID of its kube-system namespace), "" when unknown.
+	cluster string
+}
 
 // ownerInfo is what the plugin can tell of an owner beyond its ID.
 type ownerInfo struct {
@@ -32,7 +41,7 @@ type ownerInfo struct {
 
 // describeOwners finds the cluster of each owner through its lease, and the Gateway or DNSRecord
 // of this cluster that has its owner ID (status.ownerID) among records.
-func describeOwners(z *registry.Zone, zoneName string, owners []string, records []v1alpha1.DNSRecord) map[string]ownerInfo {
+func describeOwners(z *registry.Zone, zoneName string, owners []string, records []v1alpha1.DNSRecord, cluster string) whose {
 	out := map[string]ownerInfo{}
 	for _, o := range owners {
 		var info ownerInfo
@@ -53,7 +62,39 @@ func describeOwners(z *registry.Zone, zoneName string, owners []string, records 
 		}
 		out[o] = info
 	}
-	return out
+	return whose{owners: out, cluster: cluster}
+}
+
+// leafName matches the name of a cluster's leaf in a loadbalanced tree, c-h.klb.H, where c is
+// hash6 of the cluster ID (package builder): it tells the cluster where no lease does.
+var leafName = regexp.MustCompile(`^([0-9a-z]{6})-[0-9a-z]{6}\.klb\.`)
+
+// clusterOf names the cluster of a row: the lease holders of its owners, else the cluster its leaf
+// name says (this one, or the hash of another's ID).
+func (wh whose) clusterOf(r answer) string {
+	var clusters []string
+	for _, o := range r.Owners {
+		if c := wh.owners[o].Cluster; c != "" && !slices.Contains(clusters, c) {
+			clusters = append(clusters, c)
+		}
+	}
+	if len(clusters) > 0 {
+		for i, c := range clusters {
+			if c == wh.cluster {
+				clusters[i] += " (this cluster)"
+			}
+		}
+		return strings.Join(clusters, ",")
+	}
+	m := leafName.FindStringSubmatch(r.Leaf)
+	switch {
+	case m == nil:
+		return "-"
+	case wh.cluster != "" && hash.Base36(wh.cluster, 6) == m[1]:
+		return wh.cluster + " (this cluster)"
+	default:
+		return "hash " + m[1]
+	}
 }
 
 // answerCells are one row's columns as printed, in every format.
@@ -64,7 +105,7 @@ type answerCells struct {
 	Fraction float64
 }
 
-func cells(r answer, owners map[string]ownerInfo) answerCells {
+func cells(r answer, wh whose) answerCells {
 	c := answerCells{Geo: geoLabel(r.Geo), Weight: "-", Share: percent(r.Share), Addresses: "-", Leaf: r.Leaf,
 		Owner: "- (no owner: a human's record)", Cluster: "-", Gateway: "-", Notes: r.Notes, Fraction: r.Share}
 	if r.Weighted {
@@ -78,17 +119,15 @@ func cells(r answer, owners map[string]ownerInfo) answerCells {
 	}
 	if len(r.Owners) > 0 {
 		c.Owner = strings.Join(r.Owners, ",")
-		var clusters, gateways []string
+		var gateways []string
 		for _, o := range r.Owners {
-			if info := owners[o]; info.Cluster != "" && !slices.Contains(clusters, info.Cluster) {
-				clusters = append(clusters, info.Cluster)
-			}
-			if info := owners[o]; info.Gateway != "" {
-				gateways = append(gateways, info.Gateway)
+			if g := wh.owners[o].Gateway; g != "" {
+				gateways = append(gateways, g)
 			}
 		}
-		c.Cluster, c.Gateway = dash(strings.Join(clusters, ",")), dash(strings.Join(gateways, ","))
+		c.Gateway = dash(strings.Join(gateways, ","))
 	}
+	c.Cluster = wh.clusterOf(r)
 	return c
 }
 
@@ -121,11 +160,11 @@ func legend(v answerView) []string {
 	if weighted {
 		out = append(out, "SHARE: the part of that geo's clients a leaf gets, its weight over the sum of the geo's weights")
 	}
-	return append(out, "CLUSTER: the cluster ID the owner's claims name (its lease); GATEWAY: this cluster's Gateway or DNSRecord with that owner ID")
+	return append(out, "CLUSTER: the cluster ID the owner's claims name (its lease), else the one the leaf's name starts with (hash6 of the ID); GATEWAY: this cluster's Gateway (or DNSRecord) with the owner's ID")
 }
 
 // printAnswers prints the answers view as a table, each row's notes under it.
-func printAnswers(w io.Writer, v answerView, owners map[string]ownerInfo) {
+func printAnswers(w io.Writer, v answerView, wh whose) {
 	if len(v.Rows) == 0 {
 		fmt.Fprintf(w, "answers: nothing is published at %s: every client gets no address (NXDOMAIN or no data)\n", v.Host)
 		return
@@ -134,7 +173,7 @@ func printAnswers(w io.Writer, v answerView, owners map[string]ownerInfo) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  GEO\tWEIGHT\tSHARE\tADDRESSES\tOWNER\tCLUSTER\tGATEWAY\tLEAF")
 	for _, r := range v.Rows {
-		c := cells(r, owners)
+		c := cells(r, wh)
 		fmt.Fprintln(tw, "  "+strings.Join([]string{c.Geo, c.Weight, c.Share, c.Addresses, c.Owner, c.Cluster, c.Gateway, c.Leaf}, "\t"))
 		for _, n := range c.Notes {
 			fmt.Fprintln(tw, "    ! "+n)
@@ -149,12 +188,15 @@ func printAnswers(w io.Writer, v answerView, owners map[string]ownerInfo) {
 // The picture's geometry, in pixels.
 const (
 	svgMargin  = 20
-	svgColumn  = 300
+	svgColumn  = 340
 	svgGap     = 20
 	svgTitle   = 56
 	svgHeading = 28
 	svgBar     = 300
 	svgLine    = 14
+	// svgChars is how many characters of an 11 px monospace line fit in a box; a longer line is cut
+	// (the box's title holds it whole).
+	svgChars = (svgColumn - 12) * 10 / 66
 )
 
 // palette colours the boxes by owner, in the order the owners first appear.
@@ -166,7 +208,7 @@ type geoColumn struct {
 	rows  []answerCells
 }
 
-func columns(v answerView, owners map[string]ownerInfo) []geoColumn {
+func columns(v answerView, wh whose) []geoColumn {
 	var cols []geoColumn
 	for _, r := range v.Rows {
 		label := geoLabel(r.Geo)
@@ -179,7 +221,7 @@ func columns(v answerView, owners map[string]ownerInfo) []geoColumn {
 		if len(cols) == 0 || cols[len(cols)-1].label != label {
 			cols = append(cols, geoColumn{label: label})
 		}
-		cols[len(cols)-1].rows = append(cols[len(cols)-1].rows, cells(r, owners))
+		cols[len(cols)-1].rows = append(cols[len(cols)-1].rows, cells(r, wh))
 	}
 	return cols
 }
@@ -187,8 +229,8 @@ func columns(v answerView, owners map[string]ownerInfo) []geoColumn {
 // writeSVG draws the answers view: one column per geo, one box per leaf, its height the leaf's
 // share of the geo's clients, labelled with what the clients get and whose it is. The image is
 // self-contained (no fonts, scripts or links) and the same bytes for the same zone.
-func writeSVG(w io.Writer, title string, v answerView, owners map[string]ownerInfo) error {
-	cols := columns(v, owners)
+func writeSVG(w io.Writer, title string, v answerView, wh whose) error {
+	cols := columns(v, wh)
 	width := 2*svgMargin + max(1, len(cols))*svgColumn + max(0, len(cols)-1)*svgGap
 	height := 2*svgMargin + svgTitle + svgHeading + svgBar
 	var b bytes.Buffer
@@ -235,7 +277,14 @@ func writeBox(b *bytes.Buffer, x int, y, h float64, fill string, c answerCells) 
 	fmt.Fprintf(b, `<rect x="%d" y="%s" width="%d" height="%s" fill="%s" stroke="%s" stroke-width="1.5"%s/>`+"\n", x, num(y), svgColumn, num(h), fill, stroke, dash)
 	fit := int((h - 6) / svgLine)
 	for i, l := range lines[:min(len(lines), max(fit, 0))] {
-		fmt.Fprintf(b, `<text x="%d" y="%s">%s</text>`+"\n", x+6, num(y+float64((i+1)*svgLine)), esc(l))
+		if r := []rune(l); len(r) > svgChars {
+			l = string(r[:svgChars-1]) + "…"
+		}
+		weight := ""
+		if i == 1 {
+			weight = ` font-weight="bold"` // what the clients get
+		}
+		fmt.Fprintf(b, `<text x="%d" y="%s"%s>%s</text>`+"\n", x+6, num(y+float64((i+1)*svgLine)), weight, esc(l))
 	}
 	b.WriteString("</g>\n")
 }
@@ -278,14 +327,14 @@ td.note { color: #cc0000; }
 `))
 
 // writeHTML writes a self-contained page: the picture and the table, with no script, font or link.
-func writeHTML(w io.Writer, title, header string, v answerView, owners map[string]ownerInfo) error {
+func writeHTML(w io.Writer, title, header string, v answerView, wh whose) error {
 	var svg bytes.Buffer
-	if err := writeSVG(&svg, title, v, owners); err != nil {
+	if err := writeSVG(&svg, title, v, wh); err != nil {
 		return err
 	}
 	var rows []answerCells
 	for _, r := range v.Rows {
-		rows = append(rows, cells(r, owners))
+		rows = append(rows, cells(r, wh))
 	}
 	legendLines := legend(v)
 	if len(rows) == 0 {
