@@ -64,8 +64,8 @@ func demoClient(t *testing.T) client.Client {
 	published := map[v1alpha1.EndpointKey]bool{}
 	for _, g := range demo.Gateways {
 		eps, err := builder.Build(builder.Input{
-			Hostname:  demo.Host,
-			Addresses: []gatewayapiv1.GatewayStatusAddress{{Type: ptr.To(gatewayapiv1.IPAddressType), Value: g.Address}},
+			Hostname:    demo.Host,
+			Addresses:   []gatewayapiv1.GatewayStatusAddress{{Type: ptr.To(gatewayapiv1.IPAddressType), Value: g.Address}},
 			GatewayName: g.Name, GatewayNamespace: demo.Namespace, ClusterID: demoCluster, LoadBalancing: g.LoadBalancing(),
 		})
 		if err != nil {
