@@ -269,8 +269,9 @@ func writeBox(b *bytes.Buffer, x int, y, h float64, fill string, c answerCells) 
 	if len(c.Notes) > 0 {
 		stroke, dash = "#cc0000", ` stroke-dasharray="6 3"`
 	}
-	lines := []string{c.Share + " of these clients, weight " + c.Weight, c.Addresses, "owner " + c.Owner, "cluster " + c.Cluster, "gateway " + c.Gateway}
-	lines = append(lines, c.Notes...)
+	// The notes right after the addresses: a small box still shows that something is wrong.
+	lines := slices.Concat([]string{c.Share + " of these clients, weight " + c.Weight, c.Addresses}, c.Notes,
+		[]string{"owner " + c.Owner, "cluster " + c.Cluster, "gateway " + c.Gateway})
 	full := append(slices.Clone(lines), "leaf "+c.Leaf)
 	b.WriteString("<g>\n")
 	fmt.Fprintf(b, "<title>%s</title>\n", esc(strings.Join(full, "\n")))
