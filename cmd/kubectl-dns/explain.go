@@ -16,7 +16,46 @@ import (
 )
 
 func (c *cli) explainCommand() *cobra.Command {
-	return c.hostCommand("explain HOST", "Explain what the zone holds at HOST: claimants, wishes, winners, conflicts, expired leases, human records", printExplain)
+	var output string
+	cmd := c.hostCommand("explain HOST", "Explain what the zone holds at HOST: who answers which clients, claimants, wishes, winners, conflicts, expired leases, human records",
+		func(w io.Writer, t *target, z *registry.Zone, host string, now time.Time) error {
+			return explainAs(output, w, t, z, host, now)
+		})
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table (all of the explanation, the answers as a table), svg (a picture of the answers) or html (a page with the picture and the table)")
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		if output != "table" && output != "svg" && output != "html" {
+			return fmt.Errorf("-o %s: want table, svg or html", output)
+		}
+		return nil
+	}
+	return cmd
+}
+
+// explainAs prints explain's output for host in one format: table (the whole explanation), svg or
+// html (the answers alone).
+func explainAs(output string, w io.Writer, t *target, z *registry.Zone, host string, now time.Time) error {
+	switch output {
+	case "svg", "html":
+		view, wh := answersOf(t, z, host)
+		title := "Who answers " + view.Host
+		if output == "svg" {
+			return writeSVG(w, title, view, wh)
+		}
+		return writeHTML(w, title, t.header(), view, wh)
+	}
+	printExplain(w, t, z, host, now)
+	return nil
+}
+
+// answersOf is the answers view of host in the zone as read, with what is known of its owners.
+func answersOf(t *target, z *registry.Zone, host string) (answerView, whose) {
+	zoneName := v1alpha1.NormalizeName(t.zone.DNSName)
+	view := answers(z, zoneName, host)
+	var owners []string
+	for _, r := range view.Rows {
+		owners = append(owners, r.Owners...)
+	}
+	return view, describeOwners(z, zoneName, owners, t.records, t.cluster)
 }
 
 // ownerPlan is what the controller's planner says about one owner that wants what its claims say.
@@ -107,6 +146,9 @@ func printExplain(w io.Writer, t *target, z *registry.Zone, host string, now tim
 	owners := ownersAt(z, names)
 	fmt.Fprintln(w, t.header())
 	fmt.Fprintf(w, "names: %s\n", strings.Join(names, ", "))
+	fmt.Fprintln(w)
+	view, described := answersOf(t, z, host)
+	printAnswers(w, view, described)
 
 	// Leases, as far as one reading tells: the age is an estimate on this machine's clock.
 	leases := map[string]string{}

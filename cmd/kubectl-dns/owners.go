@@ -13,7 +13,11 @@ import (
 )
 
 func (c *cli) ownersCommand() *cobra.Command {
-	return c.hostCommand("owners HOST", "List the owners publishing HOST (and its loadbalanced tree), their leases and what each claims", printOwners)
+	return c.hostCommand("owners HOST", "List the owners publishing HOST (and its loadbalanced tree), their leases and what each claims",
+		func(w io.Writer, t *target, z *registry.Zone, host string, now time.Time) error {
+			printOwners(w, t, z, host, now)
+			return nil
+		})
 }
 
 func printOwners(w io.Writer, t *target, z *registry.Zone, host string, now time.Time) {
@@ -74,7 +78,7 @@ func claimLine(r *registry.Record, cl *registry.Claim) string {
 
 // hostCommand is a command that reads the zone publishing its one argument, HOST, and prints what
 // show makes of it (owners, explain).
-func (c *cli) hostCommand(use, short string, show func(io.Writer, *target, *registry.Zone, string, time.Time)) *cobra.Command {
+func (c *cli) hostCommand(use, short string, show func(io.Writer, *target, *registry.Zone, string, time.Time) error) *cobra.Command {
 	var f zoneFlags
 	cmd := &cobra.Command{
 		Use:   use,
@@ -93,8 +97,7 @@ func (c *cli) hostCommand(use, short string, show func(io.Writer, *target, *regi
 			if err != nil {
 				return err
 			}
-			show(c.out, t, z, args[0], c.now())
-			return nil
+			return show(c.out, t, z, args[0], c.now())
 		},
 	}
 	f.bind(cmd, "zone ID or domain (default: the zone the DNSRecord publishing HOST is in, or the one the Secret's backend holds HOST in)", "publishes HOST")

@@ -131,10 +131,12 @@ func TestPlugin(t *testing.T) {
 		}
 	}
 
-	// explain: per record key the claimants and wishes, who won the TTL, the expired lease, the
-	// human's record.
+	// explain: who answers (a simple host: every client, the union of the owners' addresses), per
+	// record key the claimants and wishes, who won the TTL, the expired lease, the human's record.
 	out = f.run(t, "explain", "app.example.com")
 	for _, want := range []string{
+		"\n  all  -       100.0%  10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.9  " + ownerA + "," + ownerB + "," + ownerC + "," + ownerK + "  " +
+			f.holderA + " (this cluster)," + holderB + "," + holderC + "  DNSRecord " + f.ns + "/web  app.example.com\n",
 		"\nA app.example.com\n  published: 10.0.0.1,10.0.0.2,10.0.0.3,10.0.0.9 ttl 60\n  claimants:\n    " + ownerA + " wants 10.0.0.1 ttl 60\n    " + ownerB + " wants 10.0.0.2 ttl 30\n    " + ownerC + " wants 10.0.0.3 ttl 60 [lease looks expired]\n    " + ownerK + " (Kuadrant-format claim",
 		"    recordTTL: " + ownerB + " wants 30, 60 is published, the wish of " + ownerA + " (it holds the published value)",
 		"\nTXT app.example.com\n  published: \"v=spf1 -all\" ttl 300\n  no owner claims it: a human's",

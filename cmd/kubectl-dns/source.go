@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -38,6 +39,12 @@ type target struct {
 	zone     providers.Zone
 	// via says how the zone was found, for the header of every output.
 	via string
+	// records are this cluster's DNSRecords the zone was looked for among (none with --secret): they
+	// name the Gateways of owner IDs.
+	records []v1alpha1.DNSRecord
+	// cluster is this cluster's ID (its kube-system namespace's UID) when it could be read: a leaf
+	// of the tree is named from it.
+	cluster string
 }
 
 func (t *target) header() string {
@@ -133,7 +140,17 @@ func (c *cli) resolve(ctx context.Context, kc client.Client, host string, f zone
 			// The Secret's backend lists the coredns zones, not the authoritative records.
 			zoneFlag = found[0].hostZone
 		}
-		return choose(ctx, kc, found[0].secret, want, zoneFlag, rec.Status.ZoneID, via)
+		t, err := choose(ctx, kc, found[0].secret, want, zoneFlag, rec.Status.ZoneID, via)
+		if err != nil {
+			return nil, err
+		}
+		t.records = list.Items
+		// Best effort: without the right to read namespaces the answers name clusters by hash.
+		kubeSystem := &corev1.Namespace{}
+		if kc.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, kubeSystem) == nil {
+			t.cluster = string(kubeSystem.UID)
+		}
+		return t, nil
 	default:
 		var names []string
 		for _, cand := range found {

@@ -23,39 +23,28 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis"
 	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/hack/run/demo"
 	"github.com/dnspolicy/dnspolicy-controller/test/geodb"
 )
 
-// The demo a local control plane is seeded with: two Gateways standing for two clusters, one in
-// Ireland (the default geo) and one in the US, publishing one hostname through the embedded server.
+// The demo a local control plane is seeded with (package demo): two Gateways standing for two
+// clusters, publishing one hostname through the embedded server.
 const (
-	demoNamespace = "dnspolicy-demo"
-	demoZone      = "demo.example.com"
-	demoHost      = "api.demo.example.com"
+	demoNamespace = demo.Namespace
+	demoZone      = demo.Zone
+	demoHost      = demo.Host
 )
 
-// demoNetworks are the client networks of the demo geo database: the three documentation ranges of
-// RFC 5737, which no real client has, so the database cannot be mistaken for real geo data.
-var demoNetworks = []struct{ cidr, client, country, continent string }{
-	{"192.0.2.0/24", "192.0.2.1", "IE", "EU"},
-	{"198.51.100.0/24", "198.51.100.1", "US", "NA"},
-	{"203.0.113.0/24", "203.0.113.1", "DE", "EU"},
-}
-
-// demoGateways are the two Gateways, their addresses (private, unrouted) and their place in the tree.
-var demoGateways = []struct {
-	name, address, geo string
-	defaultGeo         bool
-}{
-	{"eu-gateway", "172.31.1.10", "IE", true},
-	{"us-gateway", "172.31.2.10", "US", false},
-}
+var (
+	demoNetworks = demo.Networks
+	demoGateways = demo.Gateways
+)
 
 // writeDemoGeoDB writes the demo MaxMind-format country database to path.
 func writeDemoGeoDB(path string) error {
 	var networks []geodb.Network
 	for _, n := range demoNetworks {
-		networks = append(networks, geodb.Network{CIDR: n.cidr, Country: n.country, Continent: n.continent})
+		networks = append(networks, geodb.Network{CIDR: n.CIDR, Country: n.Country, Continent: n.Continent})
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
@@ -87,11 +76,11 @@ func seedDemo(ctx context.Context, cfg *rest.Config, provider *corev1.Secret, ho
 	}
 	for _, g := range demoGateways {
 		gw := &gatewayapiv1.Gateway{
-			ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: g.name},
+			ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: g.Name},
 			Spec: gatewayapiv1.GatewaySpec{
 				GatewayClassName: "demo",
 				Listeners: []gatewayapiv1.Listener{{
-					Name: "api", Hostname: ptr.To(gatewayapiv1.Hostname(host)), Port: 80, Protocol: gatewayapiv1.HTTPProtocolType,
+					Name: demo.Listener, Hostname: ptr.To(gatewayapiv1.Hostname(host)), Port: 80, Protocol: gatewayapiv1.HTTPProtocolType,
 				}},
 			},
 		}
@@ -101,19 +90,19 @@ func seedDemo(ctx context.Context, cfg *rest.Config, provider *corev1.Secret, ho
 		if err := c.Get(ctx, client.ObjectKeyFromObject(gw), gw); err != nil {
 			return err
 		}
-		gw.Status.Addresses = []gatewayapiv1.GatewayStatusAddress{{Type: ptr.To(gatewayapiv1.IPAddressType), Value: g.address}}
+		gw.Status.Addresses = []gatewayapiv1.GatewayStatusAddress{{Type: ptr.To(gatewayapiv1.IPAddressType), Value: g.Address}}
 		gw.Status.Listeners = []gatewayapiv1.ListenerStatus{{
-			Name: "api", AttachedRoutes: 1, SupportedKinds: []gatewayapiv1.RouteGroupKind{},
+			Name: demo.Listener, AttachedRoutes: 1, SupportedKinds: []gatewayapiv1.RouteGroupKind{},
 			Conditions: []metav1.Condition{{Type: "Programmed", Status: metav1.ConditionTrue, Reason: "Programmed", LastTransitionTime: metav1.Now()}},
 		}}
 		if err := c.Status().Update(ctx, gw); err != nil {
-			return fmt.Errorf("writing the status of Gateway %s: %w", g.name, err)
+			return fmt.Errorf("writing the status of Gateway %s: %w", g.Name, err)
 		}
-		p := &dnsv1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: g.name}}
+		p := &dnsv1.DNSPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: demoNamespace, Name: g.Name}}
 		p.Spec.TargetRef.Group = gatewayapiv1.GroupName
 		p.Spec.TargetRef.Kind = "Gateway"
-		p.Spec.TargetRef.Name = gatewayapiv1.ObjectName(g.name)
-		p.Spec.LoadBalancing = &dnsv1.LoadBalancingSpec{Weight: 120, Geo: g.geo, DefaultGeo: g.defaultGeo}
+		p.Spec.TargetRef.Name = gatewayapiv1.ObjectName(g.Name)
+		p.Spec.LoadBalancing = g.LoadBalancing()
 		if err := create(p); err != nil {
 			return err
 		}
@@ -136,10 +125,10 @@ func embeddedDNSSecret() *corev1.Secret {
 func demoQueries(server netip.AddrPort) []struct{ command, subnet, want string } {
 	base := fmt.Sprintf("dig @%s -p %d %s", server.Addr(), server.Port(), demoHost)
 	return []struct{ command, subnet, want string }{
-		{base + " +subnet=" + demoNetworks[0].client + "/24", demoNetworks[0].client, demoGateways[0].address},
-		{base + " +subnet=" + demoNetworks[1].client + "/24", demoNetworks[1].client, demoGateways[1].address},
-		{base + " +subnet=" + demoNetworks[2].client + "/24", demoNetworks[2].client, demoGateways[0].address},
-		{base, "", demoGateways[0].address},
+		{base + " +subnet=" + demoNetworks[0].Client + "/24", demoNetworks[0].Client, demoGateways[0].Address},
+		{base + " +subnet=" + demoNetworks[1].Client + "/24", demoNetworks[1].Client, demoGateways[1].Address},
+		{base + " +subnet=" + demoNetworks[2].Client + "/24", demoNetworks[2].Client, demoGateways[0].Address},
+		{base, "", demoGateways[0].Address},
 	}
 }
 
@@ -167,7 +156,7 @@ func awaitDemo(ctx context.Context, server netip.AddrPort) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "\nThe embedded DNS server answers %s (namespace %s, zone %s).\n", demoHost, demoNamespace, demoZone)
 	fmt.Fprintf(&b, "Demo geo database: %s is IE, %s is US, %s is DE (documentation ranges, not real data).\n",
-		demoNetworks[0].cidr, demoNetworks[1].cidr, demoNetworks[2].cidr)
+		demoNetworks[0].CIDR, demoNetworks[1].CIDR, demoNetworks[2].CIDR)
 	for i, q := range queries {
 		where := []string{"a client in Ireland (IE): the EU gateway", "a client in the US: the US gateway",
 			"a client in Germany, which no gateway claims: the default geo, the EU gateway",

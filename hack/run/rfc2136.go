@@ -85,7 +85,7 @@ func (d rfc2136Demo) secret() *corev1.Secret {
 func (d rfc2136Demo) await(ctx context.Context) {
 	var want []string
 	for _, g := range demoGateways {
-		want = append(want, g.address)
+		want = append(want, g.Address)
 	}
 	for {
 		got, _ := answerAt(d.server, d.host)
