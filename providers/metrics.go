@@ -44,7 +44,9 @@ var (
 	}, []string{"client"})
 )
 
-func init() { metrics.Registry.MustRegister(calls, callDuration, httpRequests, httpLatency, httpInFlight) }
+func init() {
+	metrics.Registry.MustRegister(calls, callDuration, httpRequests, httpLatency, httpInFlight)
+}
 
 // InstrumentTransport wraps rt (nil: http.DefaultTransport) so that each request counts in the
 // http_client_* metrics under client.
