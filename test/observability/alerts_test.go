@@ -51,19 +51,9 @@ type testFile struct {
 	} `json:"tests"`
 }
 
-// root is the repository's root: tests run in their package's directory, test/observability.
-func root(t *testing.T) string {
-	t.Helper()
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Dir(filepath.Dir(wd))
-}
-
 func alerts(t *testing.T) []rule {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(root(t), rulesFile))
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), rulesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +73,7 @@ func alerts(t *testing.T) []rule {
 
 func testFiles(t *testing.T) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(root(t), testsDir, "*.yaml"))
+	files, err := filepath.Glob(filepath.Join(repoRoot(t), testsDir, "*.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no promtool tests under %s (%v)", testsDir, err)
 	}
@@ -98,7 +88,7 @@ func promtool(t *testing.T, args ...string) {
 		t.Fatalf("promtool not found (make dns-tools installs Debian's prometheus package): %v", err)
 	}
 	cmd := exec.Command(bin, args...)
-	cmd.Dir = root(t)
+	cmd.Dir = repoRoot(t)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -113,7 +103,7 @@ func TestPromtoolChecksTheRules(t *testing.T) {
 func TestPromtoolUnitTests(t *testing.T) {
 	args := []string{"test", "rules"}
 	for _, f := range testFiles(t) {
-		rel, _ := filepath.Rel(root(t), f)
+		rel, _ := filepath.Rel(repoRoot(t), f)
 		args = append(args, rel)
 	}
 	promtool(t, args...)
@@ -174,7 +164,7 @@ func TestEveryAlertFiresAndStaysQuietInATest(t *testing.T) {
 // Every alert carries a severity, a summary and description, and a runbook_url naming the section
 // of docs/troubleshooting.md headed with its name.
 func TestEveryAlertHasARunbook(t *testing.T) {
-	raw, err := os.ReadFile(filepath.Join(root(t), runbooks))
+	raw, err := os.ReadFile(filepath.Join(repoRoot(t), runbooks))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -284,6 +284,14 @@ func checkExpr(expr string, series map[string][]string) []error {
 			}
 		}
 	})
+	// label_replace and label_join make the label their second argument names.
+	metricsql.VisitAll(e, func(e metricsql.Expr) {
+		if f, ok := e.(*metricsql.FuncExpr); ok && (f.Name == "label_replace" || f.Name == "label_join") && len(f.Args) > 1 {
+			if dst, ok := f.Args[1].(*metricsql.StringExpr); ok {
+				known = append(known, dst.S)
+			}
+		}
+	})
 	metricsql.VisitAll(e, func(e metricsql.Expr) {
 		a, ok := e.(*metricsql.AggrFuncExpr)
 		if !ok {
