@@ -73,10 +73,20 @@ func planOwner(z *registry.Zone, zoneName, owner string, names map[string]bool, 
 	var desired []*v1alpha1.Endpoint
 	for _, n := range z.Names(owner) {
 		for _, r := range z.AtName(n) {
-			if c := r.Claim(owner); c != nil {
-				if w := claimedWish(r, c); w != nil {
-					desired = append(desired, w)
-				}
+			c := r.Claim(owner)
+			if c == nil {
+				continue
+			}
+			w := claimedWish(r, c)
+			if w == nil && !c.Legacy {
+				// Several Kuadrant-form claims on one record: which targets are whose cannot be
+				// told, so each owner is taken to want the record as published, as the claimants'
+				// lines say. Left out, the plan would withdraw the owner's claim there, which its
+				// controller, knowing its wish, never does.
+				w = r.Endpoint
+			}
+			if w != nil {
+				desired = append(desired, w)
 			}
 		}
 	}
