@@ -143,6 +143,11 @@ var conditionOrder = conditions.Order(v1alpha1.ConditionOrder)
 // SetupWithManager registers the controller.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.init()
+	if r.Publisher != nil {
+		if err := registerLeaseMetrics(r.Publisher); err != nil {
+			return err
+		}
+	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.DNSRecord{}, ownerIDField, indexOwnerID); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package dnsrecord
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/publish"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
 )
@@ -63,6 +65,73 @@ var (
 		Help: "Provides intformation aboutauthoritative DNS records, indentiffied by label values.", // sic, Kuadrant's text
 	}, []string{"root_host", "sha", "dns_record_name", "dns_record_namespace"})
 )
+
+// Lease ages are computed at each scrape from what the publisher's queues know (publish.Publisher.Leases),
+// so an age grows between the queues' reads without anything setting it, and a series goes with its
+// queue or its lease.
+var (
+	descLeaseAge = prometheus.NewDesc("dnspolicy_lease_age_seconds",
+		"Age of an owner lease in a zone where this cluster shares names with another cluster: for this cluster's own (own=\"true\"), the time since it was last written or found current; for another cluster's, how long its value has not changed by this cluster's clock. Other clusters withdraw a holder's shared targets once its lease is older than its duration.",
+		[]string{"zone", "lease", "own"}, nil)
+	descLeaseDuration = prometheus.NewDesc("dnspolicy_lease_duration_seconds",
+		"How long an owner lease asks its readers to wait after its value last changed before they withdraw its holder (0: never).",
+		[]string{"zone", "lease", "own"}, nil)
+	descRenewalFailing = prometheus.NewDesc("dnspolicy_lease_renewal_failing",
+		"1 while the last renewal of this cluster's owner lease in a zone failed, else 0.",
+		[]string{"zone"}, nil)
+)
+
+// leaseCollector exports the lease series of a publisher.
+type leaseCollector struct{ leases func() []publish.ZoneLeases }
+
+func (c leaseCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- descLeaseAge
+	ch <- descLeaseDuration
+	ch <- descRenewalFailing
+}
+
+func (c leaseCollector) Collect(ch chan<- prometheus.Metric) {
+	type series struct {
+		zone, lease string
+		own         bool
+	}
+	ages, durations := map[series]float64{}, map[series]float64{}
+	failing := map[string]float64{}
+	// Several queues may serve one zone name (two Secrets for one zone, or a private and a public
+	// zone of one name): each series reports the largest, the lease that expires first and the
+	// renewal that fails; equal labels collected twice would fail the whole scrape.
+	for _, z := range c.leases() {
+		f := 0.0
+		if z.RenewalFailing {
+			f = 1
+		}
+		failing[z.Zone] = max(failing[z.Zone], f)
+		for _, l := range z.Leases {
+			s := series{z.Zone, l.Key, l.Own}
+			ages[s] = max(ages[s], l.Age.Seconds())
+			durations[s] = max(durations[s], l.Duration.Seconds())
+		}
+	}
+	for s, age := range ages {
+		own := strconv.FormatBool(s.own)
+		ch <- prometheus.MustNewConstMetric(descLeaseAge, prometheus.GaugeValue, age, s.zone, s.lease, own)
+		ch <- prometheus.MustNewConstMetric(descLeaseDuration, prometheus.GaugeValue, durations[s], s.zone, s.lease, own)
+	}
+	for zone, v := range failing {
+		ch <- prometheus.MustNewConstMetric(descRenewalFailing, prometheus.GaugeValue, v, zone)
+	}
+}
+
+// registerLeaseMetrics exports the publisher's lease series with the manager's metrics.
+func registerLeaseMetrics(p *publish.Publisher) error {
+	err := metrics.Registry.Register(leaseCollector{p.Leases})
+	if errors.As(err, &prometheus.AlreadyRegisteredError{}) {
+		// Only a second record controller in one process (tests running several managers) gets
+		// here; the first one's leases are the ones exported.
+		return nil
+	}
+	return err
+}
 
 func init() {
 	metrics.Registry.MustRegister(reconcileDuration, recordPasses, recordWrites, conflicts, ownersWithdrawn, recordsByReason,

@@ -1,14 +1,18 @@
 package dnsrecord
 
 import (
+	"maps"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/publish"
 )
 
 func readyRecord(ns, name, rootHost string, ready metav1.ConditionStatus, writes int64) *v1alpha1.DNSRecord {
@@ -91,4 +95,78 @@ func TestKuadrantRecordMetrics(t *testing.T) {
 	if n := testutil.CollectAndCount(kuadrantWriteCounter) + testutil.CollectAndCount(kuadrantRecordReady) + testutil.CollectAndCount(kuadrantAuthoritativeSpec); n != 0 {
 		t.Errorf("%d series left after the records went", n)
 	}
+}
+
+// The lease series as a scrape reads them: one per zone and lease, the largest where two queues
+// serve one zone name, failing where either queue's renewal fails, and none without leases.
+func TestLeaseMetrics(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		zones []publish.ZoneLeases
+		want  string
+	}{
+		{"no zone needs a lease", nil, ""},
+		{"two zones, one served by two queues", []publish.ZoneLeases{
+			{Zone: "example.com", Leases: []publish.LeaseAge{
+				{Key: "ownkey01", Own: true, Age: 12 * time.Second, Duration: 75 * time.Second},
+				{Key: "otherk01", Age: 40 * time.Second, Duration: 90 * time.Second},
+			}},
+			{Zone: "example.com", RenewalFailing: true, Leases: []publish.LeaseAge{
+				{Key: "ownkey01", Own: true, Age: 50 * time.Second, Duration: 75 * time.Second},
+				{Key: "otherk01", Age: 10 * time.Second, Duration: 90 * time.Second},
+			}},
+			{Zone: "example.org", Leases: []publish.LeaseAge{
+				{Key: "ownkey01", Own: true, Age: 1500 * time.Millisecond, Duration: 0},
+			}},
+		}, `
+# HELP dnspolicy_lease_renewal_failing 1 while the last renewal of this cluster's owner lease in a zone failed, else 0.
+# TYPE dnspolicy_lease_renewal_failing gauge
+dnspolicy_lease_renewal_failing{zone="example.com"} 1
+dnspolicy_lease_renewal_failing{zone="example.org"} 0
+# HELP dnspolicy_lease_duration_seconds How long an owner lease asks its readers to wait after its value last changed before they withdraw its holder (0: never).
+# TYPE dnspolicy_lease_duration_seconds gauge
+dnspolicy_lease_duration_seconds{lease="otherk01",own="false",zone="example.com"} 90
+dnspolicy_lease_duration_seconds{lease="ownkey01",own="true",zone="example.com"} 75
+dnspolicy_lease_duration_seconds{lease="ownkey01",own="true",zone="example.org"} 0
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := leaseCollector{func() []publish.ZoneLeases { return tc.zones }}
+			if err := testutil.CollectAndCompare(c, strings.NewReader(tc.want), "dnspolicy_lease_renewal_failing", "dnspolicy_lease_duration_seconds"); err != nil {
+				t.Error(err)
+			}
+			ages := map[string]float64{}
+			if tc.zones != nil {
+				ages = map[string]float64{"example.com/otherk01/false": 40, "example.com/ownkey01/true": 50, "example.org/ownkey01/true": 1.5}
+			}
+			if got := leaseAges(t, c); !maps.Equal(got, ages) {
+				t.Errorf("dnspolicy_lease_age_seconds %v, want %v", got, ages)
+			}
+		})
+	}
+}
+
+// leaseAges collects c's dnspolicy_lease_age_seconds by zone/lease/own.
+func leaseAges(t *testing.T, c prometheus.Collector) map[string]float64 {
+	t.Helper()
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(c)
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		if f.GetName() != "dnspolicy_lease_age_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			out[labels["zone"]+"/"+labels["lease"]+"/"+labels["own"]] = m.GetGauge().GetValue()
+		}
+	}
+	return out
 }

@@ -25,8 +25,11 @@ func (q *queue) renewalWaiter(waiters []*waiter, prov providers.Provider) *waite
 			// The lease is kept while a claim of this cluster names it (as of the last read, or
 			// written since), and goes with the last.
 			if q.renewal.Needed {
-				return nil, []*v1alpha1.Endpoint{lease.Renew(l.Holder, q.now(), l.Every, l.Duration).Record(q.zone.DNSName)}
+				renewed := lease.Renew(l.Holder, q.now(), l.Every, l.Duration)
+				q.renewing = renewed.Renewed
+				return nil, []*v1alpha1.Endpoint{renewed.Record(q.zone.DNSName)}
 			}
+			q.renewing = time.Time{}
 			return nil, nil
 		}}}
 }
@@ -40,14 +43,25 @@ func (q *queue) renewed(w *waiter) {
 	if w != nil {
 		select {
 		case r := <-w.done:
+			wanted := !q.renewing.IsZero()
+			q.mu.Lock()
 			switch {
 			case r.err != nil:
 				q.renewal.Err = r.err
-			case r.outcome.Wrote && q.renewal.Needed:
+			case r.outcome.Wrote && wanted:
 				q.renewal.At, q.renewal.Err = q.now(), nil
+			case r.outcome.Validated && wanted:
+				// Found current: the zone held this period's value already, written by another
+				// queue of this cluster serving the zone (another Secret) or earlier in the
+				// period. Without this, that queue's lease would look older with every period.
+				if q.renewing.After(q.renewal.At) {
+					q.renewal.At = q.renewing
+				}
+				q.renewal.Err = nil
 			case r.outcome.Validated:
 				q.renewal.Err = nil
 			}
+			q.mu.Unlock()
 		default:
 		}
 	}
@@ -122,11 +136,15 @@ func (q *queue) surveyLeases(v *view, eps []*v1alpha1.Endpoint) {
 		// and withdrawn its owners, who re-publish now rather than at their next re-check.
 		q.opts.Replan(q.localOwners())
 	}
-	q.contact = v.at
 	prev := q.survey.Verdicts
-	q.survey = q.judge.Survey(q.zoneKey, eps, v.zone, v.at)
+	survey := q.judge.Survey(q.zoneKey, eps, v.zone, v.at)
 	own := lease.Key(l.Holder)
-	q.renewal.Needed = q.survey.Named[own] > 0
+	// Under q.mu for the metrics' snapshot (Publisher.Leases); the cycle, their only writer, reads
+	// them without.
+	q.mu.Lock()
+	q.contact, q.survey = v.at, survey
+	q.renewal.Needed = survey.Named[own] > 0
+	q.mu.Unlock()
 	var replan []string
 	for key, verdict := range q.survey.Verdicts {
 		if key == own || !verdict.Expired || prev[key].Expired {
@@ -152,4 +170,87 @@ func namesLease(c *batch.Changes, key string) bool {
 		}
 	}
 	return false
+}
+
+// LeaseAge is one lease of a zone as a queue knows it at a moment.
+type LeaseAge struct {
+	// Key names the lease as claims do (lease.Key of its holder): never the holder's cluster ID.
+	Key string
+	// Own: the lease is this cluster's.
+	Own bool
+	// Age is, for this cluster's lease, the time since it was last written or found current; for
+	// another cluster's, how long its value has not changed by this reader's clock, as the queue's
+	// last read judged it plus the time since that read.
+	Age time.Duration
+	// Duration is how long the lease asks its readers to wait after its value last changed (0: never
+	// count its holder gone).
+	Duration time.Duration
+}
+
+// ZoneLeases is what one queue knows of its zone's leases at a moment.
+type ZoneLeases struct {
+	// Zone is the zone's domain.
+	Zone string
+	// Leases are this cluster's lease, once written or read, and those of other clusters that
+	// claims in the zone name, by key.
+	Leases []LeaseAge
+	// RenewalFailing: the last renewal of this cluster's lease in the zone failed.
+	RenewalFailing bool
+}
+
+// Leases returns, for metrics taken at scrape time, what each queue knows of its zone's leases,
+// by zone. Only queues whose zone needs this cluster's lease (a claim of this cluster names it)
+// report: those read their zone every renewal period, so the other clusters' ages are at most a
+// period old. Elsewhere a queue reads only at its records' re-checks, up to minutes apart, where an
+// age counted on from the last read would say nothing about whether its holder renews; and no
+// owner of this cluster shares a name with another cluster there, so no lease there matters to it.
+// Closed and removed queues report nothing.
+func (p *Publisher) Leases() []ZoneLeases {
+	p.mu.Lock()
+	queues := make([]*queue, 0, len(p.queues))
+	for _, q := range p.queues {
+		queues = append(queues, q)
+	}
+	p.mu.Unlock()
+	now := p.now()
+	var out []ZoneLeases
+	for _, q := range queues {
+		if z, ok := q.leases(now); ok {
+			out = append(out, z)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Zone < out[j].Zone })
+	return out
+}
+
+// leases is what the queue knows of its zone's leases at now; false when it reports none.
+func (q *queue) leases(now time.Time) (ZoneLeases, bool) {
+	l := q.opts.Leases
+	q.mu.Lock()
+	// The survey's maps are replaced by each read, never changed: copying the struct is a snapshot.
+	closed, renewal, survey, contact := q.closed, q.renewal, q.survey, q.contact
+	q.mu.Unlock()
+	if l.Holder == "" || closed || !renewal.Needed {
+		return ZoneLeases{}, false
+	}
+	z := ZoneLeases{Zone: q.zone.DNSName, RenewalFailing: renewal.Err != nil}
+	sinceRead := max(now.Sub(contact), 0)
+	own := lease.Key(l.Holder)
+	if v, read := survey.Verdicts[own]; !renewal.At.IsZero() {
+		z.Leases = append(z.Leases, LeaseAge{Key: own, Own: true, Age: max(now.Sub(renewal.At), 0), Duration: l.Duration})
+	} else if read {
+		// Not renewed by this queue yet (it started since, and its renewals fail): the lease an
+		// earlier run left in the zone, unchanged since this reader first saw it, as the other
+		// clusters see it unchanged.
+		z.Leases = append(z.Leases, LeaseAge{Key: own, Own: true, Age: v.Age + sinceRead, Duration: l.Duration})
+	}
+	for key, v := range survey.Verdicts {
+		// A lease no claim names any more (its holder's owners left, or were withdrawn) stays in
+		// the zone but no longer matters.
+		if key != own && survey.Named[key] > 0 {
+			z.Leases = append(z.Leases, LeaseAge{Key: key, Age: v.Age + sinceRead, Duration: v.Duration})
+		}
+	}
+	sort.Slice(z.Leases, func(i, j int) bool { return z.Leases[i].Key < z.Leases[j].Key })
+	return z, true
 }

@@ -132,8 +132,8 @@ func queueOf(t *testing.T, p *Publisher, account string, zone providers.Zone) *q
 	return q
 }
 
-// awaitStopped waits for a removed queue's goroutine to end: a cycle that began before the removal
-// finishes with the waiters it had.
+// awaitStopped waits for a queue's goroutine to end: a cycle that began before a removal finishes
+// with the waiters it had, and records how its renewal went after answering them.
 func awaitStopped(t *testing.T, q *queue) {
 	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
@@ -144,7 +144,7 @@ func awaitStopped(t *testing.T, q *queue) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatal("a removed queue still runs after 10 s")
+			t.Fatal("a queue still runs after 10 s")
 		}
 	}
 }

@@ -94,7 +94,9 @@ func (q *queue) planAll(v *view, waiters []*waiter, caps providers.Capabilities,
 			continue
 		}
 		if q.opts.Leases.Holder != "" && namesLease(res.Changes, lease.Key(q.opts.Leases.Holder)) {
+			q.mu.Lock()
 			q.renewal.Needed = true
+			q.mu.Unlock()
 		}
 		if err := v.zone.Check([]string{w.req.OwnerID}, res.Withdrawn, res.Changes); err != nil {
 			p.err = providers.NewError(providers.Permanent, err)

@@ -18,7 +18,7 @@
 // lifetime of its queues; queue.go a queue's loop (gather, cycle, apply, await the backend); view.go
 // when the zone is read again and which records no owner claims; plan.go each request planned
 // against the view; batch.go the plans summed into batches, pure given a zone; lease.go this
-// cluster's lease renewal and the replans that leases cause; wishes.go the cluster's memory of
+// cluster's lease renewal, the replans that leases cause, and the leases' ages that metrics read; wishes.go the cluster's memory of
 // what its owners want.
 package publish
 
@@ -88,7 +88,8 @@ type Outcome struct {
 type Renewal struct {
 	// Needed: some claim of this cluster names the lease (it shares a name with another cluster).
 	Needed bool
-	// At is when the lease was last written or found current; zero when never.
+	// At is when the lease was last written or found current (for a value found current, written by
+	// another queue of this cluster, the start of the period it is of); zero when never.
 	At time.Time
 	// Err is the last renewal's error, nil once one succeeds.
 	Err error

@@ -60,11 +60,15 @@ type queue struct {
 	// zoneKey tells this queue's zone apart in the judge's memory.
 	zoneKey string
 	judge   lease.Judge
-	// survey is what the latest read told of leases; renewal the state of our own.
+	// survey is what the latest read told of leases; renewal the state of our own. The cycle writes
+	// them, and contact, under mu (Publisher.Leases reads them from the scrape).
 	survey  lease.Survey
 	renewal Renewal
 	// contact is when the zone was last read.
 	contact time.Time
+	// renewing is the period start of the lease value the cycle's renewal wanted, zero when it
+	// wanted none (the lease is not needed); the cycle's alone.
+	renewing time.Time
 	// renewTimer brings a cycle about when the lease is due and no request comes; closed stops it.
 	renewTimer *time.Timer
 	closed     bool
