@@ -67,6 +67,11 @@ func (r *Reconciler) keepExpired(b *backends.Backend) bool {
 func (r *Reconciler) reportLeases(s *scope, previous []*v1alpha1.Endpoint, out publish.Outcome) {
 	rec := s.record
 	log := ctrl.Log.WithName("dnsrecord").WithValues("dnsrecord", s.key)
+	if out.Renewal.Needed || len(out.Leases) > 0 {
+		// The zone is shared: its withdrawals series starts at 0 before any withdrawal, so an alert
+		// on its increase sees the first one (a series born at 1 shows no increase).
+		ownersWithdrawn.WithLabelValues(s.zone.DNSName)
+	}
 	for _, o := range out.Withdrawn {
 		v := out.Leases[o]
 		log.Info("withdrew an owner whose lease expired", "owner", o, "holder", v.Holder, "unchangedFor", v.Age.Round(time.Second), "zone", s.zone.DNSName)

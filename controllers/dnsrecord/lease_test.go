@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/publish"
@@ -17,6 +18,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/pkg/plan"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // The Leases condition says how this cluster's lease and the other owners' stand, only where the
@@ -106,4 +108,51 @@ func TestReportLeases(t *testing.T) {
 	if !equalStatus(before, s.record.Status) {
 		t.Error("a pass where only lease ages changed would write the status")
 	}
+}
+
+// The counters alerts take the increase of exist at 0 before their first event: every conflict
+// field from the start, a zone's withdrawals once the zone is shared, so the first conflict or
+// withdrawal is an increase (a series born at 1 shows none).
+func TestCountersStartAtZero(t *testing.T) {
+	for _, f := range []string{plan.FieldTargets, plan.FieldTTL, plan.FieldType, plan.FieldProviderSpecific, plan.FieldOwnership} {
+		if !hasSeries(t, "dnspolicy_dnsrecord_conflicts_total", "field", f) {
+			t.Errorf("no conflicts series for field %s before any conflict", f)
+		}
+	}
+	const zone = "shared-zero.example.com"
+	r := &Reconciler{Recorder: events.NewFakeRecorder(10)}
+	s := &scope{record: &v1alpha1.DNSRecord{}, zone: providers.Zone{DNSName: zone}}
+	r.reportLeases(s, nil, publish.Outcome{Plan: &plan.Result{Changes: &batch.Changes{}}})
+	if hasSeries(t, "dnspolicy_lease_withdrawals_total", "zone", zone) {
+		t.Error("a zone no other cluster shares has a withdrawals series")
+	}
+	r.reportLeases(s, nil, publish.Outcome{Plan: &plan.Result{Changes: &batch.Changes{}}, Renewal: publish.Renewal{Needed: true, At: time.Now()}})
+	if !hasSeries(t, "dnspolicy_lease_withdrawals_total", "zone", zone) {
+		t.Error("a shared zone has no withdrawals series before its first withdrawal")
+	}
+	if v := testutil.ToFloat64(ownersWithdrawn.WithLabelValues(zone)); v != 0 {
+		t.Errorf("withdrawals = %v before any, want 0", v)
+	}
+}
+
+// hasSeries says whether the registry holds a series of name with label = value.
+func hasSeries(t *testing.T, name, label, value string) bool {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == label && l.GetValue() == value {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }

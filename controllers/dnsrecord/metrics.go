@@ -15,6 +15,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/publish"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/plan"
 )
 
 var (
@@ -136,6 +137,11 @@ func registerLeaseMetrics(p *publish.Publisher) error {
 func init() {
 	metrics.Registry.MustRegister(reconcileDuration, recordPasses, recordWrites, conflicts, ownersWithdrawn, recordsByReason,
 		kuadrantWriteCounter, kuadrantRecordReady, kuadrantAuthoritativeSpec)
+	// Every field's series exists from the start, so an alert or panel on its increase sees the
+	// first conflict (a series born at 1 shows no increase).
+	for _, f := range []string{plan.FieldTargets, plan.FieldTTL, plan.FieldType, plan.FieldProviderSpecific, plan.FieldOwnership} {
+		conflicts.WithLabelValues(f)
+	}
 }
 
 // kuadrantSeries are the label values of one record's Kuadrant series whose labels can change, and
