@@ -123,9 +123,10 @@ func TestUnhealthyClusterLeavesTheAnswers(t *testing.T) {
 	t.Logf("both servers stopped: both addresses answered for 45 s")
 }
 
-// healthServer is one gateway's health endpoint.
+// healthServer is one gateway's health endpoint: 200 at /healthz for host (healthHost when empty).
 type healthServer struct {
 	addr string
+	host string
 	mu   sync.Mutex
 	srv  *http.Server
 }
@@ -144,7 +145,11 @@ func (h *healthServer) start(t *testing.T) {
 	})
 	h.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The Host header carries the port when it is not the scheme's default, as curl sends it.
-		if host, _, _ := strings.Cut(r.Host, ":"); r.URL.Path != "/healthz" || host != healthHost {
+		want := h.host
+		if want == "" {
+			want = healthHost
+		}
+		if host, _, _ := strings.Cut(r.Host, ":"); r.URL.Path != "/healthz" || host != want {
 			http.Error(w, "wrong path or host", http.StatusNotFound)
 			return
 		}
