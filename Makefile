@@ -200,14 +200,17 @@ INSTALL_GENERATED = config/manager/kustomization.yaml charts/dnspolicy-controlle
 KUSTOMIZE_OVERLAYS = default record-only namespaced prometheus
 
 .PHONY: install-generate
-install-generate: $(KUSTOMIZE) $(HELM) ## Write the chart's CRDs and rules, the image tag, the rendered overlays and chart (golden files), the bundles and the catalog.
+install-generate: $(KUSTOMIZE) $(HELM) ## Write the chart's CRDs, rules and dashboards, the image tag, the rendered overlays and chart (golden files), the bundles and the catalog.
 	@rm -rf charts/dnspolicy-controller/crds && mkdir -p charts/dnspolicy-controller/crds charts/dnspolicy-controller/files test/install/golden
 	@cp config/crd/bases/*.yaml charts/dnspolicy-controller/crds/
+	@rm -rf charts/dnspolicy-controller/dashboards && mkdir -p charts/dnspolicy-controller/dashboards
+	@cp config/observability/dashboards/*.json charts/dnspolicy-controller/dashboards/
 	@cp config/rbac/role.yaml charts/dnspolicy-controller/files/role.yaml
 	@cp config/rbac/record-only/role.yaml charts/dnspolicy-controller/files/role-record-only.yaml
 	@sed -i -E 's/^version: .*/version: $(VERSION)/; s/^appVersion: .*/appVersion: "$(VERSION)"/' charts/dnspolicy-controller/Chart.yaml
 	@cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	@for o in $(KUSTOMIZE_OVERLAYS); do $(KUSTOMIZE) build config/$$o > test/install/golden/kustomize-$$o.yaml; done
+	@$(KUSTOMIZE) build config/observability/dashboards > test/install/golden/kustomize-dashboards.yaml
 	@$(HELM) template dnspolicy-controller charts/dnspolicy-controller --namespace dnspolicy-system --include-crds --kube-version $(HELM_KUBE_VERSION) > test/install/golden/helm-default.yaml
 	@$(HELM) template dnspolicy-controller charts/dnspolicy-controller --namespace dnspolicy-system --include-crds --kube-version $(HELM_KUBE_VERSION) \
 	  -f test/install/testdata/values-full.yaml > test/install/golden/helm-full.yaml

@@ -4,6 +4,7 @@ package install_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -150,6 +151,10 @@ func TestRendersAreAccepted(t *testing.T) {
 	t.Run("prometheus", func(t *testing.T) {
 		cp.apply(t, golden(t, "kustomize-prometheus.yaml"))
 	})
+	t.Run("grafana dashboards", func(t *testing.T) {
+		cp.apply(t, golden(t, "kustomize-dashboards.yaml"))
+		expectDashboards(t, cp, nil)
+	})
 	t.Run("helm default", func(t *testing.T) {
 		// The chart's selector adds app.kubernetes.io/instance, and a Deployment's selector is
 		// immutable: moving from kustomize to the chart means deleting the Deployment first.
@@ -207,6 +212,7 @@ func TestRendersAreAccepted(t *testing.T) {
 		if opts.DNSServer.TSIGSecret != d.Namespace+"/dns-tsig" {
 			t.Errorf("the binary reads its TSIG keys from %q, want the Secret %s/dns-tsig", opts.DNSServer.TSIGSecret, d.Namespace)
 		}
+		expectDashboards(t, cp, map[string]string{"grafana_folder": "DNS"})
 		// The chart's grants reach the binary through the ConfigMap it mounts.
 		if g := opts.Grants; !g.AllBackends() || !g.Grants.Covers("gateways", nil, "api.example.com") ||
 			!g.Grants.Covers("team-b", map[string]string{"dns.example.com/tier": "shared"}, "x.shared.example.com") || g.Grants.Covers("team-b", nil, "example.com") {
@@ -320,4 +326,37 @@ func TestRecordOnlyInstall(t *testing.T) {
 		}
 		return ""
 	})
+}
+
+// expectDashboards checks that the four dashboards' ConfigMaps are in the controller's namespace
+// with the label Grafana's sidecar selects on and the annotations asked for, each holding its
+// dashboard's JSON under the file's name.
+func expectDashboards(t *testing.T, cp *controlPlane, annotations map[string]string) {
+	t.Helper()
+	list := &corev1.ConfigMapList{}
+	if err := cp.c.List(context.Background(), list, client.InNamespace(controllerNamespace), client.MatchingLabels{"grafana_dashboard": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, cm := range list.Items {
+		for k, v := range annotations {
+			if cm.Annotations[k] != v {
+				t.Errorf("ConfigMap %s: annotation %s=%q, want %q", cm.Name, k, cm.Annotations[k], v)
+			}
+		}
+		for key, data := range cm.Data {
+			var d struct {
+				UID string `json:"uid"`
+			}
+			if err := json.Unmarshal([]byte(data), &d); err != nil || "dnspolicy-"+strings.TrimPrefix(cm.Name, "dnspolicy-controller-dashboard-")+".json" != key || d.UID+".json" != key {
+				t.Errorf("ConfigMap %s holds %s with uid %q (%v)", cm.Name, key, d.UID, err)
+			}
+			got[key] = true
+		}
+	}
+	for _, want := range []string{"dnspolicy-fleet.json", "dnspolicy-zones.json", "dnspolicy-dns-server.json", "dnspolicy-probes.json"} {
+		if !got[want] {
+			t.Errorf("no ConfigMap labelled grafana_dashboard=1 holds %s (found %v)", want, got)
+		}
+	}
 }
