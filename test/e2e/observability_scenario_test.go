@@ -5,65 +5,104 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
+
+	route53emu "github.com/dnspolicy/dnspolicy-controller/test/emulators/route53"
 )
 
-// obsThrottled is how many Route 53 requests in a row the emulator throttles: more than the
-// backend's attempts per call (8), so the retries of at least one call run out.
-const obsThrottled = 24
+// obsStage is how long a stage of the scenario waits for its alerts (each a shortened `for:` after
+// its expression first holds); those still missing then are reported at the end.
+const obsStage = 2 * time.Minute
 
-// runScenario makes trouble, each kind waited for in Prometheus: a failing probe, clients the
-// embedded servers answer with NXDOMAIN, REFUSED, a TSIG failure and rate limiting, Route 53
-// throttling, and a cluster killed until its lease has expired at the other and its export is stale.
-func (f *obsFleet) runScenario(t *testing.T) {
+// runScenario makes trouble in stages, each waited for through the alerts it should fire:
+//  1. cluster 1's gateway refuses connections (its probe fails, its record is not Ready); clients
+//     flood the embedded servers with questions for other zones over TCP and beyond the rate limit
+//     over UDP, open more TCP connections than one address may, ask for names the zone lacks and
+//     for a transfer with a bad signature; a Secret with a key Route 53 refuses; two clusters want
+//     different TTLs for one name.
+//  2. cluster 2's gateway flaps between healthy and failing.
+//  3. Route 53 throttles every request.
+//  4. cluster 2 is killed (SIGKILL): cluster 1 withdraws its owner once its lease expired, and its
+//     export goes stale at cluster 1's server.
+//  5. cluster 2 comes back with a rotated TSIG key, finding its peer in the zone's NS set: each
+//     server refuses the other's pulls.
+func (f *obsFleet) runScenario(t *testing.T, from time.Time) {
 	t.Helper()
-	// The gateway of cluster 1 refuses connections: its probe fails.
 	f.gateways[0].stop()
+	stopFloods := f.flood(t)
 	for _, addr := range f.dns {
 		for range 5 {
 			_, _ = obsAsk(addr, "missing."+obsEdgeZone, dns.TypeA, obsSubnets["IE"]) // NXDOMAIN
-			_, _ = obsAsk(addr, "www.example.org", dns.TypeA, netip.Prefix{})        // REFUSED: no zone of ours
 			_, _ = obsAsk(addr, obsEdgeHost, dns.TypeAAAA, obsSubnets["US"])         // NOERROR, no data
 		}
 		badTransfer(t, addr)
-		burst(t, addr, obsEdgeHost, 20*obsRRL)
 	}
-	f.waitFor(t, "clients refused, answered NXDOMAIN, rate limited and sent a bad signature", time.Minute,
-		`sum(dnspolicy_dnsserver_rate_limited_total) > 0`,
-		`sum(dnspolicy_dnsserver_tsig_failures_total) > 0`,
-		`sum(dnspolicy_dnsserver_refused_total) > 0`,
-		`sum(dnspolicy_dnsserver_queries_total{rcode="NXDOMAIN"}) > 0`)
-	f.waitFor(t, "cluster 1's probe failing", time.Minute,
-		`sum(dnspolicy_health_probes{state="unhealthy"}) >= 1`,
-		`sum(dnspolicy_health_probe_checks_total{outcome="connection_refused"}) > 0`)
+	tcpBurst(t, f.dns[0], 2*obsTCPPerSource)
+	f.refusedSecret(t)
+	f.conflict(t)
+	f.waitAlerts(t, from, "1: a failing probe, floods, a refused key, a conflict",
+		"DNSPolicyRecordNotReady", "DNSPolicyDNSServerRefusing", "DNSPolicyDNSServerDropping",
+		"DNSPolicyDNSServerRejectingConnections", "DNSPolicyProviderRefusing", "DNSPolicyConflictPersists")
+	stopFloods()
 
-	// Route 53 throttles: the calls whose attempts all meet Throttling fail as transient.
-	f.emu.ThrottleNext(obsThrottled)
-	eventually(t, 2*time.Minute, func() string {
-		if n := f.emu.Injected()["throttle"]; n < obsThrottled {
-			return fmt.Sprintf("the emulator throttled %d of %d requests", n, obsThrottled)
-		}
-		return ""
-	})
-	f.waitFor(t, "throttled provider calls", time.Minute, `sum(dnspolicy_provider_calls_total{result="transient"}) > 0`)
+	stopFlapping := f.flap(f.gateways[1])
+	f.waitAlerts(t, from, "2: a flapping probe", "DNSPolicyHealthProbeFlapping")
+	stopFlapping()
 
-	// Cluster 2 dies: cluster 1 withdraws its records once its lease has expired, and its export
-	// goes stale at cluster 1's server.
+	f.emu.SetFaults(route53emu.Faults{ThrottleRate: 1})
+	f.waitAlerts(t, from, "3: Route 53 throttling", "DNSPolicyProviderThrottled")
+	f.emu.SetFaults(route53emu.Faults{})
+	t.Logf("scenario: Route 53 throttled %d requests", f.emu.Injected()["throttle"])
+
 	f.procs[1].kill(t)
-	killed := time.Now()
-	f.waitFor(t, "cluster 2's lease expired and its export stale", 3*time.Minute,
-		`sum(dnspolicy_lease_withdrawals_total) > 0`,
-		`max(dnspolicy_peer_stale) == 1`)
-	t.Logf("scenario: cluster 2's lease withdrawn and its export stale %v after SIGKILL", time.Since(killed).Round(time.Second))
+	f.waitFor(t, "cluster 2's owner withdrawn and its export stale", obsStage,
+		`sum(dnspolicy_lease_withdrawals_total) > 0`, `max(dnspolicy_peer_stale) == 1`)
+	f.waitAlerts(t, from, "4: a dead cluster", "DNSPolicyOwnerLeaseExpired", "DNSPolicyPeerStale")
+
+	p := f.procs[1]
+	peersAt := slices.Index(p.args, "--dns-peers")
+	keyAt := slices.Index(p.args, "--dns-tsig-key-file")
+	p.args = slices.Clone(p.args)
+	p.args[keyAt+1] = writeObsKey(t, t.TempDir(), "rotated.conf")
+	p.args = append(slices.Delete(p.args, peersAt, peersAt+2), "--dns-peer-discovery", obsEdgeZone+"="+f.dns[0],
+		"--dns-peer-port", strconv.Itoa(f.dnsPort), "--dns-peer-discovery-interval", mcPull.String())
+	p.restart(t)
+	f.waitFor(t, "cluster 2 back, finding its peer in the NS set", obsStage, `sum(dnspolicy_peer_discoveries_total{result="ok"}) > 0`)
+	f.waitAlerts(t, from, "5: a peer with a rotated key", "DNSPolicyPeerRefused")
+}
+
+// waitAlerts waits until each alert fired since from, at most obsStage; checkAlertsFire reports
+// those that did not.
+func (f *obsFleet) waitAlerts(t *testing.T, from time.Time, stage string, names ...string) {
+	t.Helper()
+	start := time.Now()
+	var missing []string
+	for {
+		fired, err := f.prom.firedSince(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		missing = missing[:0]
+		for _, name := range names {
+			if _, ok := fired[name]; !ok {
+				missing = append(missing, name)
+			}
+		}
+		if len(missing) == 0 || time.Since(start) > obsStage {
+			break
+		}
+		time.Sleep(time.Second) // polling Prometheus' evaluations
+	}
+	t.Logf("stage %s: %d of %d alerts fired within %v; not fired: %v", stage, len(names)-len(missing), len(names),
+		time.Since(start).Round(100*time.Millisecond), missing)
 }
 
 // waitFor waits until every expression returns data in Prometheus.
@@ -81,47 +120,6 @@ func (f *obsFleet) waitFor(t *testing.T, what string, timeout time.Duration, exp
 	t.Logf("scenario: %s, seen by Prometheus after %v", what, time.Since(start).Round(100*time.Millisecond))
 }
 
-// badTransfer asks addr for a zone transfer signed with a key the server does not hold.
-func badTransfer(t *testing.T, addr string) {
-	t.Helper()
-	m := new(dns.Msg)
-	m.SetAxfr(dns.Fqdn(obsEdgeZone))
-	m.SetTsig(obsKey+".", dns.HmacSHA256, 300, time.Now().Unix())
-	tr := &dns.Transfer{TsigSecret: map[string]string{obsKey + ".": obsSecret(t)}, DialTimeout: 2 * time.Second, ReadTimeout: 2 * time.Second}
-	ch, err := tr.In(m, addr)
-	if err != nil {
-		return // refused at once: what is wanted
-	}
-	for env := range ch {
-		if env.Error == nil {
-			t.Fatalf("%s transferred %s to a key it does not hold", addr, obsEdgeZone)
-		}
-	}
-}
-
-// burst sends n queries over UDP as fast as it can, without waiting for answers: far beyond the
-// server's rate limit for one client prefix.
-func burst(t *testing.T, addr, name string, n int) {
-	t.Helper()
-	conn, err := net.Dial("udp", addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	for i := range n {
-		m := new(dns.Msg)
-		m.SetQuestion(dns.Fqdn(name), dns.TypeA)
-		m.Id = uint16(i)
-		b, err := m.Pack()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := conn.Write(b); err != nil {
-			t.Fatal(err)
-		}
-	}
-}
-
 // checkAlertsFire waits until every alert fired since the scenario began (all but those the
 // scenario cannot cause), and describes each that did not with what its expression returns.
 func (f *obsFleet) checkAlertsFire(t *testing.T, from time.Time) {
@@ -132,7 +130,8 @@ func (f *obsFleet) checkAlertsFire(t *testing.T, from time.Time) {
 			want = append(want, a.name)
 		}
 	}
-	deadline := time.Now().Add(2 * time.Minute)
+	// The stages waited for their alerts; this allows a last evaluation or two.
+	deadline := time.Now().Add(15 * time.Second)
 	var missing []string
 	for {
 		fired, err := f.prom.firedSince(from)
