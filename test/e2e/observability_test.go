@@ -96,15 +96,13 @@ type obsFleet struct {
 
 // Acceptance "See it working" of issue 26: a real Prometheus (Debian's) scrapes two controller
 // processes, whose metrics endpoint also serves their embedded DNS servers' metrics, and evaluates
-// the alert rules of config/observability/alerts. First a quiet run (records published to the
-// Route 53 emulator and to the embedded servers, healthy probes, ordinary queries from three
-// countries) during which no alert fires; then a scenario: a gateway's health endpoint refuses
-// connections, Route 53 throttles, clients get NXDOMAIN, REFUSED, a bad TSIG signature and rate
-// limiting, and one controller is killed (SIGKILL) until the other withdraws its expired lease and
-// its server's export goes stale. Every query of every panel of every dashboard under
-// config/observability/dashboards returns data for the scenario and names only series Prometheus
-// holds, and every alert fires (but those of obsAlertsNotCaused). The checker itself is shown to
-// fail a dashboard whose query names a series that does not exist.
+// the alert rules of config/observability/alerts (their `for:` shortened). First a quiet run
+// (records published to the Route 53 emulator and to the embedded servers, which pull each other's
+// exports, healthy probes, ordinary queries from three countries) during which no alert fires; then
+// the scenario of runScenario, in which every alert fires but those of obsAlertsNotCaused. Every
+// query of every panel of every dashboard under config/observability/dashboards returns data for
+// the scenario and names only series Prometheus holds, as does every rule. The checker itself is
+// shown to fail a dashboard whose query names a series that does not exist.
 func TestObservability(t *testing.T) {
 	ctrllog.SetLogger(logr.Discard())
 	f := startObsFleet(t)
