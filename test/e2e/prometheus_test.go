@@ -235,10 +235,11 @@ func (p *promServer) ruleHealth() (alerting int, problems []string, err error) {
 }
 
 // firedSince returns the alerts that were firing at some evaluation since start, each with the
-// labels of one of its firing series.
-func (p *promServer) firedSince(start time.Time) (map[string]string, error) {
+// labels of one of its firing series; matchers (PromQL label matchers, or none) narrow the series.
+func (p *promServer) firedSince(start time.Time, matchers ...string) (map[string]string, error) {
 	window := max(time.Since(start).Round(time.Second)+time.Second, 2*time.Second)
-	res, err := p.query(fmt.Sprintf(`max_over_time(ALERTS{alertstate="firing"}[%ds])`, int(window.Seconds())))
+	selector := strings.Join(append([]string{`alertstate="firing"`}, matchers...), ", ")
+	res, err := p.query(fmt.Sprintf(`max_over_time(ALERTS{%s}[%ds])`, selector, int(window.Seconds())))
 	if err != nil {
 		return nil, err
 	}
