@@ -166,7 +166,15 @@ func (f *obsFleet) checkAlertsFire(t *testing.T, from time.Time) {
 	for _, name := range missing {
 		expr := f.alertExpr(name)
 		res, err := f.prom.query(expr)
-		t.Errorf("alert %s did not fire in the scenario; its expression %s returns %s now (%v)", name, expr, describe(res), err)
+		// What its series hold: a counter whose series is born at its first increment has no
+		// increase() to show for that increment.
+		var held []string
+		for _, n := range seriesNames(expr) {
+			s, _ := f.prom.query(n)
+			held = append(held, n+": "+describe(s))
+		}
+		t.Errorf("alert %s did not fire in the scenario; its expression %s returns %s now (%v); its series now: %s",
+			name, expr, describe(res), err, strings.Join(held, "; "))
 	}
 	if _, problems, err := f.prom.ruleHealth(); err != nil || len(problems) > 0 {
 		t.Errorf("rules: %v %v", err, problems)
