@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,11 +124,14 @@ func TestUnhealthyClusterLeavesTheAnswers(t *testing.T) {
 	t.Logf("both servers stopped: both addresses answered for 45 s")
 }
 
-// healthServer is one gateway's health endpoint.
+// healthServer is one gateway's health endpoint: 200 at /healthz for host (healthHost when empty),
+// 503 while failing is set.
 type healthServer struct {
-	addr string
-	mu   sync.Mutex
-	srv  *http.Server
+	addr    string
+	host    string
+	failing atomic.Bool
+	mu      sync.Mutex
+	srv     *http.Server
 }
 
 func (h *healthServer) start(t *testing.T) {
@@ -144,8 +148,16 @@ func (h *healthServer) start(t *testing.T) {
 	})
 	h.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The Host header carries the port when it is not the scheme's default, as curl sends it.
-		if host, _, _ := strings.Cut(r.Host, ":"); r.URL.Path != "/healthz" || host != healthHost {
+		want := h.host
+		if want == "" {
+			want = healthHost
+		}
+		if host, _, _ := strings.Cut(r.Host, ":"); r.URL.Path != "/healthz" || host != want {
 			http.Error(w, "wrong path or host", http.StatusNotFound)
+			return
+		}
+		if h.failing.Load() {
+			http.Error(w, "failing", http.StatusServiceUnavailable)
 			return
 		}
 		w.WriteHeader(http.StatusOK)
