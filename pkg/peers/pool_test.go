@@ -185,6 +185,22 @@ func TestPoolRefusesBadPeers(t *testing.T) {
 		}
 	}()
 
+	// A listener that accepts and hangs up at once, as a server at its connection limit does.
+	hangsUp, err := net.Listen("tcp", freeport.Addr(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = hangsUp.Close() }()
+	go func() {
+		for {
+			c, err := hangsUp.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
+
 	good := []string{two.Addr().String(), three3.Addr().String()}
 	key := peerKey
 	wrong := wrongKey
@@ -199,6 +215,7 @@ func TestPoolRefusesBadPeers(t *testing.T) {
 		// Peer two again (by another spelling of its address), pulled with a key whose secret it
 		// does not share.
 		{Zone: testZone, Addr: "localhost:" + strings.Split(good[0], ":")[1], Key: &wrong},
+		{Zone: testZone, Addr: hangsUp.Addr().String(), Key: &key},
 	}
 
 	var mu sync.Mutex
@@ -239,6 +256,8 @@ func TestPoolRefusesBadPeers(t *testing.T) {
 		{stealsTwos.Addr().String(), ReasonClaimed},
 		{"peer.does-not-exist.invalid:53", ReasonUnreachable},
 		{silent.Addr().String(), ReasonUnreachable},
+		// A connection closed before any answer is no refusal: the peer's server is busy or going.
+		{hangsUp.Addr().String(), ReasonUnreachable},
 		{peers[7].Addr, ReasonTSIG},
 	} {
 		st := statusOf(t, p, c.addr)

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/miekg/dns"
@@ -216,7 +218,10 @@ func classify(err error) error {
 	switch {
 	case errors.Is(err, dns.ErrSig), errors.Is(err, dns.ErrNoSig), errors.Is(err, dns.ErrSecret), errors.Is(err, dns.ErrAuth), errors.Is(err, dns.ErrKeyAlg), errors.Is(err, dns.ErrTime):
 		return failed(ReasonTSIG, "%v", err)
-	case errors.As(err, &ne), errors.Is(err, net.ErrClosed), errors.Is(err, context.DeadlineExceeded):
+	case errors.As(err, &ne), errors.Is(err, net.ErrClosed), errors.Is(err, context.DeadlineExceeded),
+		// A connection closed or reset under the transfer (a server at its connection limit hangs
+		// up at accept, one going away mid-stream) is no answer, not a bad one.
+		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNRESET):
 		return failed(ReasonUnreachable, "%v", err)
 	}
 	if strings.HasPrefix(err.Error(), "dns: bad xfr rcode") {
