@@ -79,7 +79,8 @@ func (r *responder) handle(msg []byte) []byte {
 	return out
 }
 
-// count adds an answer to the metrics: by zone, type and rcode, and truncations and refusals.
+// count adds an answer to the metrics: by zone, type and rcode or source, geo answers by code, and
+// truncations and refusals.
 func (r *responder) count(out []byte) {
 	st := &r.s.stats
 	q := &st.unzoned[r.shard]
@@ -87,19 +88,16 @@ func (r *responder) count(out []byte) {
 		q = &r.entry.stats.queries[r.shard]
 	}
 	if r.xfr != nil {
-		q.add(r.req.qtype, dns.RcodeSuccess)
+		q.add(r.req.qtype, dns.RcodeSuccess, srcNone)
 		return
 	}
 	if len(out) < headerLen {
 		return
 	}
 	rcode := int(out[3] & 0xF)
-	q.add(r.req.qtype, rcode)
-	if r.source != srcNone {
-		q.sources[r.source].Add(1)
-		if r.source == srcGeo || r.source == srcGeoDefault {
-			r.entry.stats.countGeo(r.geoSlot(), r.shard)
-		}
+	q.add(r.req.qtype, rcode, r.source)
+	if r.source == srcGeo || r.source == srcGeoDefault {
+		r.entry.stats.countGeo(r.geoSlot(), r.shard)
 	}
 	if out[2]&(flagTC>>8) != 0 {
 		if r.req.tcp {

@@ -44,21 +44,33 @@ func init() {
 // the same cache line; a scrape adds the copies up.
 const statShards = 8
 
-// queryStats counts answers by query type and rcode, for one zone (or for names in no zone), and
-// the answers of a zone by the path that produced them.
+// queryStats counts answers by query type and by a cell: the rcode for an answer without a source
+// (REFUSED, FORMERR, transfers), else the source, which implies the rcode (sourceRcode). One counter
+// add per query gives both queries_total and answers_total, as cheap as counting rcodes alone.
 type queryStats struct {
-	n       [13][8]atomic.Uint64
-	sources [numSources]atomic.Uint64
+	n [13][numCells]atomic.Uint64
 }
+
+// Cells: the counted rcodes (statRcodes and "other"), then a cell per source.
+const (
+	rcodeCells = 8
+	numCells   = rcodeCells + int(numSources) - 1
+)
 
 type shardedQueryStats [statShards]queryStats
 
-func (q *queryStats) add(qtype uint16, rcode int) {
+// add counts an answer. An answer whose rcode is not the one its source implies (none is) is
+// counted by rcode, so queries_total stays exact whatever answers_total misses.
+func (q *queryStats) add(qtype uint16, rcode int, src answerSource) {
 	t := uint8(len(statTypes))
 	if qtype < 256 {
 		t = typeIndex[qtype]
 	}
-	q.n[t][rcodeIndex[rcode&0xF]].Add(1)
+	cell := int(rcodeIndex[rcode&0xF])
+	if src != srcNone && sourceRcode[src] == rcode {
+		cell = rcodeCells + int(src) - 1
+	}
+	q.n[t][cell].Add(1)
 }
 
 // answerSource is the path of resolve that produced an answer from a zone's data: the value of the
@@ -89,6 +101,9 @@ const (
 
 var sourceNames = [numSources]string{"", "static", "wildcard", "weighted", "geo", "geo_default", "geo_fallback",
 	"delegation", "nxdomain", "nodata", "refused_set"}
+
+// sourceRcode is the rcode resolve answers each source with.
+var sourceRcode = [numSources]int{srcNXDomain: dns.RcodeNameError, srcRefusedSet: dns.RcodeServerFailure}
 
 // Refusal and drop reasons, the values of the reason label.
 const (
@@ -298,20 +313,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
 	}
-	queries := func(zone string, q *shardedQueryStats) {
-		for t := range q[0].n {
-			for rc := range q[0].n[t] {
-				var v uint64
-				for i := range q {
-					v += q[i].n[t][rc].Load()
-				}
-				if v > 0 {
-					counter(descQueries, v, zone, typeName(t), rcodeName(rc))
-				}
-			}
-		}
-	}
-	queries("", &st.unzoned)
+	queries("", &st.unzoned, ch)
 	counter(descTruncated, st.truncatedUDP.Load(), "udp")
 	counter(descTruncated, st.truncatedTCP.Load(), "tcp")
 	counter(descRefused, st.refusedNoZone.Load(), refusedNoZone)
@@ -335,9 +337,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	for _, e := range *s.zones.Load() {
 		zone := e.snap.Load().origin
 		zs := &e.stats
-		queries(zone, &zs.queries)
+		answers := queries(zone, &zs.queries, ch)
 		if !e.export {
-			collectAnswers(ch, zone, zs)
+			collectAnswers(ch, zone, zs, &answers)
 		}
 		counter(descTransfers, zs.transfersOK.Load(), zone, "ok")
 		counter(descTransfers, zs.transfersFailed.Load(), zone, "error")
@@ -347,15 +349,38 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
+// queries sends the queries of a zone by type and rcode, the shards and, for each rcode, the cells
+// of the sources answered with it added up; it returns the answers by source.
+func queries(zone string, q *shardedQueryStats, ch chan<- prometheus.Metric) (answers [numSources]uint64) {
+	for t := range q[0].n {
+		var byRcode [rcodeCells]uint64
+		for cell := range q[0].n[t] {
+			var v uint64
+			for i := range q {
+				v += q[i].n[t][cell].Load()
+			}
+			if cell < rcodeCells {
+				byRcode[cell] += v
+				continue
+			}
+			src := answerSource(cell - rcodeCells + 1)
+			answers[src] += v
+			byRcode[rcodeIndex[sourceRcode[src]]] += v
+		}
+		for rc, v := range byRcode {
+			if v > 0 {
+				ch <- prometheus.MustNewConstMetric(descQueries, prometheus.CounterValue, float64(v), zone, typeName(t), rcodeName(rc))
+			}
+		}
+	}
+	return answers
+}
+
 // collectAnswers sends a zone's answers by source, every source even at 0 so that a panel shows a
 // flat line rather than nothing, and its geo answers, every code the zone's sets ever named.
-func collectAnswers(ch chan<- prometheus.Metric, zone string, zs *zoneStats) {
+func collectAnswers(ch chan<- prometheus.Metric, zone string, zs *zoneStats, answers *[numSources]uint64) {
 	for src := srcNone + 1; src < numSources; src++ {
-		var v uint64
-		for i := range zs.queries {
-			v += zs.queries[i].sources[src].Load()
-		}
-		ch <- prometheus.MustNewConstMetric(descAnswers, prometheus.CounterValue, float64(v), zone, sourceNames[src])
+		ch <- prometheus.MustNewConstMetric(descAnswers, prometheus.CounterValue, float64(answers[src]), zone, sourceNames[src])
 	}
 	g := zs.geo.Load()
 	if g == nil {

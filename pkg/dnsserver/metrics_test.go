@@ -113,6 +113,14 @@ func TestAnswerSourceMetrics(t *testing.T) {
 	if v := metricValue(t, s, "dnspolicy_dnsserver_answers_total", `zone=""`); v != 0 {
 		t.Errorf("answers outside every zone = %v, want none", v)
 	}
+	// The same counters give the queries by rcode: each source's answers under its rcode, and the
+	// refused transfer under REFUSED.
+	for rcode, want := range map[string]float64{"NOERROR": float64(len(queries)) - want["nxdomain"] - want["refused_set"],
+		"NXDOMAIN": want["nxdomain"], "SERVFAIL": want["refused_set"], "REFUSED": 1} {
+		if v := metricValue(t, s, "dnspolicy_dnsserver_queries_total", zone, `rcode="`+rcode+`"`); v != want {
+			t.Errorf("queries{rcode=%q} = %v, want %v", rcode, v, want)
+		}
+	}
 
 	wantGeo := map[string]float64{"IE": 1, "US": 1, "JP": 1, "GEO-EU": 1, "*": 3, "FR": 0, "GEO-OC": 0}
 	if got, codes := labelValues(t, s, "dnspolicy_dnsserver_geo_answers_total", "example.com.", "geo"), slices.Sorted(func(yield func(string) bool) {
@@ -134,6 +142,21 @@ func TestAnswerSourceMetrics(t *testing.T) {
 	}
 	if geoSum != want["geo"]+want["geo_default"] {
 		t.Errorf("geo answers add up to %v, answers by geo and geo_default to %v", geoSum, want["geo"]+want["geo_default"])
+	}
+}
+
+// An answer whose rcode is not the one its source implies is counted by its rcode alone, so the
+// queries by rcode stay exact.
+func TestQueryStatsKeepTheRcode(t *testing.T) {
+	var q queryStats
+	q.add(dns.TypeA, dns.RcodeSuccess, srcNXDomain)
+	q.add(dns.TypeA, dns.RcodeNameError, srcNXDomain)
+	q.add(dns.TypeA, dns.RcodeRefused, srcNone)
+	noerror, refused := int(rcodeIndex[dns.RcodeSuccess]), int(rcodeIndex[dns.RcodeRefused])
+	nx := rcodeCells + int(srcNXDomain) - 1
+	a := typeIndex[dns.TypeA]
+	if q.n[a][noerror].Load() != 1 || q.n[a][nx].Load() != 1 || q.n[a][refused].Load() != 1 {
+		t.Errorf("NOERROR %d, nxdomain %d, REFUSED %d; want 1 each", q.n[a][noerror].Load(), q.n[a][nx].Load(), q.n[a][refused].Load())
 	}
 }
 
