@@ -34,6 +34,11 @@ type responder struct {
 	refusal string
 	// rcode is the (extended) rcode of the answer finish built.
 	rcode int
+	// source is the path that produced the answer, for the metrics; geoLevel is the level of the
+	// first geo choice on the way (geoCandidates), -1 for none; weighted says a weighted set chose.
+	source   answerSource
+	geoLevel int8
+	weighted bool
 	// shard is this responder's copy of the query counters.
 	shard int
 	// overflow: a record set was left out because the answer would have grown past the largest
@@ -56,7 +61,7 @@ func newResponder(s *Server) *responder {
 // handle answers one message and returns the bytes to send back, or nil to send nothing. The result
 // is valid until the next call.
 func (r *responder) handle(msg []byte) []byte {
-	r.xfr, r.entry, r.signer, r.refusal = nil, nil, nil, ""
+	r.xfr, r.entry, r.signer, r.refusal, r.source = nil, nil, nil, "", srcNone
 	var out []byte
 	switch r.req.parse(msg) {
 	case drop:
@@ -74,7 +79,8 @@ func (r *responder) handle(msg []byte) []byte {
 	return out
 }
 
-// count adds an answer to the metrics: by zone, type and rcode, and truncations and refusals.
+// count adds an answer to the metrics: by zone, type and rcode or source, geo answers by code, and
+// truncations and refusals.
 func (r *responder) count(out []byte) {
 	st := &r.s.stats
 	q := &st.unzoned[r.shard]
@@ -82,14 +88,17 @@ func (r *responder) count(out []byte) {
 		q = &r.entry.stats.queries[r.shard]
 	}
 	if r.xfr != nil {
-		q.add(r.req.qtype, dns.RcodeSuccess)
+		q.add(r.req.qtype, dns.RcodeSuccess, srcNone)
 		return
 	}
 	if len(out) < headerLen {
 		return
 	}
 	rcode := int(out[3] & 0xF)
-	q.add(r.req.qtype, rcode)
+	q.add(r.req.qtype, rcode, r.source)
+	if r.source == srcGeo || r.source == srcGeoDefault {
+		r.entry.stats.countGeo(r.geoSlot(), r.shard)
+	}
 	if out[2]&(flagTC>>8) != 0 {
 		if r.req.tcp {
 			st.truncatedTCP.Add(1)
@@ -115,6 +124,7 @@ func (r *responder) answer(signer *tsigSigner) []byte {
 	q := &r.req
 	r.signer = signer
 	r.located, r.tailored, r.overflow = false, false, false
+	r.source, r.geoLevel, r.weighted = srcNone, -1, false
 	r.counts = [3]uint16{}
 	r.begin(true)
 	if q.edns && q.version != 0 {
@@ -155,13 +165,18 @@ func (r *responder) resolve(snap *snapshot) (int, uint16) {
 	q := &r.req
 	name := q.lname
 	namePos := headerLen
+	wild := false
 	for step := 0; ; step++ {
 		n, kind, cutOff := snap.find(name)
 		switch kind {
 		case nxDomain:
+			r.source = srcNXDomain
 			r.negative(snap)
 			return dns.RcodeNameError, flagAA
+		case wildcard:
+			wild = true
 		case delegation:
+			r.source = srcDelegation
 			r.putSet(n.cut, namePos+cutOff, 1)
 			r.putGlue(n.cutGlue)
 			// A referral is not authoritative, unless it follows an alias of ours (RFC 1034 4.3.2).
@@ -173,36 +188,44 @@ func (r *responder) resolve(snap *snapshot) (int, uint16) {
 		if q.qtype == dns.TypeANY {
 			// RFC 8482: one record set is enough, and keeps ANY from amplifying.
 			if len(n.sets) == 0 {
+				r.source = srcNoData
 				r.negative(snap)
 				return dns.RcodeSuccess, flagAA
 			}
 			if n.sets[0].refused {
+				r.source = srcRefusedSet
 				return dns.RcodeServerFailure, 0
 			}
 			r.putSet(r.pick(&n.sets[0]), namePos, 0)
+			r.source = r.answered(wild)
 			return dns.RcodeSuccess, flagAA
 		}
 		if ts := n.find(q.qtype); ts != nil {
 			if ts.refused {
 				// A set the build refused (too large to send): fail rather than deny it exists.
+				r.source = srcRefusedSet
 				return dns.RcodeServerFailure, 0
 			}
 			r.putSet(r.pick(ts), namePos, 0)
 			if q.qtype == dns.TypeNS && step == 0 && len(name) == len(snap.apex) {
 				r.putGlue(snap.nsGlue)
 			}
+			r.source = r.answered(wild)
 			return dns.RcodeSuccess, flagAA
 		}
 		if n.cname == nil {
+			r.source = srcNoData
 			r.negative(snap)
 			return dns.RcodeSuccess, flagAA
 		}
 		if n.cname.refused {
+			r.source = srcRefusedSet
 			return dns.RcodeServerFailure, 0
 		}
 		set := r.pick(n.cname)
 		rdata := r.putSet(set, namePos, 0)
 		if !set.inZone || step+1 == maxChain || r.overflow {
+			r.source = r.answered(wild)
 			return dns.RcodeSuccess, flagAA
 		}
 		// Follow the alias: the next owner is the target just written, uncompressed, in the answer.
@@ -247,8 +270,13 @@ func (r *responder) pick(ts *typeSet) *rrset {
 		if len(rs.members) > 1 {
 			r.tailored = true
 		}
-		cands = rs.geoCandidates(r.location(), r.cands[:0])
+		var level int8
+		cands, level = rs.geoCandidates(r.location(), r.cands[:0])
+		if r.geoLevel < 0 {
+			r.geoLevel = level
+		}
 	} else {
+		r.weighted = r.weighted || rs.weighted
 		cands = r.cands[:0]
 		for i := range rs.members {
 			cands = append(cands, i)
@@ -275,21 +303,29 @@ func (r *responder) pick(ts *typeSet) *rrset {
 	return rs.members[cands[0]].set
 }
 
-// geoCandidates returns the members for a location: those for its country, else its continent,
-// else the default ("*"), else all. Within a level the order is by set identifier, so replicas
-// agree on the first.
-func (rs *routedSet) geoCandidates(loc location, buf []int) []int {
-	for level := 0; level < 4; level++ {
+// Geo levels, in the order geoCandidates tries them.
+const (
+	geoCountry int8 = iota
+	geoContinent
+	geoDefault
+	geoAll
+)
+
+// geoCandidates returns the members for a location, and the level that gave them: those for its
+// country, else its continent, else the default ("*"), else all. Within a level the order is by set
+// identifier, so replicas agree on the first.
+func (rs *routedSet) geoCandidates(loc location, buf []int) ([]int, int8) {
+	for level := geoCountry; level <= geoAll; level++ {
 		out := buf[:0]
 		for i := range rs.members {
 			m := &rs.members[i]
 			var hit bool
 			switch level {
-			case 0:
+			case geoCountry:
 				hit = loc.country != 0 && contains(m.countries, loc.country)
-			case 1:
+			case geoContinent:
 				hit = loc.continent != 0 && contains(m.continents, loc.continent)
-			case 2:
+			case geoDefault:
 				hit = m.isDefault
 			default:
 				hit = true
@@ -299,10 +335,42 @@ func (rs *routedSet) geoCandidates(loc location, buf []int) []int {
 			}
 		}
 		if len(out) > 0 {
-			return out
+			return out, level
 		}
 	}
-	return buf[:0]
+	return buf[:0], geoAll
+}
+
+// answered is the source of an answer that holds records: the first geo choice on the way, else a
+// weighted choice, else whether a wildcard answered. A set with both geo codes and weights chose by
+// geo first, so it counts as geo.
+func (r *responder) answered(wild bool) answerSource {
+	switch {
+	case r.geoLevel == geoCountry || r.geoLevel == geoContinent:
+		return srcGeo
+	case r.geoLevel == geoDefault:
+		return srcGeoDefault
+	case r.geoLevel == geoAll:
+		return srcGeoFallback
+	case r.weighted:
+		return srcWeighted
+	case wild:
+		return srcWildcard
+	}
+	return srcStatic
+}
+
+// geoSlot is the geo counter of the first geo choice: the code that matched, or "*".
+func (r *responder) geoSlot() int {
+	switch r.geoLevel {
+	case geoCountry:
+		return geoSlot(r.loc.country, false)
+	case geoContinent:
+		return geoSlot(r.loc.continent, true)
+	case geoDefault:
+		return geoDefaultSlot
+	}
+	return noGeoSlot
 }
 
 func contains(s []uint16, v uint16) bool {

@@ -433,6 +433,9 @@ func (b *builder) encodeGroup(g *group) (typeSet, []*draft, error) {
 		ts.static, err = encodeSet(b.origin, rrs)
 	default:
 		ts.routed, err = newRoutedSet(b.origin, g.rrtype, drafts)
+		if err == nil {
+			b.snap.geoSlots = ts.routed.appendGeoSlots(b.snap.geoSlots)
+		}
 	}
 	return ts, drafts, err
 }

@@ -375,9 +375,12 @@ func (s *Server) SetZone(name string, data ZoneData) (ZoneStatus, error) {
 			next[k] = v
 		}
 		next[string(key)] = entry
+		entry.stats.ensureGeo(snap.geoSlots)
 		entry.snap.Store(snap)
 		s.zones.Store(&next)
 	} else if status.Changed {
+		// The counters of its geo codes exist before a query can reach the new content.
+		entry.stats.ensureGeo(snap.geoSlots)
 		entry.snap.Store(snap)
 	}
 	entry.stats.buildsOK.Add(1)

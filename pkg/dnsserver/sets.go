@@ -138,6 +138,27 @@ func newRoutedSet(origin string, rrtype uint16, drafts []*draft) (*routedSet, er
 	return rs, nil
 }
 
+// appendGeoSlots adds the geo counters of the set's codes to slots, each once.
+func (rs *routedSet) appendGeoSlots(slots []int) []int {
+	add := func(slot int) {
+		if slot != noGeoSlot && !slices.Contains(slots, slot) {
+			slots = append(slots, slot)
+		}
+	}
+	for _, m := range rs.members {
+		for _, c := range m.countries {
+			add(geoSlot(c, false))
+		}
+		for _, c := range m.continents {
+			add(geoSlot(c, true))
+		}
+		if m.isDefault {
+			add(geoDefaultSlot)
+		}
+	}
+	return slots
+}
+
 // unlocated is the static view of a routed set. Address and text sets serve every member's records
 // (a multi-value answer, as the rfc2136 backend degrades weighted sets); a CNAME set serves the member
 // an unlocated client gets at the geo step, and the heaviest at the weighted step.
@@ -162,7 +183,7 @@ func (rs *routedSet) unlocated(origin string, rrtype uint16, drafts []*draft) (*
 		}
 		return encodeSet(origin, all)
 	}
-	cands := rs.geoCandidates(location{}, nil)
+	cands, _ := rs.geoCandidates(location{}, nil)
 	best := cands[0]
 	for _, c := range cands[1:] {
 		if rs.members[c].weight > rs.members[best].weight {

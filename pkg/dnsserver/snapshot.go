@@ -109,6 +109,8 @@ type snapshot struct {
 	// export holds an export's records (its snapshot has no nodes): what a transfer sends after
 	// the SOA.
 	export []dns.RR
+	// geoSlots are the geo counters its geo sets can count answers in (zoneStats.ensureGeo).
+	geoSlots []int
 	// digest identifies the content (everything but the serial), to tell a real change from a resync.
 	digest [sha256.Size]byte
 }

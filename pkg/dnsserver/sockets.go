@@ -105,6 +105,9 @@ func (s *Server) serveUDP(conn *net.UDPConn) {
 			}
 			continue
 		}
+		// The batch was read at once and its answers are written together, so one clock reading
+		// each way times every query of it, without a reading per query.
+		read := time.Now()
 		k := 0
 		for i := range n {
 			from, ok := in[i].Addr.(*net.UDPAddr)
@@ -120,12 +123,16 @@ func (s *Server) serveUDP(conn *net.UDPConn) {
 			out[k].Addr = in[i].Addr
 			k++
 		}
-		for sent := 0; sent < k; {
+		sent := 0
+		for sent < k {
 			m, err := pc.WriteBatch(out[sent:k], 0)
 			if err != nil {
 				break
 			}
 			sent += m
+		}
+		if sent > 0 {
+			s.stats.observeLatency(r.shard, transportUDP, time.Since(read), sent)
 		}
 	}
 }
@@ -252,6 +259,7 @@ func (s *Server) serveConn(c net.Conn, source netip.Addr) {
 			}
 			return
 		}
+		read := time.Now()
 		outBuf := takeBuffer()
 		r.out = (*outBuf)[:0]
 		out := r.handle((*in)[:n])
@@ -264,6 +272,10 @@ func (s *Server) serveConn(c net.Conn, source netip.Addr) {
 		giveBuffer(outBuf)
 		if err != nil {
 			return
+		}
+		// A zone transfer's time is the peer's reading of the whole zone, not a query's.
+		if out != nil && r.xfr == nil {
+			s.stats.observeLatency(r.shard, transportTCP, time.Since(read), 1)
 		}
 	}
 }

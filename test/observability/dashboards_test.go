@@ -309,10 +309,13 @@ func checkExpr(expr string, series map[string][]string) []error {
 // exportedSeries reads the metrics the binaries define from their Go source (the non-test files
 // under cmd, controllers, pkg and providers): each prometheus.NewDesc and each
 // prometheus.New{Counter,Gauge,Histogram,Summary}[Vec] with its name and labels. A histogram gives
-// its _bucket (with le), _sum and _count series.
+// its _bucket (with le), _sum and _count series; a NewDesc is a histogram's when the variable it is
+// assigned to is passed to prometheus.(Must)NewConstHistogram in the same package (a collector
+// over counters of its own, like the DNS server's).
 func exportedSeries(t *testing.T, root string) map[string][]string {
 	t.Helper()
-	out := map[string][]string{}
+	files := map[string]*ast.File{}
+	histogramDescs := map[string]bool{} // package directory + "." + variable name
 	for _, top := range []string{"cmd", "controllers", "pkg", "providers"} {
 		err := filepath.WalkDir(filepath.Join(root, top), func(path string, de fs.DirEntry, err error) error {
 			if err != nil || de.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
@@ -322,24 +325,12 @@ func exportedSeries(t *testing.T, root string) map[string][]string {
 			if err != nil {
 				return err
 			}
+			files[path] = f
 			ast.Inspect(f, func(n ast.Node) bool {
-				call, ok := n.(*ast.CallExpr)
-				if !ok {
-					return true
-				}
-				sel, ok := call.Fun.(*ast.SelectorExpr)
-				if !ok || !isIdent(sel.X, "prometheus") {
-					return true
-				}
-				name, labels, histogram := metricOf(sel.Sel.Name, call.Args)
-				if name == "" {
-					return true
-				}
-				if histogram {
-					out[name+"_bucket"] = append(slices.Clone(labels), "le")
-					out[name+"_sum"], out[name+"_count"] = labels, labels
-				} else {
-					out[name] = labels
+				if call, ok := n.(*ast.CallExpr); ok && len(call.Args) > 0 && isPrometheus(call.Fun, "MustNewConstHistogram", "NewConstHistogram") {
+					if id, ok := call.Args[0].(*ast.Ident); ok {
+						histogramDescs[filepath.Dir(path)+"."+id.Name] = true
+					}
 				}
 				return true
 			})
@@ -349,6 +340,48 @@ func exportedSeries(t *testing.T, root string) map[string][]string {
 			t.Fatal(err)
 		}
 	}
+	out := map[string][]string{}
+	add := func(name string, labels []string, histogram bool) {
+		if histogram {
+			out[name+"_bucket"] = append(slices.Clone(labels), "le")
+			out[name+"_sum"], out[name+"_count"] = labels, labels
+		} else {
+			out[name] = labels
+		}
+	}
+	// read are the NewDesc calls read with the variable they are assigned to.
+	read := map[*ast.CallExpr]bool{}
+	for path, f := range files {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if spec, ok := n.(*ast.ValueSpec); ok {
+				// A NewDesc assigned to a variable is read here, where its name is known.
+				for i, v := range spec.Values {
+					call, ok := v.(*ast.CallExpr)
+					if !ok || i >= len(spec.Names) || !isPrometheus(call.Fun, "NewDesc") {
+						continue
+					}
+					read[call] = true
+					name, labels, _ := metricOf("NewDesc", call.Args)
+					if name != "" {
+						add(name, labels, histogramDescs[filepath.Dir(path)+"."+spec.Names[i].Name])
+					}
+				}
+				return true
+			}
+			call, ok := n.(*ast.CallExpr)
+			if !ok || read[call] {
+				return true
+			}
+			sel, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok || !isIdent(sel.X, "prometheus") {
+				return true
+			}
+			if name, labels, histogram := metricOf(sel.Sel.Name, call.Args); name != "" {
+				add(name, labels, histogram)
+			}
+			return true
+		})
+	}
 	// A sanity floor: the source scan found the metrics docs/metrics.md lists.
 	for _, want := range []string{"dnspolicy_provider_calls_total", "dns_provider_record_ready", "dnspolicy_dnsserver_queries_total", "dnspolicy_peer_stale"} {
 		if _, ok := out[want]; !ok {
@@ -356,6 +389,31 @@ func exportedSeries(t *testing.T, root string) map[string][]string {
 		}
 	}
 	return out
+}
+
+// A histogram a collector builds with MustNewConstHistogram from a NewDesc is read as a histogram:
+// its _bucket carries le, and its bare name is no series.
+func TestSourceScanReadsConstHistograms(t *testing.T) {
+	series := exportedSeries(t, repoRoot(t))
+	const h = "dnspolicy_dnsserver_query_duration_seconds"
+	if got := series[h+"_bucket"]; !slices.Equal(got, []string{"transport", "le"}) {
+		t.Errorf("%s_bucket labels %q, want transport and le", h, got)
+	}
+	if got := series[h+"_count"]; !slices.Equal(got, []string{"transport"}) {
+		t.Errorf("%s_count labels %q, want transport", h, got)
+	}
+	if _, ok := series[h]; ok {
+		t.Errorf("%s is read as a series of its own", h)
+	}
+	if got := series["dnspolicy_dnsserver_answers_total"]; !slices.Equal(got, []string{"zone", "source"}) {
+		t.Errorf("answers_total labels %q", got)
+	}
+}
+
+// isPrometheus says whether fun is prometheus.<one of names>.
+func isPrometheus(fun ast.Expr, names ...string) bool {
+	sel, ok := fun.(*ast.SelectorExpr)
+	return ok && isIdent(sel.X, "prometheus") && slices.Contains(names, sel.Sel.Name)
 }
 
 // metricOf reads the name and labels of a prometheus constructor call, "" when it is none.
