@@ -137,8 +137,9 @@ const (
 	// MessageOwnerIDInUse names the owner ID and the namespace holding it, nothing of its records.
 	MessageOwnerIDInUse = "Owner ID %s belongs to namespace %s in this cluster (a DNSRecord there used it first): this record publishes nothing, and withdraws nothing when deleted, until it uses another owner ID or no record there uses this one"
 	// MessageRoundRobin names the host; the leaves are in status.endpoints.
+	MessageRoundRobin = "The DNS provider serving the zone answers every client alike and holds no weighted or geo records: the load-balanced tree is published as one set of its healthy leaves at %s, a round robin without weights or geography"
+
 	// MessageDelegationPrimaryNotImplemented says what to do about a delegating record on a
 	// primary-role controller.
 	MessageDelegationPrimaryNotImplemented = "This controller runs in the primary delegation role, which does not yet publish delegated records: nothing is published for this record. Run the controller of this cluster with --delegation-role=secondary so that a primary cluster publishes it, or recreate the record without delegate and with a providerRef"
-	MessageRoundRobin = "The DNS provider serving the zone answers every client alike and holds no weighted or geo records: the load-balanced tree is published as one set of its healthy leaves at %s, a round robin without weights or geography"
 )
