@@ -21,10 +21,14 @@ const (
 	// False (RoundRobin) too on a load-balanced record whose backend answers every client alike
 	// (rfc2136), which publishes the union of the tree's leaves at the host instead of the tree.
 	ConditionTypeProviderAccepted = "ProviderAccepted"
+	// ConditionTypeReadyForDelegation: may a primary cluster take this delegating record (delegate:
+	// true)? True once it has its finalizer, owner ID, validation and probes (Kuadrant's
+	// condition; primaries skip a record without it). Set on delegating records only.
+	ConditionTypeReadyForDelegation = "ReadyForDelegation"
 )
 
 // ConditionOrder is the order of a DNSRecord's conditions.
-var ConditionOrder = []string{ConditionTypeReady, ConditionTypeConflicted, ConditionTypeHealthy, ConditionTypeLeases, ConditionTypeProviderAccepted}
+var ConditionOrder = []string{ConditionTypeReady, ConditionTypeConflicted, ConditionTypeHealthy, ConditionTypeLeases, ConditionTypeProviderAccepted, ConditionTypeReadyForDelegation}
 
 // Reasons of the DNSRecord conditions: every reason the record controller writes is here, and each
 // has an entry in docs/troubleshooting.md. Kuadrant's tooling reads the first group, with the
@@ -42,6 +46,19 @@ const (
 	ReasonSomeChecksPassed = "SomeChecksPassed"
 	// ReasonAllChecksPassed: Healthy=True.
 	ReasonAllChecksPassed = "AllChecksPassed"
+)
+
+// Reasons of delegation, Kuadrant's (docs/delegation.md): a primary cluster reads and writes them in
+// the status of this cluster's delegating records, so they are part of the wire contract.
+const (
+	// ReasonFinalizersSet: ReadyForDelegation=True.
+	ReasonFinalizersSet = "FinalizersSet"
+	// ReasonProviderEndpointsDeletion: Ready=False on a deleted record whose endpoints are being
+	// withdrawn; here, a delegating record waiting for its primaries to withdraw them.
+	ReasonProviderEndpointsDeletion = "ProviderEndpointsDeletion"
+	// ReasonProviderEndpointsRemoved: Ready=False, the endpoints are withdrawn. A primary writes it
+	// in its entry of status.remoteRecordStatuses once it has withdrawn the record's endpoints.
+	ReasonProviderEndpointsRemoved = "ProviderEndpointsRemoved"
 )
 
 // Reasons beyond Kuadrant's.
@@ -91,6 +108,11 @@ const (
 	// its UID) belongs in this cluster to another namespace, whose oldest DNSRecord used it first:
 	// the record publishes nothing, and withdraws nothing when deleted.
 	ReasonOwnerIDInUse = "OwnerIDInUse"
+	// ReasonDelegationPrimaryNotImplemented: Ready=False on a delegating record (delegate: true) of
+	// a controller in the primary delegation role (--delegation-role=primary, the default), which
+	// does not yet merge delegated records into an authoritative record: nothing of the record is
+	// published, and it gets no finalizer.
+	ReasonDelegationPrimaryNotImplemented = "DelegationPrimaryNotImplemented"
 )
 
 // Condition messages. Kuadrant's tooling matches the first group verbatim (DESIGN 4b).
@@ -103,6 +125,10 @@ const (
 	MessageAllChecksPassed    = "All healthchecks succeeded"
 	MessageNotHealthy         = "Not healthy addresses: %s"
 	MessageProbesCreating     = "Probes are creating"
+	// MessageEndpointsDeletion and MessageEndpointsRemoved go with ReasonProviderEndpointsDeletion
+	// and ReasonProviderEndpointsRemoved.
+	MessageEndpointsDeletion = "DNS records are being deleted from provider"
+	MessageEndpointsRemoved  = "DNS records removed from provider"
 
 	MessageAccepted    = "The DNS provider serving the zone accepts every endpoint of the record"
 	MessageNotAccepted = "The DNS provider serving the zone cannot serve every endpoint of the record (authoritative record %s reports it): %s"
@@ -112,4 +138,8 @@ const (
 	MessageOwnerIDInUse = "Owner ID %s belongs to namespace %s in this cluster (a DNSRecord there used it first): this record publishes nothing, and withdraws nothing when deleted, until it uses another owner ID or no record there uses this one"
 	// MessageRoundRobin names the host; the leaves are in status.endpoints.
 	MessageRoundRobin = "The DNS provider serving the zone answers every client alike and holds no weighted or geo records: the load-balanced tree is published as one set of its healthy leaves at %s, a round robin without weights or geography"
+
+	// MessageDelegationPrimaryNotImplemented says what to do about a delegating record on a
+	// primary-role controller.
+	MessageDelegationPrimaryNotImplemented = "This controller runs in the primary delegation role, which does not yet publish delegated records: nothing is published for this record. Run the controller of this cluster with --delegation-role=secondary so that a primary cluster publishes it, or recreate the record without delegate and with a providerRef"
 )

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -123,6 +124,13 @@ type DNSRecordStatus struct {
 	// zoneDomainName is the domain name of that zone; sticky once chosen.
 	// +optional
 	ZoneDomainName string `json:"zoneDomainName,omitempty"`
+
+	// remoteRecordStatuses are what the primary clusters did with a delegating record (delegate:
+	// true): each entry is a DNSRecordStatus, keyed by the primary's cluster ID (the UID of its
+	// kube-system namespace). Primaries write them. A deleted record keeps its finalizer while an
+	// entry's Ready condition has a reason other than ProviderEndpointsRemoved.
+	// +optional
+	RemoteRecordStatuses map[string]apiextensionsv1.JSON `json:"remoteRecordStatuses,omitempty"`
 }
 
 // +kubebuilder:object:root=true

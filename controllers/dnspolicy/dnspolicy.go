@@ -248,11 +248,16 @@ func (r *Reconciler) ensureRecord(ctx context.Context, gateway string, lp *liste
 		// has left the zone.
 		lp.problem = fmt.Sprintf("listener %s: replacing DNSRecord %s because its hostname changed from %s to %s", lp.listener, existing.Name, existing.Spec.RootHost, want.Spec.RootHost)
 		return r.deleteRecord(ctx, existing)
+	case existing.Spec.Delegate != want.Spec.Delegate:
+		// delegate is immutable too: a record must not publish through a provider for a policy
+		// that delegates, nor wait for a primary for one that does not.
+		lp.problem = fmt.Sprintf("listener %s: replacing DNSRecord %s because the policy's delegate is %t and the record's %t", lp.listener, existing.Name, want.Spec.Delegate, existing.Spec.Delegate)
+		return r.deleteRecord(ctx, existing)
 	}
 
 	updated := existing.DeepCopy()
-	// The API refuses to change these once set; a record written by another controller may carry them.
-	want.Spec.OwnerID, want.Spec.Delegate = existing.Spec.OwnerID, existing.Spec.Delegate
+	// The API refuses to change it once set; a record written by another controller may carry one.
+	want.Spec.OwnerID = existing.Spec.OwnerID
 	updated.Spec = want.Spec
 	if updated.Labels == nil {
 		updated.Labels = map[string]string{}

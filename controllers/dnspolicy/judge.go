@@ -196,6 +196,9 @@ func desiredRecord(gw *gatewayapiv1.Gateway, l gatewayapiv1.Listener, p *dnsv1.D
 			HealthCheck: p.Spec.HealthCheck.DeepCopy(),
 		},
 	}
+	// A delegating policy's records name no provider: a primary cluster publishes them
+	// (docs/delegation.md). The API refuses delegate with providerRefs.
+	rec.Spec.Delegate = p.Spec.Delegate
 	// One Secret per policy today; Kuadrant reads the first entry the same way.
 	if len(p.Spec.ProviderRefs) > 0 {
 		rec.Spec.ProviderRef = p.Spec.ProviderRefs[0].DeepCopy()
@@ -209,9 +212,6 @@ func recordName(gateway, listener string) string { return gateway + "-" + listen
 // with a stand-in listener and no addresses, so a fault of the policy is told apart from a fault of
 // one listener or of the Gateway's addresses, and the message is the builder's.
 func validatePolicy(p *dnsv1.DNSPolicy) error {
-	if p.Spec.Delegate {
-		return fmt.Errorf("delegation (delegate: true) is not supported yet, so nothing is published for this policy; recreate it without delegate and with providerRefs, or leave it to a controller that supports delegation")
-	}
 	_, err := builder.Build(builder.Input{
 		Hostname:         "policy.check",
 		ClusterID:        "policy-check",

@@ -129,10 +129,10 @@ func TestJudgeAttachment(t *testing.T) {
 		want:     []string{"Invalid api=keep", "Conflicted"},
 		contains: []string{`DNSPolicy is invalid: geo code "e.u" cannot be used in a DNS name`, "conflicted by ns/invalid"},
 	}, {
-		name:     "delegation is not supported yet",
+		name:     "a delegating policy is accepted",
 		in:       input(gateway("api"), delegate),
-		want:     []string{"Invalid api=keep"},
-		contains: []string{"delegation (delegate: true) is not supported yet"},
+		want:     []string{"Accepted api=record"},
+		contains: []string{msgAccepted},
 	}, {
 		name:     "a target that is not a Gateway",
 		in:       input(gateway("api"), wrongKind),
@@ -151,6 +151,24 @@ func TestJudgeAttachment(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A delegating policy's records delegate too and name no provider, as kuadrant-operator builds them.
+func TestJudgeDelegatingRecords(t *testing.T) {
+	delegate := policy("delegate", time.Hour, "")
+	delegate.Spec.Delegate = true
+	plain := policy("plain", time.Hour, "")
+	plain.Spec.ProviderRefs = []v1alpha1.ProviderRef{{Name: "route53"}}
+	for _, p := range []*dnsv1.DNSPolicy{delegate, plain} {
+		v := judge(input(gateway("api"), p))[0]
+		if len(v.listeners) != 1 || v.listeners[0].record == nil {
+			t.Fatalf("%s: no record planned: %s", p.Name, outcome(v))
+		}
+		rec := v.listeners[0].record
+		if rec.Spec.Delegate != p.Spec.Delegate || (rec.Spec.ProviderRef == nil) != p.Spec.Delegate {
+			t.Errorf("%s: record delegate %t, providerRef %v", p.Name, rec.Spec.Delegate, rec.Spec.ProviderRef)
+		}
 	}
 }
 

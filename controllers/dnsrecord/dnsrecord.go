@@ -96,6 +96,9 @@ type Options struct {
 	GrantsAllBackends bool
 	// MaxTTL caps the TTL of every endpoint (--max-ttl); 0 means v1alpha1.DefaultMaxTTL.
 	MaxTTL int64
+	// DelegationRole is the part this cluster plays in delegation (delegation.go); empty means
+	// primary, Kuadrant's default.
+	DelegationRole DelegationRole
 }
 
 func (o Options) maxTTL() int64 {
@@ -153,8 +156,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("dnsrecord").
-		// Status writes do not change the generation, so our own status updates never trigger a pass.
-		For(&v1alpha1.DNSRecord{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		// Status writes do not change the generation, so our own status updates never trigger a pass;
+		// a primary's report on a deleted delegating record does (delegation.go).
+		For(&v1alpha1.DNSRecord{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, remoteStatusesChanged))).
 		// A probe's result changes what its record publishes.
 		Owns(&v1alpha1.DNSHealthCheckProbe{}).
 		// The publisher asks for passes when another cluster's lease expires (lease.go).
@@ -243,6 +247,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 		phases = []phase{r.releaseAuthoritative}
 	case isAuthoritative(rec):
 		phases = []phase{r.validateAuthoritative, r.connect, r.ensureFinalizer, r.checkAuthoritative}
+	case rec.Spec.Delegate:
+		phases = r.delegationPhases(rec)
 	case rec.DeletionTimestamp != nil:
 		phases = []phase{r.releaseBorrowed, r.connectForDeletion, r.withdraw}
 	default:
@@ -257,7 +263,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 // on it would only hold its deletion for OrphanGrace.
 func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	rec := s.record
-	want := map[string]string{v1alpha1.ProviderNameLabel: s.providerName()}
+	want := map[string]string{}
+	if s.backend != nil {
+		// A delegating record has no backend here, and no provider label (as Kuadrant's).
+		want[v1alpha1.ProviderNameLabel] = s.providerName()
+	}
 	for k, v := range s.labels {
 		want[k] = v
 	}

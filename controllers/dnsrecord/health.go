@@ -49,8 +49,10 @@ func probed(rec *v1alpha1.DNSRecord) bool {
 // no longer has, and reads their states for the publish phase.
 func (r *Reconciler) ensureProbes(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	rec := s.record
-	// A backend that serves whole records (k8gb) judges health itself.
-	probe := probed(rec) && s.backend.Records == nil
+	// A backend that serves whole records (k8gb) judges health itself. A delegating record has
+	// no backend here (delegation.go): its addresses are probed.
+	whole := s.backend != nil && s.backend.Records != nil
+	probe := probed(rec) && !whole
 	have, err := r.probes(ctx, rec)
 	if err != nil {
 		return ctrl.Result{}, true, err
@@ -72,7 +74,7 @@ func (r *Reconciler) ensureProbes(ctx context.Context, s *scope) (ctrl.Result, b
 		}
 	}
 	if !probe {
-		if s.backend.Records == nil {
+		if !whole {
 			conditionOrder.Remove(&rec.Status.Conditions, v1alpha1.ConditionTypeHealthy)
 		}
 		return ctrl.Result{}, false, nil

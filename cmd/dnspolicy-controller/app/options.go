@@ -18,6 +18,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnshealthcheckprobe"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/prober"
 )
@@ -88,6 +89,10 @@ type Options struct {
 	MaxTTL int64
 	// Grants say which namespaces may publish which names (package grant).
 	Grants GrantOptions
+	// DelegationRole is the part this cluster plays in delegation (--delegation-role, Kuadrant's
+	// flag and default): a secondary readies delegating records for a primary cluster to publish;
+	// a primary does not publish them yet (docs/delegation.md).
+	DelegationRole dnsrecord.DelegationRole
 }
 
 // OwnerLeaseOptions set owner leases: each cluster renews a lease record in the zones where it shares
@@ -123,6 +128,7 @@ func DefaultOptions() Options {
 		OwnerLeases:               OwnerLeaseOptions{Every: lease.DefaultEvery, Duration: lease.DefaultDuration, Expiry: true},
 		MaxTTL:                    v1alpha1.DefaultMaxTTL,
 		Grants:                    GrantOptions{Scope: GrantsScopeEmbedded},
+		DelegationRole:            dnsrecord.DelegationRolePrimary,
 	}
 }
 
@@ -161,14 +167,18 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	fs.BoolVar(&o.PrintVersion, "version", false, "Print the version and exit.")
 	nameservers := fs.String("dns-nameservers", "", "Comma-separated NS names of every served zone (the first is the SOA's primary); empty: ns1.<zone>.")
 	fs.Int64Var(&o.MaxTTL, "max-ttl", o.MaxTTL, "Largest TTL, in seconds, of any record: a record with a larger one is refused (ValidationError; RecordsRefused on the embedded server). Up to 2147483647.")
+	fs.Var(&o.DelegationRole, "delegation-role", "The part this cluster plays in delegation: primary (the default, as Kuadrant's) or secondary, whose delegating records (delegate: true) a primary cluster publishes. Kuadrant's variable DELEGATION_ROLE sets it too.")
 	finishDNSServer := o.DNSServer.dnsServerFlags(fs)
 	finishGrants := o.Grants.flags(fs)
 
 	var envErr error
 	fs.VisitAll(func(f *flag.Flag) {
-		if v, ok := getenv(EnvName(f.Name)); ok && envErr == nil {
-			if err := f.Value.Set(v); err != nil {
-				envErr = fmt.Errorf("environment variable %s: %w", EnvName(f.Name), err)
+		// Kuadrant's variable first, so ours wins when both are set.
+		for _, name := range []string{kuadrantEnv[f.Name], EnvName(f.Name)} {
+			if v, ok := getenv(name); ok && name != "" && envErr == nil {
+				if err := f.Value.Set(v); err != nil {
+					envErr = fmt.Errorf("environment variable %s: %w", name, err)
+				}
 			}
 		}
 	})
@@ -253,6 +263,12 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// kuadrantEnv are the environment variables of Kuadrant's dns-operator that set the flag of the same
+// meaning here, so its deployment's settings carry over. DNSPOLICY_ + the flag wins over them.
+var kuadrantEnv = map[string]string{
+	"delegation-role": "DELEGATION_ROLE",
 }
 
 // EnvName is the environment variable of a flag.

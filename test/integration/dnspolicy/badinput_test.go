@@ -33,7 +33,6 @@ func TestBadInput(t *testing.T) {
 	cl.secret(t, zone)
 	cl.gateway(t, "gw", []string{"10.4.0.1"}, listener{"api", "api." + zone}, listener{"nohost", ""})
 	cl.gateway(t, "gw-geo", []string{"10.4.0.2"}, listener{"api", "geo." + zone})
-	cl.gateway(t, "gw-delegate", []string{"10.4.0.3"}, listener{"api", "delegate." + zone})
 	cl.gateway(t, "gw-secret", []string{"10.4.0.4"}, listener{"api", "secret." + zone})
 	// A Gateway of the same name in another namespace is not a target: targetRef is local.
 	other := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "other-"}}
@@ -62,8 +61,6 @@ func TestBadInput(t *testing.T) {
 
 	badGeo := cl.newPolicy("bad-geo", "gw-geo", "")
 	badGeo.Spec.LoadBalancing = &dnsv1.LoadBalancingSpec{Geo: "e.u", Weight: 10}
-	delegate := cl.newPolicy("delegate", "gw-delegate", "")
-	delegate.Spec.Delegate = true
 	noSecret := cl.newPolicy("no-secret", "gw-secret", "")
 	noSecret.Spec.ProviderRefs = []v1alpha1.ProviderRef{{Name: "nope"}}
 	for _, p := range []*dnsv1.DNSPolicy{
@@ -71,7 +68,7 @@ func TestBadInput(t *testing.T) {
 		cl.newPolicy("other-namespace", "elsewhere", ""),
 		cl.newPolicy("missing-listener", "gw", "nope"),
 		cl.newPolicy("no-hostname", "gw", "nohost"),
-		badGeo, delegate, noSecret,
+		badGeo, noSecret,
 	} {
 		cl.create(t, p)
 	}
@@ -83,7 +80,6 @@ func TestBadInput(t *testing.T) {
 		{"no-hostname", dnspolicy.ConditionEnforced,
 			"True Enforced: DNSPolicy has been successfully enforced : no DNSRecords created based on policy and gateway configuration: listener nohost has no hostname"},
 		{"bad-geo", dnspolicy.ConditionAccepted, `False Invalid: DNSPolicy is invalid: geo code "e.u" cannot be used in a DNS name`},
-		{"delegate", dnspolicy.ConditionAccepted, "False Invalid: DNSPolicy is invalid: delegation (delegate: true) is not supported yet"},
 		{"no-secret", dnspolicy.ConditionEnforced,
 			"False Unknown: DNSPolicy has encountered some issues: policy is not enforced on any DNSRecord: not a single DNSRecord is ready: " +
 				"gw-secret-api: ProviderSecretMissing: provider secret missing: secret " + cl.ns + "/nope not found; " +
@@ -92,7 +88,7 @@ func TestBadInput(t *testing.T) {
 	for _, tc := range cases {
 		cl.policyIs(t, tc.policy, tc.typ, tc.want)
 	}
-	for _, name := range []string{"missing-gateway", "other-namespace", "missing-listener", "bad-geo", "delegate"} {
+	for _, name := range []string{"missing-gateway", "other-namespace", "missing-listener", "bad-geo"} {
 		if got := condition(cl.getPolicy(t, name), dnspolicy.ConditionEnforced); got != "absent" {
 			t.Errorf("%s is not accepted, yet Enforced is %s", name, got)
 		}

@@ -1,0 +1,239 @@
+//go:build integration
+
+package dnsrecord_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
+	"github.com/dnspolicy/dnspolicy-controller/providers"
+	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
+	"github.com/dnspolicy/dnspolicy-controller/test/integration/internal/recordplane"
+)
+
+// startRole starts one record controller in the delegation role on the first control plane, with
+// re-checks an hour apart: whatever happens in these tests is started by an event, not a timer.
+func startRole(t *testing.T, role dnsrecord.DelegationRole, store *inmemory.Store) *cluster {
+	t.Helper()
+	opts := fastOptions()
+	opts.MinRecheck, opts.MaxRecheck = time.Hour, time.Hour
+	factory := providers.NewFactory()
+	factory.Register(v1alpha1.SecretTypeInMemory, inmemory.NewConstructor(store))
+	o := app.Options{EnableRecordController: true, NoHealthProbeController: true, DelegationRole: role}
+	ns := recordplane.Start(t, envs[0], "deleg-", recordplane.Controller{App: o, Factory: factory, Record: opts})
+	return &cluster{name: "cluster-0", c: envs[0].Client, ns: ns}
+}
+
+// delegating creates a delegating record: no providerRef, delegate: true.
+func (cl *cluster) delegating(t *testing.T, name, rootHost string, hc *v1alpha1.HealthCheckSpec, eps ...*v1alpha1.Endpoint) {
+	t.Helper()
+	r := &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: cl.ns},
+		Spec:       v1alpha1.DNSRecordSpec{RootHost: rootHost, Delegate: true, Endpoints: eps, HealthCheck: hc},
+	}
+	if err := cl.c.Create(t.Context(), r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reportAsPrimary writes, as a primary cluster does, its entry of status.remoteRecordStatuses with
+// the given Ready reason, through the status subresource.
+func (cl *cluster) reportAsPrimary(t *testing.T, name, clusterID, reason string) {
+	t.Helper()
+	r := cl.get(t, name)
+	patch := client.MergeFrom(r.DeepCopy())
+	status := metav1.ConditionFalse
+	if reason == v1alpha1.ReasonProviderSuccess {
+		status = metav1.ConditionTrue
+	}
+	entry := v1alpha1.DNSRecordStatus{ZoneID: "primary-zone", Conditions: []metav1.Condition{{
+		Type: v1alpha1.ConditionTypeReady, Status: status, Reason: reason, Message: "written by the test", LastTransitionTime: metav1.Now(),
+	}}}
+	if err := r.Status.SetRemoteRecordStatus(clusterID, entry); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.c.Status().Patch(t.Context(), r, patch); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A secondary readies a delegating record with no provider Secret in its namespace: finalizer,
+// owner ID and probes, then ReadyForDelegation=True and Ready=True with Kuadrant's reasons, and
+// nothing in any zone. A record that does not delegate is published as before. Deleted, the
+// delegating record keeps its finalizer while a primary's entry of status.remoteRecordStatuses
+// reports its endpoints, and goes once every entry says they are removed.
+func TestDelegationSecondary(t *testing.T) {
+	store := inmemory.NewStore()
+	cl := startRole(t, dnsrecord.DelegationRoleSecondary, store)
+	const z = "deleg.example.com"
+	root := "app." + z
+	hc := &v1alpha1.HealthCheckSpec{Port: 80, Path: "/healthz", Protocol: v1alpha1.ProtocolHTTP}
+	cl.delegating(t, "deleg", root, hc, a(root, 60, "10.7.0.1", "10.7.0.2"))
+
+	eventually(t, 20*time.Second, func() string {
+		r := cl.get(t, "deleg")
+		got := condition(r, v1alpha1.ConditionTypeReadyForDelegation) + " | " + condition(r, v1alpha1.ConditionTypeReady)
+		if want := "True FinalizersSet:  | True ProviderSuccess: Provider ensured the dns record"; got != want {
+			return fmt.Sprintf("conditions %q, want %q", got, want)
+		}
+		return ""
+	})
+	r := cl.get(t, "deleg")
+	if !controllerutil.ContainsFinalizer(r, v1alpha1.RecordFinalizer) || r.Status.OwnerID == "" {
+		t.Errorf("finalizers %v, owner ID %q: want the finalizer and an owner ID", r.Finalizers, r.Status.OwnerID)
+	}
+	if _, labelled := r.Labels[v1alpha1.ProviderNameLabel]; labelled || r.Status.ZoneID != "" || r.Status.ProviderRef.Name != "" || len(r.Status.Endpoints) != 0 {
+		t.Errorf("a delegating record names no provider and publishes nothing: labels %v, zone %q, providerRef %q, endpoints %v",
+			r.Labels, r.Status.ZoneID, r.Status.ProviderRef.Name, r.Status.Endpoints)
+	}
+	if got := condition(r, v1alpha1.ConditionTypeHealthy); got != "none" {
+		t.Errorf("Healthy %q: Kuadrant's secondary leaves health to the primary's view", got)
+	}
+	probes := &v1alpha1.DNSHealthCheckProbeList{}
+	if err := cl.c.List(t.Context(), probes, client.InNamespace(cl.ns)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(probes.Items); n != 2 {
+		t.Errorf("%d probes, want one per address (2)", n)
+	}
+	if _, err := store.Snapshot(inmemory.ZoneID(z)); err == nil {
+		t.Error("a zone exists in the store: a secondary publishes nothing of a delegating record")
+	}
+
+	// delegate: false is handled as before, in the same namespace once it has a Secret.
+	cl.secret(t, z)
+	plain := "plain." + z
+	cl.record(t, "plain", plain, a(plain, 60, "10.8.0.1"))
+	cl.waitReady(t, "plain")
+	if got := records(t, store, z); len(got) != 1 || got[0] != plain+" A 60 10.8.0.1" {
+		t.Errorf("zone %v, want only the plain record", got)
+	}
+	if got := condition(cl.get(t, "plain"), v1alpha1.ConditionTypeReadyForDelegation); got != "none" {
+		t.Errorf("plain record: ReadyForDelegation %q", got)
+	}
+
+	// Two primaries reported: one still publishes the endpoints, one removed them.
+	cl.reportAsPrimary(t, "deleg", "primary-a", v1alpha1.ReasonProviderSuccess)
+	cl.reportAsPrimary(t, "deleg", "primary-b", v1alpha1.ReasonProviderEndpointsRemoved)
+	cl.delete(t, "deleg")
+	waiting := "False ProviderEndpointsDeletion: DNS records are being deleted from provider: waiting for primary clusters primary-a to report them removed in status.remoteRecordStatuses"
+	eventually(t, 20*time.Second, func() string {
+		if got := condition(cl.get(t, "deleg"), v1alpha1.ConditionTypeReady); got != waiting {
+			return fmt.Sprintf("Ready %q, want %q", got, waiting)
+		}
+		return ""
+	})
+	// Withdrawing is not removed: the finalizer stays.
+	before := passes(cl, "deleg")
+	cl.reportAsPrimary(t, "deleg", "primary-a", v1alpha1.ReasonProviderEndpointsDeletion)
+	eventually(t, 20*time.Second, func() string {
+		if passes(cl, "deleg") == before {
+			return "no pass after primary-a's report"
+		}
+		return ""
+	})
+	time.Sleep(500 * time.Millisecond)
+	r, ok := cl.exists(t, "deleg")
+	if !ok || !controllerutil.ContainsFinalizer(r, v1alpha1.RecordFinalizer) || condition(r, v1alpha1.ConditionTypeReady) != waiting {
+		t.Fatalf("while primary-a withdraws: exists %v, record %+v", ok, r)
+	}
+	if n := passes(cl, "deleg") - before; n > 3 {
+		t.Errorf("%v passes after one report while waiting, want at most 3", n)
+	}
+	// Removed everywhere: the record goes, with its probes.
+	cl.reportAsPrimary(t, "deleg", "primary-a", v1alpha1.ReasonProviderEndpointsRemoved)
+	eventually(t, 20*time.Second, func() string {
+		if _, ok := cl.exists(t, "deleg"); ok {
+			return "deleg still exists"
+		}
+		return ""
+	})
+	eventually(t, 20*time.Second, func() string {
+		if err := cl.c.List(t.Context(), probes, client.InNamespace(cl.ns)); err != nil {
+			return err.Error()
+		}
+		if len(probes.Items) != 0 {
+			return fmt.Sprintf("%d probes left", len(probes.Items))
+		}
+		return ""
+	})
+	if got := records(t, store, z); len(got) != 1 {
+		t.Errorf("zone %v, want the plain record untouched", got)
+	}
+}
+
+// A secondary releases a deleted delegating record that no primary ever reported on at once.
+func TestDelegationSecondaryUnreported(t *testing.T) {
+	cl := startRole(t, dnsrecord.DelegationRoleSecondary, inmemory.NewStore())
+	cl.delegating(t, "lone", "lone.deleg.example.com", nil, a("lone.deleg.example.com", 60, "10.7.1.1"))
+	eventually(t, 20*time.Second, func() string {
+		if got := condition(cl.get(t, "lone"), v1alpha1.ConditionTypeReadyForDelegation); !strings.HasPrefix(got, "True FinalizersSet") {
+			return "ReadyForDelegation " + got
+		}
+		return ""
+	})
+	cl.delete(t, "lone")
+	eventually(t, 20*time.Second, func() string {
+		if _, ok := cl.exists(t, "lone"); ok {
+			return "lone still exists"
+		}
+		return ""
+	})
+}
+
+// A controller in the primary role (the default) does not publish delegated records yet: the record
+// says so with a stable reason, gets no finalizer and no ReadyForDelegation, and is not retried on
+// its own; a record that does not delegate is published as before; the delegating one is deleted
+// at once.
+func TestDelegationPrimaryRole(t *testing.T) {
+	store := inmemory.NewStore()
+	cl := startRole(t, "", store)
+	const z = "primary.example.com"
+	root := "app." + z
+	cl.delegating(t, "deleg", root, nil, a(root, 60, "10.9.0.1"))
+	want := "False " + v1alpha1.ReasonDelegationPrimaryNotImplemented + ": " + v1alpha1.MessageDelegationPrimaryNotImplemented
+	eventually(t, 20*time.Second, func() string {
+		if got := condition(cl.get(t, "deleg"), v1alpha1.ConditionTypeReady); got != want {
+			return fmt.Sprintf("Ready %q, want %q", got, want)
+		}
+		return ""
+	})
+	// No hot loop: over two seconds (a failing pass would be retried from 500ms on) the record
+	// has the passes of its creation and no more, and its status was written once.
+	time.Sleep(2 * time.Second)
+	r := cl.get(t, "deleg")
+	if n := passes(cl, "deleg"); n > 3 {
+		t.Errorf("%v passes of an unchanged delegating record, want at most 3", n)
+	}
+	if r.Status.WriteCounter != 0 || len(r.Finalizers) != 0 || condition(r, v1alpha1.ConditionTypeReadyForDelegation) != "none" {
+		t.Errorf("writeCounter %d, finalizers %v, ReadyForDelegation %q: want 0, none, none",
+			r.Status.WriteCounter, r.Finalizers, condition(r, v1alpha1.ConditionTypeReadyForDelegation))
+	}
+
+	cl.secret(t, z)
+	plain := "plain." + z
+	cl.record(t, "plain", plain, a(plain, 60, "10.9.1.1"))
+	cl.waitReady(t, "plain")
+	if got := records(t, store, z); len(got) != 1 || got[0] != plain+" A 60 10.9.1.1" {
+		t.Errorf("zone %v, want only the plain record", got)
+	}
+
+	cl.delete(t, "deleg")
+	eventually(t, 10*time.Second, func() string {
+		err := cl.c.Get(t.Context(), client.ObjectKey{Namespace: cl.ns, Name: "deleg"}, &v1alpha1.DNSRecord{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Sprintf("deleg: %v", err)
+		}
+		return ""
+	})
+}
