@@ -86,7 +86,9 @@ verify: $(CONTROLLER_GEN) ## Fail when generated files are stale, code is unform
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run the linters of .golangci.yml (the reasons for each are written there).
-	$(GOLANGCI_LINT) run ./...
+	@# Several checkouts of the project (worktrees, a CI clone) may lint at once: golangci-lint's
+	@# lock would otherwise fail all but the first.
+	$(GOLANGCI_LINT) run --allow-parallel-runners ./...
 
 $(GOLANGCI_LINT):
 	@hack/tool.sh golangci-lint github.com/golangci/golangci-lint/v2/cmd/golangci-lint $(GOLANGCI_LINT_VERSION) >/dev/null
