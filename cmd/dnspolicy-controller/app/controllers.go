@@ -84,6 +84,7 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 		recordOpts.NoSecretWatch = o.NoProviderSecretWatch
 		recordOpts.KeepExpired = !o.OwnerLeases.Expiry
 		recordOpts.MaxTTL = o.MaxTTL
+		recordOpts.Group = o.Group
 		recordOpts.Grants, recordOpts.GrantsAllBackends = o.Grants.Grants, o.Grants.AllBackends()
 		r := &dnsrecord.Reconciler{
 			Client:       mgr.GetClient(),

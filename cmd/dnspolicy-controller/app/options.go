@@ -18,6 +18,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnshealthcheckprobe"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/groups"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/prober"
 )
@@ -25,6 +26,10 @@ import (
 // EnvPrefix prefixes the environment variable of every flag: --metrics-bind-address is also
 // DNSPOLICY_METRICS_BIND_ADDRESS. A flag given on the command line wins over its variable.
 const EnvPrefix = "DNSPOLICY_"
+
+// KuadrantGroupEnv is Kuadrant's environment variable of --group, read when DNSPOLICY_GROUP is not
+// set.
+const KuadrantGroupEnv = "GROUP"
 
 // Options configure the binary.
 type Options struct {
@@ -88,6 +93,9 @@ type Options struct {
 	MaxTTL int64
 	// Grants say which namespaces may publish which names (package grant).
 	Grants GrantOptions
+	// Group is the failover group of every record this controller reconciles (--group, Kuadrant's
+	// flag; its environment variable GROUP is read too): "" is ungrouped (package groups).
+	Group string
 }
 
 // OwnerLeaseOptions set owner leases: each cluster renews a lease record in the zones where it shares
@@ -161,6 +169,7 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	fs.BoolVar(&o.PrintVersion, "version", false, "Print the version and exit.")
 	nameservers := fs.String("dns-nameservers", "", "Comma-separated NS names of every served zone (the first is the SOA's primary); empty: ns1.<zone>.")
 	fs.Int64Var(&o.MaxTTL, "max-ttl", o.MaxTTL, "Largest TTL, in seconds, of any record: a record with a larger one is refused (ValidationError; RecordsRefused on the embedded server). Up to 2147483647.")
+	finishGroup := o.groupFlag(fs, getenv)
 	finishDNSServer := o.DNSServer.dnsServerFlags(fs)
 	finishGrants := o.Grants.flags(fs)
 
@@ -196,6 +205,9 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 			}
 			o.Providers = append(o.Providers, p)
 		}
+	}
+	if err := finishGroup(); err != nil {
+		return o, err
 	}
 	if err := finishDNSServer(); err != nil {
 		return o, err
@@ -242,6 +254,25 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 		return o, fmt.Errorf("--log-format must be json or console, not %q", o.LogFormat)
 	}
 	return o, nil
+}
+
+// groupFlag defines --group; the function it returns, called once the command line is parsed, reads
+// Kuadrant's GROUP where neither the command line nor DNSPOLICY_GROUP set it, and validates.
+func (o *Options) groupFlag(fs *flag.FlagSet, getenv func(string) (string, bool)) func() error {
+	fs.StringVar(&o.Group, "group", o.Group, fmt.Sprintf("Failover group of every record this controller reconciles (at most %d characters, none of ;&,\"' or space): its records are published only while the zone's kuadrant-active-groups TXT lists it. Empty: ungrouped, always published. Kuadrant's variable %s is read too.", groups.MaxNameLength, KuadrantGroupEnv))
+	return func() error {
+		onCommandLine := false
+		fs.Visit(func(f *flag.Flag) { onCommandLine = onCommandLine || f.Name == "group" })
+		if _, ours := getenv(EnvName("group")); !onCommandLine && !ours {
+			if v, ok := getenv(KuadrantGroupEnv); ok {
+				o.Group = v
+			}
+		}
+		if err := groups.Validate(o.Group); err != nil {
+			return fmt.Errorf("--group: %w", err)
+		}
+		return nil
+	}
 }
 
 // splitList splits a comma-separated list, dropping blanks.
