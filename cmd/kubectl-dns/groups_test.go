@@ -40,8 +40,12 @@ func (m *memZone) editGroups(dryRun bool, edit func([]string) []string) string {
 // nothing; an unchanged list writes nothing.
 func TestActiveGroupsEdits(t *testing.T) {
 	m := newMemZone(t)
-	add := func(g string) func([]string) []string { return func(gs []string) []string { return groups.With(gs, g) } }
-	remove := func(g string) func([]string) []string { return func(gs []string) []string { return groups.Without(gs, g) } }
+	add := func(g string) func([]string) []string {
+		return func(gs []string) []string { return groups.With(gs, g) }
+	}
+	remove := func(g string) func([]string) []string {
+		return func(gs []string) []string { return groups.Without(gs, g) }
+	}
 
 	out := m.editGroups(true, add("west"))
 	outHas(t, "dry run", out, `  create TXT kuadrant-active-groups.example.com "version=1;groups=west" ttl 60`)
