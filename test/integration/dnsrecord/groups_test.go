@@ -20,6 +20,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/rfc2136"
 	"github.com/dnspolicy/dnspolicy-controller/test/integration/internal/recordplane"
+	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
 // setActiveGroups writes the zone's kuadrant-active-groups TXT on BIND as Kuadrant's CLI does
@@ -60,7 +61,8 @@ func setActiveGroups(t *testing.T, data map[string]string, zone string, active .
 // nameserver the provider Secret's NAMESERVERS names. With no TXT only the ungrouped cluster
 // publishes, and the grouped records say MemberOfInactiveGroup with Kuadrant's messages; listing
 // east publishes east's target; listing both publishes both; taking east out again leaves what it
-// published (removing an inactive group's records is not done yet) and turns it inactive.
+// published (removing an inactive group's records is not done yet) and turns it inactive. The group
+// metrics follow, and go with a deleted record.
 func TestFailoverGroupsGatePublishing(t *testing.T) {
 	factory := providers.NewFactory()
 	factory.Register(v1alpha1.SecretTypeRFC2136, rfc2136.New)
@@ -119,6 +121,17 @@ func TestFailoverGroupsGatePublishing(t *testing.T) {
 		}
 		return ""
 	}
+	// groupMetric says what dns_record_group_info and dns_record_group_active hold for m's record.
+	groupMetric := func(m *member, want float64) string {
+		labels := map[string]string{"dns_record_namespace": m.cl.ns, "dns_record_name": "web", "group": m.group}
+		if v, ok := testenv.Metric("dns_record_group_info", labels); !ok || v != 1 {
+			return fmt.Sprintf("%s dns_record_group_info %v (present %v)", m.cl.name, v, ok)
+		}
+		if v, ok := testenv.Metric("dns_record_group_active", labels); !ok || v != want {
+			return fmt.Sprintf("%s dns_record_group_active %v (present %v), want %v", m.cl.name, v, ok, want)
+		}
+		return ""
+	}
 	zoneHolds := func(targets string) string { return same(bindRecords(t, data, z), []string{host + " A 60 " + targets}) }
 
 	eventually(t, 60*time.Second, func() string {
@@ -127,7 +140,8 @@ func TestFailoverGroupsGatePublishing(t *testing.T) {
 
 	setActiveGroups(t, data, z, "east")
 	eventually(t, 60*time.Second, func() string {
-		return firstOf(zoneHolds("10.9.0.1,10.9.0.3"), active(members[0], "east"), inactive(members[1]), ungrouped())
+		return firstOf(zoneHolds("10.9.0.1,10.9.0.3"), active(members[0], "east"), inactive(members[1]), ungrouped(),
+			groupMetric(members[0], 1), groupMetric(members[1], 0))
 	})
 
 	setActiveGroups(t, data, z, "east", "west")
@@ -146,6 +160,12 @@ func TestFailoverGroupsGatePublishing(t *testing.T) {
 	// A record of an inactive group still withdraws what it published when deleted.
 	members[0].cl.delete(t, "web")
 	eventually(t, 60*time.Second, func() string { return zoneHolds("10.9.0.2,10.9.0.3") })
+	eventually(t, 20*time.Second, func() string {
+		if _, ok := testenv.Metric("dns_record_group_active", map[string]string{"dns_record_namespace": members[0].cl.ns, "dns_record_name": "web", "group": "east"}); ok {
+			return "the deleted record's dns_record_group_active remains"
+		}
+		return ""
+	})
 }
 
 func firstOf(msgs ...string) string {
