@@ -17,6 +17,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/groups"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/rfc2136"
 	"github.com/dnspolicy/dnspolicy-controller/test/integration/internal/recordplane"
@@ -56,11 +57,33 @@ func setActiveGroups(t *testing.T, data map[string]string, zone string, active .
 	}
 }
 
+// claimLabels reads the labels of owner's ownership TXT for the A record at host from BIND.
+func claimLabels(t *testing.T, data map[string]string, zone, owner, host string) map[string]string {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "reader"}, Data: map[string][]byte{}}
+	for k, v := range data {
+		s.Data[k] = []byte(v)
+	}
+	b, err := rfc2136.New(t.Context(), s, providers.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	view, err := b.Zones.Records(t.Context(), providers.Zone{ID: zone, DNSName: zone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := registry.Read(view.Endpoints).Record(v1alpha1.EndpointKey{DNSName: host, RecordType: v1alpha1.RecordTypeA})
+	if r == nil || r.Claim(owner) == nil {
+		return nil
+	}
+	return r.Claim(owner).Labels
+}
+
 // Three clusters publish one host into a zone on BIND: "east" and "west" run with --group, the
 // third ungrouped. The active groups are read from the zone's kuadrant-active-groups TXT on the
 // nameserver the provider Secret's NAMESERVERS names. With no TXT only the ungrouped cluster
 // publishes, and the grouped records say MemberOfInactiveGroup with Kuadrant's messages; listing
-// east publishes east's target; listing both publishes both; taking east out again leaves what it
+// east publishes east's target, its claim naming its group as Kuadrant's do; listing both publishes both; taking east out again leaves what it
 // published (removing an inactive group's records is not done yet) and turns it inactive. The group
 // metrics follow, and go with a deleted record.
 func TestFailoverGroupsGatePublishing(t *testing.T) {
@@ -143,6 +166,15 @@ func TestFailoverGroupsGatePublishing(t *testing.T) {
 		return firstOf(zoneHolds("10.9.0.1,10.9.0.3"), active(members[0], "east"), inactive(members[1]), ungrouped(),
 			groupMetric(members[0], 1), groupMetric(members[1], 0))
 	})
+
+	// East's claim says its group and targets as a grouped Kuadrant controller writes them; the
+	// ungrouped cluster's says no group.
+	if l := claimLabels(t, data, z, members[0].cl.get(t, "web").Status.OwnerID, host); l[registry.GroupKey] != "east" || l[registry.GroupTargetsKey] != "10.9.0.1" {
+		t.Errorf("east's claim labels %v", l)
+	}
+	if l := claimLabels(t, data, z, members[2].cl.get(t, "web").Status.OwnerID, host); l == nil || l[registry.GroupKey] != "" || l[registry.GroupTargetsKey] != "" {
+		t.Errorf("the ungrouped claim's labels %v", l)
+	}
 
 	setActiveGroups(t, data, z, "east", "west")
 	eventually(t, 60*time.Second, func() string {
