@@ -18,7 +18,7 @@ const module = "github.com/dnspolicy/dnspolicy-controller"
 // process. The others under pkg/ are the services the controllers drive (the DNS server, peers,
 // the prober, grants read from a file, goroutine supervision).
 var pure = []string{"pkg/batch", "pkg/builder", "pkg/conditions", "pkg/geo", "pkg/hash", "pkg/health",
-	"pkg/lease", "pkg/plan", "pkg/registry", "pkg/zone"}
+	"pkg/groups", "pkg/lease", "pkg/plan", "pkg/registry", "pkg/zone"}
 
 // impure are the imports that reach outside the process, or into the cluster or the metrics registry
 // (with the packages under them; net/netip and the like are values, not reach).

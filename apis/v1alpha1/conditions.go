@@ -25,10 +25,14 @@ const (
 	// true)? True once it has its finalizer, owner ID, validation and probes (Kuadrant's
 	// condition; primaries skip a record without it). Set on delegating records only.
 	ConditionTypeReadyForDelegation = "ReadyForDelegation"
+	// ConditionTypeActive: is the group of the controller that reconciles the record (--group) among
+	// the active groups of its zone (the kuadrant-active-groups TXT, package groups)? Set only on a
+	// record in a group; absent on an ungrouped record, as Kuadrant's status.
+	ConditionTypeActive = "Active"
 )
 
 // ConditionOrder is the order of a DNSRecord's conditions.
-var ConditionOrder = []string{ConditionTypeReady, ConditionTypeConflicted, ConditionTypeHealthy, ConditionTypeLeases, ConditionTypeProviderAccepted, ConditionTypeReadyForDelegation}
+var ConditionOrder = []string{ConditionTypeReady, ConditionTypeConflicted, ConditionTypeHealthy, ConditionTypeLeases, ConditionTypeProviderAccepted, ConditionTypeReadyForDelegation, ConditionTypeActive}
 
 // Reasons of the DNSRecord conditions: every reason the record controller writes is here, and each
 // has an entry in docs/troubleshooting.md. Kuadrant's tooling reads the first group, with the
@@ -46,6 +50,13 @@ const (
 	ReasonSomeChecksPassed = "SomeChecksPassed"
 	// ReasonAllChecksPassed: Healthy=True.
 	ReasonAllChecksPassed = "AllChecksPassed"
+	// ReasonMemberOfActiveGroup: Active=True, the record's group is listed in its zone's
+	// active-groups TXT.
+	ReasonMemberOfActiveGroup = "MemberOfActiveGroup"
+	// ReasonNotMemberOfActiveGroup: Active=False, the record's group is not listed there.
+	ReasonNotMemberOfActiveGroup = "NotMemberOfActiveGroup"
+	// ReasonMemberOfInactiveGroup: Ready=False while Active=False: the record publishes nothing.
+	ReasonMemberOfInactiveGroup = "MemberOfInactiveGroup"
 )
 
 // Reasons of delegation, Kuadrant's (docs/delegation.md): a primary cluster reads and writes them in
@@ -129,6 +140,10 @@ const (
 	// and ReasonProviderEndpointsRemoved.
 	MessageEndpointsDeletion = "DNS records are being deleted from provider"
 	MessageEndpointsRemoved  = "DNS records removed from provider"
+	// Failover groups (Kuadrant's GroupAdapter.SetStatusConditions).
+	MessageMemberOfActiveGroup    = "Group is included in active groups"
+	MessageNotMemberOfActiveGroup = "Group is not included in active groups"
+	MessageMemberOfInactiveGroup  = "No further actions to take while in inactive group"
 
 	MessageAccepted    = "The DNS provider serving the zone accepts every endpoint of the record"
 	MessageNotAccepted = "The DNS provider serving the zone cannot serve every endpoint of the record (authoritative record %s reports it): %s"

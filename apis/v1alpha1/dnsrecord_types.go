@@ -131,6 +131,15 @@ type DNSRecordStatus struct {
 	// entry's Ready condition has a reason other than ProviderEndpointsRemoved.
 	// +optional
 	RemoteRecordStatuses map[string]apiextensionsv1.JSON `json:"remoteRecordStatuses,omitempty"`
+	// group is the failover group of the controller that reconciles the record (its --group), if
+	// set. A record of a group its zone does not list as active publishes nothing.
+	// +optional
+	Group string `json:"group,omitempty"`
+
+	// activeGroups are the active groups last read from the zone's kuadrant-active-groups TXT,
+	// joined by ","; read only for a record in a group.
+	// +optional
+	ActiveGroups string `json:"activeGroups,omitempty"`
 }
 
 // +kubebuilder:object:root=true

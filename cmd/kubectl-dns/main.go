@@ -61,7 +61,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, now func(
 		Long: `kubectl-dns shows who publishes what in a zone shared by several clusters (owners), this
 cluster's DNSRecords (records), why the zone holds what it holds (explain), and withdraws a dead
 owner by hand (remove-owner), and deletes Kuadrant's legacy ownership TXTs once their owners wrote
-version-1 claims (prune-legacy). It reaches zones through the provider Secrets the controller uses.`,
+version-1 claims (prune-legacy); it lists and changes the zone's active failover groups
+(get-active-groups, add-active-group, remove-active-group). It reaches zones through the provider Secrets the controller uses.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -73,7 +74,8 @@ version-1 claims (prune-legacy). It reaches zones through the provider Secrets t
 	clientcmd.BindOverrideFlags(c.overrides, flags, clientcmd.RecommendedConfigOverrideFlags(""))
 	c.config = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(c.loading, c.overrides)
 
-	root.AddCommand(c.ownersCommand(), c.recordsCommand(), c.explainCommand(), c.removeOwnerCommand(), c.pruneLegacyCommand())
+	root.AddCommand(c.ownersCommand(), c.recordsCommand(), c.explainCommand(), c.removeOwnerCommand(), c.pruneLegacyCommand(),
+		c.addActiveGroupCommand(), c.removeActiveGroupCommand(), c.getActiveGroupsCommand())
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(stderr, "Error:", err)
 		return 1

@@ -6,7 +6,8 @@
 //
 //   - a record that exists: validate, check that its owner ID is its namespace's (owners.go),
 //     connect (Secret, backend, grants, zone), ensure the finalizer, ensure the probes of its
-//     addresses (health.go), publish what passes them;
+//     addresses (health.go), publish what passes them; with --group, publish only while the
+//     zone lists the group as active (groups.go);
 //   - a record being deleted: release it at once if its owner ID is another namespace's
 //     (owners.go), else connect, withdraw, release (see delete.go for the bounded release);
 //   - an authoritative record (a zone DNS servers serve, written by the records of a
@@ -45,6 +46,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/controllers/internal/pass"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/conditions"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/grant"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/groups/resolve"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/health"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
@@ -99,6 +101,11 @@ type Options struct {
 	// DelegationRole is the part this cluster plays in delegation (delegation.go); empty means
 	// primary, Kuadrant's default.
 	DelegationRole DelegationRole
+	// Group is the failover group of every record reconciled (--group; "": ungrouped), and
+	// InactiveGroupRecheck how often a record of an inactive group looks again (0:
+	// DefaultInactiveGroupRecheck). See groups.go.
+	Group                string
+	InactiveGroupRecheck time.Duration
 }
 
 func (o Options) maxTTL() int64 {
@@ -130,6 +137,9 @@ type Reconciler struct {
 	// InsecureHealthChecks lets the probes this controller makes accept any certificate
 	// (--insecure-health-checks): for gateways with self-signed certificates.
 	InsecureHealthChecks bool
+	// Resolver reads the zones' active-groups TXT for a grouped controller; nil is a
+	// resolve.Resolver with its default timeout.
+	Resolver TXTResolver
 
 	backends *backends.Cache
 	// memory is what the controller keeps about each record between passes (memory.go).
@@ -183,7 +193,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // init builds what the Reconciler keeps between passes.
 func (r *Reconciler) init() {
-	r.backends = &backends.Cache{Factory: r.Factory, Wrap: providers.Instrument, Idle: r.Options.BackendIdle, SettingKeys: []string{SecretKeyLeaseExpiry}}
+	r.backends = &backends.Cache{Factory: r.Factory, Wrap: providers.Instrument, Idle: r.Options.BackendIdle, SettingKeys: []string{SecretKeyLeaseExpiry, resolve.SecretKey}}
 }
 
 // scope is what one pass knows.
@@ -252,7 +262,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	case rec.DeletionTimestamp != nil:
 		phases = []phase{r.releaseBorrowed, r.connectForDeletion, r.withdraw}
 	default:
-		phases = []phase{r.validate, r.checkOwner, r.connect, r.ensureFinalizer, r.ensureProbes, r.publish}
+		phases = []phase{r.validate, r.checkOwner, r.connect, r.ensureFinalizer, r.checkGroup, r.ensureProbes, r.publish}
 	}
 	return pass.Run(ctx, s, phases...)
 }

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -109,6 +111,9 @@ func (m *memory) forget(key types.NamespacedName) {
 	recordWrites.DeleteLabelValues(key.Namespace, key.Name)
 	recordPasses.DeleteLabelValues(key.Namespace, key.Name)
 	kuadrantWriteCounter.DeleteLabelValues(key.Name, key.Namespace)
+	groupLabels := prometheus.Labels{"dns_record_namespace": key.Namespace, "dns_record_name": key.Name}
+	groupInfo.DeletePartialMatch(groupLabels)
+	groupActive.DeletePartialMatch(groupLabels)
 	e := m.records[key]
 	if e == nil {
 		return

@@ -67,6 +67,24 @@ var (
 	}, []string{"root_host", "sha", "dns_record_name", "dns_record_namespace"})
 )
 
+// Failover groups (groups.go): the group of each grouped record, and whether it is active in the
+// record's zone. Labelled as Kuadrant's record series.
+var (
+	groupInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dns_record_group_info",
+		Help: "1 for each DNSRecord in a failover group (the controller's --group), labelled with the group.",
+	}, []string{"dns_record_namespace", "dns_record_name", "group"})
+	groupActive = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dns_record_group_active",
+		Help: "1 while the group of a grouped DNSRecord is listed in its zone's kuadrant-active-groups TXT (the record publishes), 0 while it is not (it publishes nothing).",
+	}, []string{"dns_record_namespace", "dns_record_name", "group"})
+)
+
+// recordLabels select a record's group series.
+func recordLabels(rec *v1alpha1.DNSRecord) prometheus.Labels {
+	return prometheus.Labels{"dns_record_namespace": rec.Namespace, "dns_record_name": rec.Name}
+}
+
 // Lease ages are computed at each scrape from what the publisher's queues know (publish.Publisher.Leases),
 // so an age grows between the queues' reads without anything setting it, and a series goes with its
 // queue or its lease.
@@ -136,7 +154,7 @@ func registerLeaseMetrics(p *publish.Publisher) error {
 
 func init() {
 	metrics.Registry.MustRegister(reconcileDuration, recordPasses, recordWrites, conflicts, ownersWithdrawn, recordsByReason,
-		kuadrantWriteCounter, kuadrantRecordReady, kuadrantAuthoritativeSpec)
+		kuadrantWriteCounter, kuadrantRecordReady, kuadrantAuthoritativeSpec, groupInfo, groupActive)
 	// Every field's series exists from the start, so an alert or panel on its increase sees the
 	// first conflict (a series born at 1 shows no increase).
 	for _, f := range []string{plan.FieldTargets, plan.FieldTTL, plan.FieldType, plan.FieldProviderSpecific, plan.FieldOwnership} {

@@ -120,7 +120,7 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, 
 		return ctrl.Result{}, true, err
 	}
 	r.setProviderAccepted(s, desired, roundRobin)
-	req := publish.Request{OwnerID: rec.Status.OwnerID, Previous: rec.Status.Endpoints, Desired: desired, Named: statementNames(rec),
+	req := publish.Request{OwnerID: rec.Status.OwnerID, Group: rec.Status.Group, Previous: rec.Status.Endpoints, Desired: desired, Named: statementNames(rec),
 		KeepExpired: r.keepExpired(s.backend), Record: s.key.String()}
 	r.memory.remember(rec.Status.OwnerID, s.key)
 	var decision *health.Decision

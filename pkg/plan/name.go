@@ -257,9 +257,9 @@ func (p *planner) ourTXT(s *slot, v *value, lease string, wish bool) error {
 	var txt *v1alpha1.Endpoint
 	var err error
 	if wish || lost(s.ours, v) {
-		txt, err = registry.NewWishTXT(p.owner, lease, s.ours)
+		txt, err = registry.NewWishTXTInGroup(p.owner, p.group, lease, s.ours)
 	} else {
-		txt, err = registry.NewTXT(p.owner, s.ours)
+		txt, err = registry.NewTXTInGroup(p.owner, p.group, s.ours)
 	}
 	if err != nil {
 		return invalid("%v", err)

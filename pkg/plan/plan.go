@@ -94,6 +94,9 @@ type Input struct {
 	// Known, when set, tells what another owner of this cluster wants for a record key (nil: not
 	// known), for its claims that do not say: the caller has seen its requests.
 	Known func(owner string, key v1alpha1.EndpointKey) *v1alpha1.Endpoint
+	// Group is this owner's failover group ("" none): its claims carry it as Kuadrant's grouped
+	// controllers write them (registry.NewTXTInGroup), and a claim without it is rewritten with it.
+	Group string
 }
 
 // Result is a plan.
@@ -178,6 +181,7 @@ func Plan(in Input) (*Result, error) {
 
 type planner struct {
 	owner    string
+	group    string
 	lease    string
 	local    func(string) bool
 	known    func(string, v1alpha1.EndpointKey) *v1alpha1.Endpoint
@@ -212,6 +216,7 @@ func newPlanner(in Input) (*planner, error) {
 	}
 	p := &planner{
 		owner:        in.OwnerID,
+		group:        in.Group,
 		lease:        in.Lease,
 		local:        in.Local,
 		known:        in.Known,
@@ -242,7 +247,7 @@ func newPlanner(in Input) (*planner, error) {
 			return nil, err
 		}
 		// Our claim may have to state the wish (ourTXT): it must fit a TXT, whichever is written.
-		if _, err := registry.NewWishTXT(in.OwnerID, in.Lease, e); err != nil {
+		if _, err := registry.NewWishTXTInGroup(in.OwnerID, in.Group, in.Lease, e); err != nil {
 			return nil, invalid("%v", err)
 		}
 		k := e.Key()

@@ -147,6 +147,7 @@ func line(e *v1alpha1.Endpoint) string {
 // another cluster's.
 type owner struct {
 	id        string
+	group     string
 	published []*v1alpha1.Endpoint
 	local     func(string) bool
 	known     func(string, v1alpha1.EndpointKey) *v1alpha1.Endpoint
@@ -166,7 +167,7 @@ func step(t testing.TB, z strictZone, o *owner, desired []*v1alpha1.Endpoint, ex
 func tryStep(z strictZone, o *owner, desired []*v1alpha1.Endpoint, expired ...string) (*Result, error) {
 	current, previous := z.endpoints(), o.published
 	in := Input{OwnerID: o.id, ZoneName: "example.com", Current: current, Previous: previous, Desired: desired, Expired: expired,
-		Local: o.local, Known: o.known}
+		Local: o.local, Known: o.known, Group: o.group}
 	res, err := Plan(in)
 	if err != nil {
 		return nil, fmt.Errorf("%s: Plan: %w", o.id, err)

@@ -19,6 +19,9 @@
 // (NewTXT) the TXT is byte for byte the one Kuadrant writes; its owner's wish is unknown (Claim.Wish
 // is nil) and presumed to be the record as published (see package plan for when which is written).
 //
+// An owner in a failover group (package groups) adds Kuadrant's external-dns/group and
+// external-dns/targets (NewTXTInGroup), as Kuadrant's grouped controllers do.
+//
 // A record with no ownership TXT belongs to a human or another tool: Zone reports it unowned, the
 // plan never changes it, and Zone.Check refuses a batch that would.
 //
@@ -234,7 +237,19 @@ func isSpace(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\
 // it: the value names the owner and the format version only, so the owner's wish is presumed to be
 // the record as published. It has the record's set identifier, routing properties and TTL.
 func NewTXT(ownerID string, record *v1alpha1.Endpoint) (*v1alpha1.Endpoint, error) {
-	return newTXT(ownerID, record, map[string]string{OwnerKey: ownerID, VersionKey: FormatVersion}, nil)
+	return NewTXTInGroup(ownerID, "", record)
+}
+
+// NewTXTInGroup is NewTXT for an owner in a failover group ("" none: NewTXT), as Kuadrant's
+// grouped controllers write it (their GroupRegistry): the value also says external-dns/group and,
+// where the value still fits one TXT string, external-dns/targets, the record's targets joined by
+// ";".
+func NewTXTInGroup(ownerID, group string, record *v1alpha1.Endpoint) (*v1alpha1.Endpoint, error) {
+	return inGroup(group, record, func(extra map[string]string) (*v1alpha1.Endpoint, error) {
+		labels := map[string]string{OwnerKey: ownerID, VersionKey: FormatVersion}
+		maps.Copy(labels, extra)
+		return newTXT(ownerID, record, labels, nil)
+	})
 }
 
 // NewWishTXT is NewTXT stating the owner's wish (the record's targets and TTL: claim-targets,
@@ -242,15 +257,49 @@ func NewTXT(ownerID string, record *v1alpha1.Endpoint) (*v1alpha1.Endpoint, erro
 // writes it where the wish is not what the zone publishes, or where another cluster's owner must be
 // able to withdraw this owner's targets alone.
 func NewWishTXT(ownerID, lease string, record *v1alpha1.Endpoint) (*v1alpha1.Endpoint, error) {
-	labels := map[string]string{
-		OwnerKey:   ownerID,
-		VersionKey: FormatVersion,
-		TTLKey:     strconv.FormatInt(int64(record.RecordTTL), 10),
+	return NewWishTXTInGroup(ownerID, "", lease, record)
+}
+
+// NewWishTXTInGroup is NewWishTXT for an owner in a failover group, with the group keys of
+// NewTXTInGroup (external-dns/targets only where the value is one TXT string).
+func NewWishTXTInGroup(ownerID, group, lease string, record *v1alpha1.Endpoint) (*v1alpha1.Endpoint, error) {
+	return inGroup(group, record, func(extra map[string]string) (*v1alpha1.Endpoint, error) {
+		labels := map[string]string{
+			OwnerKey:   ownerID,
+			VersionKey: FormatVersion,
+			TTLKey:     strconv.FormatInt(int64(record.RecordTTL), 10),
+		}
+		if lease != "" {
+			labels[LeaseKey] = lease
+		}
+		maps.Copy(labels, extra)
+		return newTXT(ownerID, record, labels, record.Targets)
+	})
+}
+
+// Keys Kuadrant's grouped controllers add to their ownership TXT values (its types.GroupLabelKey and
+// types.TargetsLabelKey): the owner's failover group, and the record's targets joined by ";", which
+// its active controllers read to remove an inactive group's targets.
+const (
+	GroupKey        = "group"
+	GroupTargetsKey = "targets"
+)
+
+// inGroup builds a TXT with build, given the group keys to add: none for "" (the TXT of an ungrouped
+// owner, unchanged); else the group and the targets, or the group alone where the targets would not
+// leave the value one TXT string.
+func inGroup(group string, record *v1alpha1.Endpoint, build func(extra map[string]string) (*v1alpha1.Endpoint, error)) (*v1alpha1.Endpoint, error) {
+	if group == "" {
+		return build(nil)
 	}
-	if lease != "" {
-		labels[LeaseKey] = lease
+	if strings.ContainsAny(group, `,=";&`) || strings.IndexFunc(group, isSpace) >= 0 {
+		return nil, fmt.Errorf("group %q has a character the TXT format cannot carry", group)
 	}
-	return newTXT(ownerID, record, labels, record.Targets)
+	txt, err := build(map[string]string{GroupKey: group, GroupTargetsKey: strings.Join(record.Targets, targetSeparator)})
+	if err == nil && len(txt.Targets) == 1 && len(txt.Targets[0])-2 <= maxValueLength {
+		return txt, nil
+	}
+	return build(map[string]string{GroupKey: group})
 }
 
 // newTXT builds the TXT with the labels, and the targets as claim-targets spread over as many TXT

@@ -85,6 +85,7 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 		recordOpts.KeepExpired = !o.OwnerLeases.Expiry
 		recordOpts.MaxTTL = o.MaxTTL
 		recordOpts.DelegationRole = o.DelegationRole
+		recordOpts.Group = o.Group
 		recordOpts.Grants, recordOpts.GrantsAllBackends = o.Grants.Grants, o.Grants.AllBackends()
 		r := &dnsrecord.Reconciler{
 			Client:       mgr.GetClient(),

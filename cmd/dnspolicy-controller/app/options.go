@@ -19,6 +19,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnshealthcheckprobe"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/groups"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/prober"
 )
@@ -26,6 +27,10 @@ import (
 // EnvPrefix prefixes the environment variable of every flag: --metrics-bind-address is also
 // DNSPOLICY_METRICS_BIND_ADDRESS. A flag given on the command line wins over its variable.
 const EnvPrefix = "DNSPOLICY_"
+
+// KuadrantGroupEnv is Kuadrant's environment variable of --group; DNSPOLICY_GROUP and the command
+// line win over it (kuadrantEnv).
+const KuadrantGroupEnv = "GROUP"
 
 // Options configure the binary.
 type Options struct {
@@ -93,6 +98,9 @@ type Options struct {
 	// flag and default): a secondary readies delegating records for a primary cluster to publish;
 	// a primary does not publish them yet (docs/delegation.md).
 	DelegationRole dnsrecord.DelegationRole
+	// Group is the failover group of every record this controller reconciles (--group, Kuadrant's
+	// flag; its environment variable GROUP is read too): "" is ungrouped (package groups).
+	Group string
 }
 
 // OwnerLeaseOptions set owner leases: each cluster renews a lease record in the zones where it shares
@@ -168,6 +176,7 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	nameservers := fs.String("dns-nameservers", "", "Comma-separated NS names of every served zone (the first is the SOA's primary); empty: ns1.<zone>.")
 	fs.Int64Var(&o.MaxTTL, "max-ttl", o.MaxTTL, "Largest TTL, in seconds, of any record: a record with a larger one is refused (ValidationError; RecordsRefused on the embedded server). Up to 2147483647.")
 	fs.Var(&o.DelegationRole, "delegation-role", "The part this cluster plays in delegation: primary (the default, as Kuadrant's) or secondary, whose delegating records (delegate: true) a primary cluster publishes. Kuadrant's variable DELEGATION_ROLE sets it too.")
+	finishGroup := o.groupFlag(fs)
 	finishDNSServer := o.DNSServer.dnsServerFlags(fs)
 	finishGrants := o.Grants.flags(fs)
 
@@ -206,6 +215,9 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 			}
 			o.Providers = append(o.Providers, p)
 		}
+	}
+	if err := finishGroup(); err != nil {
+		return o, err
 	}
 	if err := finishDNSServer(); err != nil {
 		return o, err
@@ -254,6 +266,18 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	return o, nil
 }
 
+// groupFlag defines --group (Kuadrant's GROUP sets it too, through kuadrantEnv); the function it
+// returns, called once the command line is parsed, validates it.
+func (o *Options) groupFlag(fs *flag.FlagSet) func() error {
+	fs.StringVar(&o.Group, "group", o.Group, fmt.Sprintf("Failover group of every record this controller reconciles (at most %d characters, none of ;&,\"' or space): its records are published only while the zone's kuadrant-active-groups TXT lists it. Empty: ungrouped, always published. Kuadrant's variable %s is read too.", groups.MaxNameLength, KuadrantGroupEnv))
+	return func() error {
+		if err := groups.Validate(o.Group); err != nil {
+			return fmt.Errorf("--group: %w", err)
+		}
+		return nil
+	}
+}
+
 // splitList splits a comma-separated list, dropping blanks.
 func splitList(s string) []string {
 	var out []string
@@ -269,6 +293,7 @@ func splitList(s string) []string {
 // meaning here, so its deployment's settings carry over. DNSPOLICY_ + the flag wins over them.
 var kuadrantEnv = map[string]string{
 	"delegation-role": "DELEGATION_ROLE",
+	"group":           KuadrantGroupEnv,
 }
 
 // EnvName is the environment variable of a flag.

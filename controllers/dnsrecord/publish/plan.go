@@ -25,7 +25,7 @@ type planned struct {
 // planAgainst plans the request's wish against z: the plan of its desired endpoints, with the changes
 // that make its owner-named records what it wants appended.
 func (p *planned) planAgainst(q *queue, z *registry.Zone, previous []*v1alpha1.Endpoint) (*plan.Result, error) {
-	in := plan.Input{OwnerID: p.req.OwnerID, ZoneName: q.zone.DNSName, Zone: z, Previous: previous, Desired: p.desired, Known: q.cluster.known}
+	in := plan.Input{OwnerID: p.req.OwnerID, Group: p.req.Group, ZoneName: q.zone.DNSName, Zone: z, Previous: previous, Desired: p.desired, Known: q.cluster.known}
 	in.Local = q.isLocal
 	if l := q.opts.Leases; l.Holder != "" && !p.req.renewal {
 		in.Lease = lease.Key(l.Holder)

@@ -40,6 +40,8 @@ import (
 // Request is one owner's wish for one zone.
 type Request struct {
 	OwnerID string
+	// Group is the owner's failover group ("" none), written into its claims (plan.Input.Group).
+	Group string
 	// Previous is what the owner published last time (status.endpoints).
 	Previous []*v1alpha1.Endpoint
 	// Desired is what the owner wants now, already adjusted by the provider; empty withdraws every
