@@ -180,19 +180,8 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	finishDNSServer := o.DNSServer.dnsServerFlags(fs)
 	finishGrants := o.Grants.flags(fs)
 
-	var envErr error
-	fs.VisitAll(func(f *flag.Flag) {
-		// Kuadrant's variable first, so ours wins when both are set.
-		for _, name := range []string{kuadrantEnv[f.Name], EnvName(f.Name)} {
-			if v, ok := getenv(name); ok && name != "" && envErr == nil {
-				if err := f.Value.Set(v); err != nil {
-					envErr = fmt.Errorf("environment variable %s: %w", name, err)
-				}
-			}
-		}
-	})
-	if envErr != nil {
-		return o, envErr
+	if err := setFromEnv(fs, getenv); err != nil {
+		return o, err
 	}
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -225,23 +214,11 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	if err := finishGrants(o.DNSServer.ZoneNamespaces); err != nil {
 		return o, err
 	}
-	// A zone may have several secondaries, so this list is not a map of unique keys.
-	for _, item := range splitList(*secondaries) {
-		zone, addr, ok := strings.Cut(item, "=")
-		if !ok || zone == "" {
-			return o, fmt.Errorf("--dns-secondaries: %q is not of the form zone=host:port", item)
-		}
-		if _, _, err := net.SplitHostPort(addr); err != nil {
-			return o, fmt.Errorf("--dns-secondaries: %q is not host:port", addr)
-		}
-		if o.DNSSecondaries == nil {
-			o.DNSSecondaries = map[string][]string{}
-		}
-		zone = strings.ToLower(strings.TrimSuffix(zone, "."))
-		o.DNSSecondaries[zone] = append(o.DNSSecondaries[zone], addr)
+	var err error
+	if o.DNSSecondaries, err = parseSecondaries(*secondaries); err != nil {
+		return o, err
 	}
 	o.DNSNameservers = splitList(*nameservers)
-	var err error
 	if o.HealthCheckAllowedCIDRs, err = prober.ParsePrefixes(*allowedCIDRs); err != nil {
 		return o, fmt.Errorf("--health-check-allowed-cidrs: %w", err)
 	}
@@ -276,6 +253,43 @@ func (o *Options) groupFlag(fs *flag.FlagSet) func() error {
 		}
 		return nil
 	}
+}
+
+// setFromEnv sets each flag from its environment variables, before the command line is parsed (so
+// the command line wins): Kuadrant's variable first, then ours, so ours wins when both are set.
+func setFromEnv(fs *flag.FlagSet, getenv func(string) (string, bool)) error {
+	var envErr error
+	fs.VisitAll(func(f *flag.Flag) {
+		for _, name := range []string{kuadrantEnv[f.Name], EnvName(f.Name)} {
+			if v, ok := getenv(name); ok && name != "" && envErr == nil {
+				if err := f.Value.Set(v); err != nil {
+					envErr = fmt.Errorf("environment variable %s: %w", name, err)
+				}
+			}
+		}
+	})
+	return envErr
+}
+
+// parseSecondaries reads --dns-secondaries (zone=host:port,...). A zone may have several
+// secondaries, so the list is not a map of unique keys.
+func parseSecondaries(list string) (map[string][]string, error) {
+	var out map[string][]string
+	for _, item := range splitList(list) {
+		zone, addr, ok := strings.Cut(item, "=")
+		if !ok || zone == "" {
+			return nil, fmt.Errorf("--dns-secondaries: %q is not of the form zone=host:port", item)
+		}
+		if _, _, err := net.SplitHostPort(addr); err != nil {
+			return nil, fmt.Errorf("--dns-secondaries: %q is not host:port", addr)
+		}
+		if out == nil {
+			out = map[string][]string{}
+		}
+		zone = strings.ToLower(strings.TrimSuffix(zone, "."))
+		out[zone] = append(out[zone], addr)
+	}
+	return out, nil
 }
 
 // splitList splits a comma-separated list, dropping blanks.
