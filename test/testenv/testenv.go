@@ -4,6 +4,7 @@ package testenv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -27,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis"
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
 	"github.com/dnspolicy/dnspolicy-controller/test/metricstest"
 )
@@ -131,6 +133,44 @@ type ManagerOptions struct {
 // does, and returns its stop function (safe to call more than once).
 func StartManagerWith(t testing.TB, env *Env, o ManagerOptions, add func(ctrl.Manager) error) (stop func()) {
 	t.Helper()
+	mgr, err := newManager(env, o, add)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stop = run(mgr, func(err error) { t.Errorf("manager for %s: %v", o.Namespace, err) })
+	t.Cleanup(stop)
+	return stop
+}
+
+// RunManager is StartManager for programs without a testing.TB (the benchmarks under test/bench):
+// it starts a manager watching a fresh namespace named from prefix and returns once its cache of
+// DNSRecords has synced (a benchmark's clock starts with a running controller, as in a cluster).
+// stop cancels the manager and waits for it to end.
+func RunManager(env *Env, prefix string, add func(ctrl.Manager) error) (namespace string, stop func(), err error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
+	if err := env.Client.Create(context.Background(), ns); err != nil {
+		return "", nil, err
+	}
+	mgr, err := newManager(env, ManagerOptions{Namespace: ns.Name}, add)
+	if err != nil {
+		return "", nil, err
+	}
+	stop = run(mgr, func(err error) { fmt.Fprintf(os.Stderr, "manager for %s: %v\n", ns.Name, err) })
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := mgr.GetCache().GetInformer(ctx, &v1alpha1.DNSRecord{}); err != nil {
+		stop()
+		return "", nil, err
+	}
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		stop()
+		return "", nil, errors.New("the manager's cache did not sync within a minute")
+	}
+	return ns.Name, stop, nil
+}
+
+// newManager builds a manager as the binary does, with the controllers add puts in it.
+func newManager(env *Env, o ManagerOptions, add func(ctrl.Manager) error) (ctrl.Manager, error) {
 	cfg := rest.CopyConfig(env.Config)
 	cfg.QPS = -1 // as the binary runs (app.NewManager)
 	if o.Wrap != nil {
@@ -149,25 +189,29 @@ func StartManagerWith(t testing.TB, env *Env, o ManagerOptions, add func(ctrl.Ma
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	if err := add(mgr); err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
+	return mgr, nil
+}
+
+// run starts mgr in the background and returns a function that stops it and waits until it has
+// stopped (safe to call more than once); failed reports the manager's error.
+func run(mgr ctrl.Manager, failed func(error)) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		if err := mgr.Start(ctx); err != nil {
-			t.Errorf("manager for %s: %v", o.Namespace, err)
+			failed(err)
 		}
 	}()
-	stop = func() {
+	return func() {
 		cancel()
 		<-done
 	}
-	t.Cleanup(stop)
-	return stop
 }
 
 // Main runs a package's tests with n control planes stored in *envs (one per simulated cluster),

@@ -26,17 +26,11 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
@@ -128,7 +122,7 @@ func bench(env *testenv.Env, name string, n int, timeout time.Duration, verbose 
 	defer c.Close()
 	factory := providers.NewFactory()
 	c.Register(factory)
-	ns, stop, err := startManager(env, "bench-"+name+"-", func(mgr ctrl.Manager) error {
+	ns, stop, err := testenv.RunManager(env, "bench-"+name+"-", func(mgr ctrl.Manager) error {
 		return app.AddControllers(mgr, app.Options{EnableRecordController: true}, factory, dnsrecord.DefaultOptions())
 	})
 	if err != nil {
@@ -343,52 +337,6 @@ func verify(ctx context.Context, c *cloud.Cloud, kube client.Client, ns, zone st
 		return 0, fmt.Errorf("the cloud lists %d record sets for %d endpoints on %d names and types (plus their TXTs)", sets, len(want), len(names))
 	}
 	return sets, nil
-}
-
-// startManager starts a manager that watches one fresh namespace, as testenv.StartManager does for
-// tests; stop cancels it and waits for it to end.
-func startManager(env *testenv.Env, prefix string, add func(ctrl.Manager) error) (string, func(), error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		return "", nil, err
-	}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS = -1 // as the binary runs (app.NewManager)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 testenv.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns.Name: {}}},
-		// One manager per cloud in one process registers the same controller names.
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		return "", nil, err
-	}
-	if err := add(mgr); err != nil {
-		return "", nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "manager for %s: %v\n", ns.Name, err)
-		}
-	}()
-	stop := func() { cancel(); <-done }
-	// The clock starts with a running controller, as in a cluster: wait for its cache of DNSRecords.
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
-	defer syncCancel()
-	if _, err := mgr.GetCache().GetInformer(syncCtx, &v1alpha1.DNSRecord{}); err != nil {
-		stop()
-		return "", nil, err
-	}
-	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
-		stop()
-		return "", nil, errors.New("the manager's cache did not sync within a minute")
-	}
-	return ns.Name, stop, nil
 }
 
 // azureMinimum is the least time Azure DNS's limit allows for n record-set writes to one zone:

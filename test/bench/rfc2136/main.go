@@ -38,14 +38,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
@@ -216,7 +211,7 @@ func benchRoute53(env *testenv.Env, n int, timeout time.Duration) (result, error
 // Ready and checks the zone read back holds each record's A set.
 func benchOne(env *testenv.Env, name, zone string, n int, timeout time.Duration, factory *providers.Factory, secret *corev1.Secret,
 	readBack func(context.Context) ([]*v1alpha1.Endpoint, error)) (result, error) {
-	ns, stop, err := startManager(env, "bench-"+name+"-", func(mgr ctrl.Manager) error {
+	ns, stop, err := testenv.RunManager(env, "bench-"+name+"-", func(mgr ctrl.Manager) error {
 		return app.AddControllers(mgr, app.Options{EnableRecordController: true}, factory, dnsrecord.DefaultOptions())
 	})
 	if err != nil {
@@ -423,50 +418,6 @@ func countReady(ctx context.Context, c client.Client, ns string) (ready, total i
 		}
 	}
 	return ready, len(list.Items), nil
-}
-
-// startManager starts a manager that watches one fresh namespace (as test/bench/clouds does); stop
-// cancels it and waits for it to end.
-func startManager(env *testenv.Env, prefix string, add func(ctrl.Manager) error) (string, func(), error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix}}
-	if err := env.Client.Create(context.Background(), ns); err != nil {
-		return "", nil, err
-	}
-	cfg := rest.CopyConfig(env.Config)
-	cfg.QPS = -1 // as the binary runs (app.NewManager)
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 testenv.Scheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ns.Name: {}}},
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		return "", nil, err
-	}
-	if err := add(mgr); err != nil {
-		return "", nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := mgr.Start(ctx); err != nil {
-			fmt.Fprintf(os.Stderr, "manager for %s: %v\n", ns.Name, err)
-		}
-	}()
-	stop := func() { cancel(); <-done }
-	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
-	defer syncCancel()
-	if _, err := mgr.GetCache().GetInformer(syncCtx, &v1alpha1.DNSRecord{}); err != nil {
-		stop()
-		return "", nil, err
-	}
-	if !mgr.GetCache().WaitForCacheSync(syncCtx) {
-		stop()
-		return "", nil, errors.New("the manager's cache did not sync within a minute")
-	}
-	return ns.Name, stop, nil
 }
 
 func loadAverage() string {
