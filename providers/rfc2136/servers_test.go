@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -219,7 +218,7 @@ zone:
 	}
 	path := filepath.Join(dir, "knot.conf")
 	writeFile(t, path, conf.String())
-	log := runServer(t, dir, knotd, "-c", path)
+	log := bind.RunServer(t, dir, knotd, "-c", path)
 	s.log = log.String
 	waitServes(t, s, log.String)
 	return s
@@ -287,7 +286,7 @@ loglevel=6
 			util("set-meta", z, "TSIG-ALLOW-DNSUPDATE", "someone-else")
 		}
 	}
-	log := runServer(t, dir, pdns, "--config-dir="+dir)
+	log := bind.RunServer(t, dir, pdns, "--config-dir="+dir)
 	s.log = log.String
 	waitServes(t, s, log.String)
 	return s
@@ -307,34 +306,6 @@ func command(t *testing.T, cmd *exec.Cmd, stdin string) {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
 	}
-}
-
-// runServer runs a server in the foreground until the test ends (SIGTERM, then SIGKILL after 5 s);
-// its output is logged when the test failed.
-func runServer(t *testing.T, dir, path string, args ...string) *bind.Log {
-	t.Helper()
-	log := &bind.Log{}
-	cmd := exec.Command(path, args...)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = log, log
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("%s log:\n%s", filepath.Base(path), log)
-		}
-	})
-	return log
 }
 
 // waitServes waits until the server answers authoritatively for its last zone over TCP (the last

@@ -184,8 +184,17 @@ func Run(t testing.TB, named, dir, conf string) *Log {
 	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return RunServer(t, dir, named, "-c", path, "-g", "-n", "1")
+}
+
+// RunServer runs a DNS server's binary (path, with args, in dir) in the foreground until the test
+// ends (SIGTERM, then SIGKILL after 5 s); its output is returned and logged when the test failed or
+// NAMED_LOG is set. Knot DNS and PowerDNS run through it too.
+func RunServer(t testing.TB, dir, path string, args ...string) *Log {
+	t.Helper()
 	log := &Log{}
-	cmd := exec.Command(named, "-c", path, "-g", "-n", "1")
+	cmd := exec.Command(path, args...)
+	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -201,7 +210,7 @@ func Run(t testing.TB, named, dir, conf string) *Log {
 			<-done
 		}
 		if t.Failed() || os.Getenv("NAMED_LOG") != "" {
-			t.Logf("named log:\n%s", log)
+			t.Logf("%s log:\n%s", filepath.Base(path), log)
 		}
 	})
 	return log
