@@ -833,6 +833,35 @@ func clusterID(t *testing.T, env *testenv.Env) string {
 	return string(ns.UID)
 }
 
+// startLogged starts cmd with its output in logPath and stops it when the test ends (SIGTERM, then
+// SIGKILL after 20 s), printing the log's tail under name if the test failed. exited receives
+// cmd.Wait's result.
+func startLogged(t *testing.T, name, logPath string, cmd *exec.Cmd) (exited chan error) {
+	t.Helper()
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited = make(chan error, 1)
+	go func() { exited <- cmd.Wait(); _ = logFile.Close() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-exited:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+		}
+		if t.Failed() {
+			tail(t, name, logPath)
+		}
+	})
+	return exited
+}
+
 // tail logs the last lines of a controller's log.
 func tail(t *testing.T, name, path string) {
 	b, err := os.ReadFile(path)

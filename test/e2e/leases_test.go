@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -362,30 +361,10 @@ func startControllerProcess(t *testing.T, bin, name string, env *testenv.Env, pr
 	p.start = func(t *testing.T) (*exec.Cmd, chan error) {
 		runs++
 		logPath := filepath.Join(dir, fmt.Sprintf("controller-%d.log", runs))
-		logFile, err := os.Create(logPath)
-		if err != nil {
-			t.Fatal(err)
-		}
 		cmd := exec.Command(bin, append([]string{"--kubeconfig", kubeconfig, "--metrics-bind-address", metrics,
 			"--health-probe-bind-address", freeport.Addr(t), "--log-format", "console", "--providers", provider,
 			"--allow-provider-endpoint-override"}, p.args...)...) // cloud Secrets point at emulators
-		cmd.Stdout, cmd.Stderr = logFile, logFile
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait(); _ = logFile.Close() }()
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(20 * time.Second):
-				_ = cmd.Process.Kill()
-			}
-			if t.Failed() {
-				tail(t, name, logPath)
-			}
-		})
+		exited := startLogged(t, name, logPath, cmd)
 		return cmd, exited
 	}
 	p.cmd, p.exited = p.start(t)

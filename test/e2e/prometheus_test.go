@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -64,29 +63,9 @@ func startPrometheus(t *testing.T, targets []promTarget, ruleFiles []string) *pr
 	}
 	addr := freeport.Addr(t)
 	logPath := filepath.Join(dir, "prometheus.log")
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	cmd := exec.Command(prometheusBin, "--config.file="+config, "--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr, "--log.level=warn")
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait(); _ = logFile.Close() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-exited:
-		case <-time.After(20 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-		if t.Failed() {
-			tail(t, "prometheus", logPath)
-		}
-	})
+	exited := startLogged(t, "prometheus", logPath, cmd)
 	p := &promServer{url: "http://" + addr, http: &http.Client{Timeout: 20 * time.Second}}
 	eventually(t, time.Minute, func() string {
 		select {

@@ -13,7 +13,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"math"
@@ -21,7 +20,6 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"strings"
-	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -152,14 +150,14 @@ func bench(env *testenv.Env, name string, n int, timeout time.Duration, verbose 
 	}
 
 	start := time.Now()
-	if err := createAll(ctx, env.Client, specs); err != nil {
+	if err := testenv.CreateAll(ctx, env.Client, specs); err != nil {
 		return result{}, err
 	}
 	deadline := start.Add(timeout)
 	var ready time.Duration
 	lastTrace := start
 	for {
-		n, total, err := countReady(ctx, env.Client, ns)
+		n, total, err := testenv.CountReady(ctx, env.Client, ns)
 		if err != nil {
 			return result{}, err
 		}
@@ -217,37 +215,6 @@ func loadbalanced(cloudName, host string, i int) []*v1alpha1.Endpoint {
 		}
 	}
 	return eps
-}
-
-// createAll creates the records concurrently, as a policy controller or a GitOps sync does.
-func createAll(ctx context.Context, c client.Client, records []*v1alpha1.DNSRecord) error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(records))
-	for i, r := range records {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = c.Create(ctx, r.DeepCopy())
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// countReady counts the namespace's records that are Ready for their current generation.
-func countReady(ctx context.Context, c client.Client, ns string) (ready, total int, err error) {
-	list := &v1alpha1.DNSRecordList{}
-	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-		return 0, 0, err
-	}
-	for i := range list.Items {
-		r := &list.Items[i]
-		if cond := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ConditionTypeReady); cond != nil &&
-			cond.Status == metav1.ConditionTrue && r.Status.ObservedGeneration == r.Generation {
-			ready++
-		}
-	}
-	return ready, len(list.Items), nil
 }
 
 // verify checks the outcome against the zone as the cloud holds it: every record is Ready with

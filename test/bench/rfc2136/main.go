@@ -36,10 +36,8 @@ import (
 	"github.com/miekg/dns"
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -235,11 +233,11 @@ func benchOne(env *testenv.Env, name, zone string, n int, timeout time.Duration,
 		}
 	}
 	start := time.Now()
-	if err := createAll(ctx, env.Client, specs); err != nil {
+	if err := testenv.CreateAll(ctx, env.Client, specs); err != nil {
 		return result{}, err
 	}
 	for {
-		ready, total, err := countReady(ctx, env.Client, ns)
+		ready, total, err := testenv.CountReady(ctx, env.Client, ns)
 		if err != nil {
 			return result{}, err
 		}
@@ -384,40 +382,6 @@ func (w lockedWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.b.Write(p)
-}
-
-// createAll creates the records concurrently, as a policy controller or a GitOps sync does.
-func createAll(ctx context.Context, c client.Client, records []*v1alpha1.DNSRecord) error {
-	var wg sync.WaitGroup
-	errs := make([]error, len(records))
-	sem := make(chan struct{}, 64)
-	for i, r := range records {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			errs[i] = c.Create(ctx, r.DeepCopy())
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// countReady counts the namespace's records that are Ready for their current generation.
-func countReady(ctx context.Context, c client.Client, ns string) (ready, total int, err error) {
-	list := &v1alpha1.DNSRecordList{}
-	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-		return 0, 0, err
-	}
-	for i := range list.Items {
-		r := &list.Items[i]
-		if cond := meta.FindStatusCondition(r.Status.Conditions, v1alpha1.ConditionTypeReady); cond != nil &&
-			cond.Status == metav1.ConditionTrue && r.Status.ObservedGeneration == r.Generation {
-			ready++
-		}
-	}
-	return ready, len(list.Items), nil
 }
 
 func loadAverage() string {
