@@ -17,7 +17,7 @@ const module = "github.com/dnspolicy/dnspolicy-controller"
 // pure is the core: packages that compute, given their inputs, and reach nothing outside the
 // process. The others under pkg/ are the services the controllers drive (the DNS server, peers,
 // the prober, grants read from a file, goroutine supervision).
-var pure = []string{"pkg/batch", "pkg/builder", "pkg/conditions", "pkg/geo", "pkg/hash", "pkg/health",
+var pure = []string{"pkg/batch", "pkg/builder", "pkg/conditions", "pkg/dnssec", "pkg/geo", "pkg/hash", "pkg/health",
 	"pkg/groups", "pkg/lease", "pkg/plan", "pkg/registry", "pkg/zone"}
 
 // impure are the imports that reach outside the process, or into the cluster or the metrics registry
