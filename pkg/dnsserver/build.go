@@ -15,6 +15,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/dnssec"
 )
 
 // ZoneData is the full content of one zone.
@@ -38,6 +39,9 @@ type ZoneData struct {
 	// previous serial plus one when that is not larger), so replicas fed the same data and time serve
 	// the same serial. Zero means the time of the call.
 	Changed time.Time
+	// Signing, when set and valid, signs the zone's answers with its keys (DNSSEC); nil serves the
+	// zone unsigned.
+	Signing *dnssec.KeySet
 }
 
 // Source is one contributor of endpoints to a zone, such as an authoritative DNSRecord.
