@@ -6,7 +6,8 @@
 // TXTs every contributor published under that root host (DESIGN 4b). That is the shape Kuadrant's
 // dns-operator writes, so either can publish into a zone the other's server reads.
 //
-// Records publish as Kuadrant's do (providers.HostZones, host.go): through the endpoint backend, each
+// Records publish as Kuadrant's do (providers.HostZones, host.go): through the endpoint backend
+// (endpoint.Authoritative, which a delegation primary writes through too), each
 // into the authoritative record of its own root host, which is that record's zone (status.zoneID is
 // its name); the authoritative record is then a record of this backend, labelled coredns and checked
 // for what the server can route. Provider itself reads and writes a coredns zone whole, for tools
