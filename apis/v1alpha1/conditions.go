@@ -119,11 +119,6 @@ const (
 	// its UID) belongs in this cluster to another namespace, whose oldest DNSRecord used it first:
 	// the record publishes nothing, and withdraws nothing when deleted.
 	ReasonOwnerIDInUse = "OwnerIDInUse"
-	// ReasonDelegationPrimaryNotImplemented: Ready=False on a delegating record (delegate: true) of
-	// a controller in the primary delegation role (--delegation-role=primary, the default), which
-	// does not yet merge delegated records into an authoritative record: nothing of the record is
-	// published, and it gets no finalizer.
-	ReasonDelegationPrimaryNotImplemented = "DelegationPrimaryNotImplemented"
 )
 
 // Condition messages. Kuadrant's tooling matches the first group verbatim (DESIGN 4b).
@@ -154,7 +149,4 @@ const (
 	// MessageRoundRobin names the host; the leaves are in status.endpoints.
 	MessageRoundRobin = "The DNS provider serving the zone answers every client alike and holds no weighted or geo records: the load-balanced tree is published as one set of its healthy leaves at %s, a round robin without weights or geography"
 
-	// MessageDelegationPrimaryNotImplemented says what to do about a delegating record on a
-	// primary-role controller.
-	MessageDelegationPrimaryNotImplemented = "This controller runs in the primary delegation role, which does not yet publish delegated records: nothing is published for this record. Run the controller of this cluster with --delegation-role=secondary so that a primary cluster publishes it, or recreate the record without delegate and with a providerRef"
 )

@@ -59,11 +59,10 @@ var policyConditions = conditions.Order{ConditionAccepted, ConditionEnforced, Co
 // fixes say what to do about a record's Ready reason, where the record's own message names the
 // thing but not the remedy.
 var fixes = map[string]string{
-	v1alpha1.ReasonProviderSecretMissing:           "create the provider Secret in this namespace, or name an existing one in spec.providerRefs",
-	v1alpha1.ReasonMultipleDefaultProviders:        "keep the kuadrant.io/default-provider=true label on one Secret of this namespace, or name one in spec.providerRefs",
-	v1alpha1.ReasonUnsupportedProvider:             "use a Secret of a provider type this controller runs (its --providers flag)",
-	v1alpha1.ReasonDNSProviderError:                "create a zone for this hostname that the provider Secret's credentials can see",
-	v1alpha1.ReasonDelegationPrimaryNotImplemented: "run this cluster's controller with --delegation-role=secondary so that a primary cluster publishes the records, or recreate the policy without delegate and with providerRefs",
+	v1alpha1.ReasonProviderSecretMissing:    "create the provider Secret in this namespace, or name an existing one in spec.providerRefs",
+	v1alpha1.ReasonMultipleDefaultProviders: "keep the kuadrant.io/default-provider=true label on one Secret of this namespace, or name one in spec.providerRefs",
+	v1alpha1.ReasonUnsupportedProvider:      "use a Secret of a provider type this controller runs (its --providers flag)",
+	v1alpha1.ReasonDNSProviderError:         "create a zone for this hostname that the provider Secret's credentials can see",
 }
 
 // policyStatus is the status a policy gets from its verdict, once the verdict's listener plans know

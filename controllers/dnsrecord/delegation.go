@@ -24,8 +24,9 @@ import (
 // into status.remoteRecordStatuses under its cluster ID. When it is deleted, the finalizer stays
 // until every primary's entry says the endpoints are withdrawn.
 //
-// The primary side (merging the records of this and other clusters into an authoritative record)
-// is not built yet: in the primary role a delegating record says so on its Ready condition.
+// On a primary, this cluster's delegating records are published into the authoritative record of
+// their root host (delegation_primary.go). Records of other clusters, read through kubeconfig
+// Secrets, are not merged yet.
 
 // DelegationRole is the part a cluster plays in delegation (--delegation-role).
 type DelegationRole string
@@ -56,12 +57,14 @@ func (o Options) secondary() bool { return o.DelegationRole == DelegationRoleSec
 // delegationPhases are the phases of a delegating record, by role and state.
 func (r *Reconciler) delegationPhases(rec *v1alpha1.DNSRecord) []phase {
 	switch {
-	case rec.DeletionTimestamp != nil:
+	case rec.DeletionTimestamp != nil && r.Options.secondary():
 		return []phase{r.releaseDelegated}
+	case rec.DeletionTimestamp != nil:
+		return []phase{r.releaseBorrowed, r.connectDelegatedForDeletion, r.withdraw}
 	case r.Options.secondary():
 		return []phase{r.validate, r.checkOwner, r.ensureFinalizer, r.ensureProbes, r.readyForDelegation}
 	default:
-		return []phase{r.validate, r.checkOwner, r.refuseDelegation}
+		return []phase{r.validate, r.checkOwner, r.connectDelegated, r.ensureFinalizer, r.markReadyForDelegation, r.checkGroup, r.ensureProbes, r.publish}
 	}
 }
 
@@ -74,15 +77,6 @@ func (r *Reconciler) readyForDelegation(_ context.Context, s *scope) (ctrl.Resul
 		Type: v1alpha1.ConditionTypeReadyForDelegation, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonFinalizersSet,
 	})
 	r.setReady(s, metav1.ConditionTrue, v1alpha1.ReasonProviderSuccess, v1alpha1.MessageProviderSuccess)
-	return pass.Done(ctrl.Result{}, nil)
-}
-
-// refuseDelegation ends the pass of a delegating record on a primary, which does not publish
-// delegated records yet. The record gets no finalizer and no probes (nothing of it is published),
-// and no retry: only a new generation, or a restart in the secondary role, changes the answer.
-func (r *Reconciler) refuseDelegation(_ context.Context, s *scope) (ctrl.Result, bool, error) {
-	conditionOrder.Remove(&s.record.Status.Conditions, v1alpha1.ConditionTypeReadyForDelegation)
-	r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonDelegationPrimaryNotImplemented, v1alpha1.MessageDelegationPrimaryNotImplemented)
 	return pass.Done(ctrl.Result{}, nil)
 }
 

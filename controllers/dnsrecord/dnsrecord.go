@@ -140,6 +140,9 @@ type Reconciler struct {
 	// Resolver reads the zones' active-groups TXT for a grouped controller; nil is a
 	// resolve.Resolver with its default timeout.
 	Resolver TXTResolver
+	// Authoritative writes into the authoritative records of a namespace, naming secret as their
+	// provider: where a delegation primary publishes delegating records (delegation_primary.go).
+	Authoritative func(namespace, secret string) providers.Provider
 
 	backends *backends.Cache
 	// memory is what the controller keeps about each record between passes (memory.go).
@@ -254,9 +257,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	var phases []phase
 	switch {
 	case isAuthoritative(rec) && rec.DeletionTimestamp != nil:
-		phases = []phase{r.releaseAuthoritative}
+		phases = r.authoritativeDeletionPhases(rec)
 	case isAuthoritative(rec):
-		phases = []phase{r.validateAuthoritative, r.connect, r.ensureFinalizer, r.checkAuthoritative}
+		phases = []phase{r.validateAuthoritative, r.connect, r.ensureFinalizer, r.publishAuthoritative}
 	case rec.Spec.Delegate:
 		phases = r.delegationPhases(rec)
 	case rec.DeletionTimestamp != nil:

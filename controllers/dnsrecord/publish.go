@@ -60,8 +60,10 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, bool, 
 	if res, done, err := r.checkGrants(ctx, s); done {
 		return res, done, err
 	}
-	if isAuthoritative(rec) && s.backend.Hosts == nil {
-		err := providers.Errorf(providers.Permanent, "provider secret %s is of a type that does not serve authoritative records (%s does)",
+	if isAuthoritative(rec) && s.backend.Records != nil {
+		// A zone record of a backend of zones is published into its zone (a delegation primary's);
+		// a backend that serves whole records can do neither.
+		err := providers.Errorf(providers.Permanent, "provider secret %s is of a type that neither serves authoritative records (%s does) nor publishes into zones",
 			s.backend.Secret, v1alpha1.SecretTypeCoreDNS)
 		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonUnsupportedProvider, err.Error())
 		return ctrl.Result{}, true, reconcile.TerminalError(err)
@@ -92,7 +94,7 @@ func (r *Reconciler) connect(ctx context.Context, s *scope) (ctrl.Result, bool, 
 		return ctrl.Result{}, true, err
 	}
 	rec.Status.ZoneID, rec.Status.ZoneDomainName = s.zone.ID, s.zone.DNSName
-	if isAuthoritative(rec) {
+	if isAuthoritative(rec) && s.backend.Hosts != nil {
 		s.labels = s.backend.Hosts.AuthoritativeLabels(s.zone)
 	}
 	return ctrl.Result{}, false, nil
@@ -106,6 +108,9 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, 
 	rec := s.record
 	prov := s.provider
 	endpoints, roundRobin := copyEndpoints(rec.Spec.Endpoints), false
+	if isAuthoritative(rec) {
+		endpoints = withoutBookkeeping(endpoints)
+	}
 	if prov.Capabilities().NoRoutingPolicies {
 		// The server answers every client alike: the tree's leaves as one set at the host, never a
 		// part of the tree (health below then drops the failing leaves from that set).

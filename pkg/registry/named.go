@@ -116,3 +116,18 @@ func (s *Sightings) Len() int {
 	defer s.mu.Unlock()
 	return len(s.seen)
 }
+
+// Bookkeeping reports whether an endpoint is the registry's, not a record: an ownership TXT (either
+// format) or an owner-named record (a lease, a health statement). An authoritative record published
+// into a zone (delegation) leaves these out: they are its contributors' bookkeeping inside the
+// record, and the zone gets the authoritative record's own.
+func Bookkeeping(e *v1alpha1.Endpoint) bool {
+	if _, ok := namedOwnerHash(e); ok {
+		return true
+	}
+	if _, ok := ParseTXT(e); ok {
+		return true
+	}
+	_, ok := ParseLegacyTXT(e)
+	return ok
+}

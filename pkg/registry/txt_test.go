@@ -405,3 +405,24 @@ func TestTXTRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// What an authoritative record leaves out when it is published: its contributors' ownership TXTs
+// (both formats) and owner-named records; records, a human's TXT among them, stay.
+func TestBookkeeping(t *testing.T) {
+	a := ep("app.example.com", v1alpha1.RecordTypeA, "192.0.2.1")
+	claim, err := NewTXT("owner1", a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := ep("kuadrant-a-app.example.com", v1alpha1.RecordTypeTXT, `"heritage=external-dns,external-dns/owner=owner1"`)
+	named := ep(NamedRecordName("lease", "owner1", "example.com"), v1alpha1.RecordTypeTXT, `"x"`)
+	human := ep("app.example.com", v1alpha1.RecordTypeTXT, `"v=spf1 -all"`)
+	for _, tc := range []struct {
+		e    *v1alpha1.Endpoint
+		want bool
+	}{{a, false}, {claim, true}, {legacy, true}, {named, true}, {human, false}} {
+		if got := Bookkeeping(tc.e); got != tc.want {
+			t.Errorf("Bookkeeping(%s %s %v) = %v, want %v", tc.e.DNSName, tc.e.RecordType, tc.e.Targets, got, tc.want)
+		}
+	}
+}

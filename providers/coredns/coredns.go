@@ -6,7 +6,8 @@
 // TXTs every contributor published under that root host (DESIGN 4b). That is the shape Kuadrant's
 // dns-operator writes, so either can publish into a zone the other's server reads.
 //
-// Records publish as Kuadrant's do (providers.HostZones, host.go): through the endpoint backend, each
+// Records publish as Kuadrant's do (providers.HostZones, host.go): through the endpoint backend
+// (endpoint.Authoritative, which a delegation primary writes through too), each
 // into the authoritative record of its own root host, which is that record's zone (status.zoneID is
 // its name); the authoritative record is then a record of this backend, labelled coredns and checked
 // for what the server can route. Provider itself reads and writes a coredns zone whole, for tools
@@ -24,40 +25,32 @@ package coredns
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/geo"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
+	"github.com/dnspolicy/dnspolicy-controller/providers/endpoint"
 )
 
 // ProviderName is the value of the kuadrant.io/dns-provider-name label for this backend.
 const ProviderName = "coredns"
 
-// RecordNamePrefix starts the name of every authoritative record; hash8 of the root host follows.
-const RecordNamePrefix = "authoritative-record-"
-
 // RecordName is the name of the authoritative record of a root host.
-func RecordName(rootHost string) string {
-	return RecordNamePrefix + hash.Base36(rootHost, 8)
-}
+func RecordName(rootHost string) string { return endpoint.RecordName(rootHost) }
 
-// RecordLabels are the labels of the authoritative record of a root host in a zone.
+// RecordLabels are the labels of the authoritative record of a root host in a zone: the zone label
+// is the one DNS servers select a zone's records by.
 func RecordLabels(rootHost, zone string) map[string]string {
-	return map[string]string{
-		v1alpha1.AuthoritativeRecordLabel:     "true",
-		v1alpha1.AuthoritativeRecordHashLabel: hash.Base36(rootHost, 8),
-		v1alpha1.CoreDNSZoneNameLabel:         zone,
-	}
+	l := endpoint.AuthoritativeLabels(rootHost)
+	l[v1alpha1.CoreDNSZoneNameLabel] = zone
+	return l
 }
 
 // Provider publishes into the authoritative records of one namespace.
@@ -67,7 +60,7 @@ type Provider struct {
 	zones     []string
 	// secret names the provider Secret: the providerRef of the authoritative records created.
 	secret string
-	host   *hostProvider
+	host   *endpoint.Authoritative
 }
 
 var _ providers.Provider = (*Provider)(nil)
@@ -84,7 +77,7 @@ func New(_ context.Context, secret *corev1.Secret, env providers.Env) (providers
 			secret.Namespace, secret.Name)
 	}
 	p := &Provider{client: env.Client, namespace: env.Namespace, zones: opts.Zones, secret: secret.Name,
-		host: &hostProvider{client: env.Client, namespace: env.Namespace, secret: secret.Name, zones: opts.Zones}}
+		host: &endpoint.Authoritative{Client: env.Client, Namespace: env.Namespace, Secret: secret.Name, InZones: opts.Zones, Labels: hostLabels}}
 	return providers.Backend{Zones: p, Hosts: p}, nil
 }
 
@@ -176,19 +169,19 @@ func (p *Provider) write(ctx context.Context, r *v1alpha1.DNSRecord, endpoints [
 	case rv == "":
 		r.Spec.Endpoints = endpoints
 		if err := p.client.Create(ctx, r); err != nil {
-			return classify(err, "creating "+where)
+			return endpoint.ClassifyWrite(err, "creating "+where)
 		}
 		writes.Created(r)
 	case len(endpoints) == 0:
 		if err := p.client.Delete(ctx, r, client.Preconditions{ResourceVersion: &rv}); err != nil {
-			return classify(err, "deleting "+where)
+			return endpoint.ClassifyWrite(err, "deleting "+where)
 		}
 		writes.Deleted(r)
 	default:
 		patch := client.MergeFromWithOptions(r.DeepCopy(), client.MergeFromWithOptimisticLock{})
 		r.Spec.Endpoints = endpoints
 		if err := p.client.Patch(ctx, r, patch); err != nil {
-			return classify(err, "writing "+where)
+			return endpoint.ClassifyWrite(err, "writing "+where)
 		}
 		writes.Updated(r, rv)
 	}
@@ -217,7 +210,7 @@ func (p *Provider) records(ctx context.Context, zone providers.Zone) ([]*v1alpha
 	if err := p.client.List(ctx, &list, client.InNamespace(p.namespace), client.MatchingLabels{
 		v1alpha1.AuthoritativeRecordLabel: "true", v1alpha1.CoreDNSZoneNameLabel: zone.DNSName,
 	}); err != nil {
-		return nil, classify(err, fmt.Sprintf("listing authoritative records in namespace %s", p.namespace))
+		return nil, endpoint.ClassifyWrite(err, fmt.Sprintf("listing authoritative records in namespace %s", p.namespace))
 	}
 	records := make([]*v1alpha1.DNSRecord, 0, len(list.Items))
 	for i := range list.Items {
@@ -323,7 +316,7 @@ func coveringRecord(records []*v1alpha1.DNSRecord, ep *v1alpha1.Endpoint) *v1alp
 func newRoots(eps []*v1alpha1.Endpoint) []string {
 	candidates := map[string]bool{}
 	for _, ep := range eps {
-		candidates[candidateRoot(ep)] = true
+		candidates[endpoint.CandidateRoot(ep)] = true
 	}
 	var roots []string
 	for c := range candidates {
@@ -342,54 +335,12 @@ func newRoots(eps []*v1alpha1.Endpoint) []string {
 	return roots
 }
 
-// ownershipTXTName matches Kuadrant's ownership TXT names: kuadrant-<hash8(owner)>-<type>-<name>,
-// where a name starting with "*" is written with "wildcard".
-var ownershipTXTName = regexp.MustCompile(`^kuadrant-[0-9a-z]{8}-[a-z]+-(.+)$`)
-
-// describedName is the name an ownership TXT describes, or "" when ep is none.
-func describedName(ep *v1alpha1.Endpoint) string {
-	if ep.RecordType != v1alpha1.RecordTypeTXT {
-		return ""
-	}
-	m := ownershipTXTName.FindStringSubmatch(v1alpha1.NormalizeName(ep.DNSName))
-	if m == nil {
-		return ""
-	}
-	if rest, ok := strings.CutPrefix(m[1], "wildcard."); ok {
-		return v1alpha1.WildcardPrefix + rest
-	}
-	return m[1]
-}
-
-// candidateRoot is the root host a creation would want on its own: an ownership TXT belongs with the
-// name it describes, so a record's TXTs and its sets land in one authoritative record.
-func candidateRoot(ep *v1alpha1.Endpoint) string {
-	if d := describedName(ep); d != "" {
-		return d
-	}
-	return v1alpha1.NormalizeName(ep.DNSName)
-}
-
 // covers reports whether an authoritative record rooted at root may hold ep, by the rule the
 // DNSRecord API enforces: the root host, a name under it (under D for *.D), or an ownership TXT of it.
 func covers(root string, ep *v1alpha1.Endpoint) bool {
-	return coversName(root, v1alpha1.NormalizeName(ep.DNSName)) || (describedName(ep) == root && root != "")
+	return coversName(root, v1alpha1.NormalizeName(ep.DNSName)) || (endpoint.DescribedName(ep) == root && root != "")
 }
 
 func coversName(root, name string) bool {
 	return name == root || strings.HasSuffix(name, "."+strings.TrimPrefix(root, v1alpha1.WildcardPrefix))
-}
-
-// classify gives API errors their kind: a conflict or an existing record means the zone changed since
-// it was read; what the request itself or its permissions cause will not change by retrying; the
-// rest may pass.
-func classify(err error, doing string) error {
-	kind := providers.Transient
-	switch {
-	case apierrors.IsConflict(err), apierrors.IsAlreadyExists(err), apierrors.IsNotFound(err):
-		kind = providers.StaleView
-	case apierrors.IsInvalid(err), apierrors.IsBadRequest(err), apierrors.IsForbidden(err), apierrors.IsUnauthorized(err):
-		kind = providers.Permanent
-	}
-	return providers.NewError(kind, fmt.Errorf("%s: %w", doing, err))
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/pkg/prober"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/builtin"
+	"github.com/dnspolicy/dnspolicy-controller/providers/endpoint"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 )
 
@@ -95,6 +96,12 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 			Options:      recordOpts,
 			// The probes it makes accept any certificate (--insecure-health-checks).
 			InsecureHealthChecks: o.InsecureHealthChecks,
+			// A delegation primary writes delegating records into authoritative records through
+			// Kuadrant's endpoint backend, as Kuadrant's primaries do.
+			Authoritative: func(namespace, secret string) providers.Provider {
+				return &endpoint.Authoritative{Client: mgr.GetClient(), Namespace: namespace, Secret: secret,
+					Labels: func(root, _ string) map[string]string { return endpoint.AuthoritativeLabels(root) }}
+			},
 		}
 		popts := publish.DefaultOptions()
 		popts.Replan = r.Replan

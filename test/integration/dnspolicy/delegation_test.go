@@ -4,6 +4,7 @@ package dnspolicy_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -24,8 +25,9 @@ func startInRole(t *testing.T, role dnsrecord.DelegationRole) *cluster {
 }
 
 // A delegating policy is accepted and builds delegating records that name no provider. On a
-// secondary, with no provider Secret, they are ready for a primary and the policy is enforced; on
-// a primary, which does not publish delegated records yet, Enforced says why and what to do.
+// secondary, with no provider Secret, they are ready for a primary and the policy is enforced; a
+// primary publishes them with the namespace's default provider, and with none Enforced says so and
+// what to do.
 func TestDelegatingPolicy(t *testing.T) {
 	for _, tc := range []struct {
 		role     dnsrecord.DelegationRole
@@ -33,8 +35,8 @@ func TestDelegatingPolicy(t *testing.T) {
 	}{
 		{dnsrecord.DelegationRoleSecondary, "True Enforced: DNSPolicy has been successfully enforced"},
 		{dnsrecord.DelegationRolePrimary, "False Unknown: DNSPolicy has encountered some issues: policy is not enforced on any DNSRecord: not a single DNSRecord is ready: " +
-			"gw-api: " + v1alpha1.ReasonDelegationPrimaryNotImplemented + ": " + v1alpha1.MessageDelegationPrimaryNotImplemented +
-			"; to fix: run this cluster's controller with --delegation-role=secondary"},
+			"gw-api: " + v1alpha1.ReasonProviderSecretMissing + ": provider secret missing: no providerRef and no secret labelled " +
+			v1alpha1.DefaultProviderLabel + "=true in namespace %s; to fix: create the provider Secret in this namespace"},
 	} {
 		t.Run(string(tc.role), func(t *testing.T) {
 			cl := startInRole(t, tc.role)
@@ -43,7 +45,11 @@ func TestDelegatingPolicy(t *testing.T) {
 			p.Spec.Delegate = true
 			cl.create(t, p)
 			cl.policyIs(t, "deleg", dnspolicy.ConditionAccepted, "True Accepted: DNSPolicy has been accepted")
-			cl.policyIs(t, "deleg", dnspolicy.ConditionEnforced, tc.enforced)
+			enforced := tc.enforced
+			if strings.Contains(enforced, "%s") {
+				enforced = fmt.Sprintf(enforced, cl.ns)
+			}
+			cl.policyIs(t, "deleg", dnspolicy.ConditionEnforced, enforced)
 			rec := cl.record(t, "gw-api")
 			if rec == nil || !rec.Spec.Delegate || rec.Spec.ProviderRef != nil || len(rec.Spec.Endpoints) == 0 {
 				t.Fatalf("record %+v: want delegate, no providerRef, the listener's endpoints", rec)

@@ -4,10 +4,12 @@ package dnsrecord_test
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +18,8 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 	"github.com/dnspolicy/dnspolicy-controller/test/integration/internal/recordplane"
@@ -191,49 +195,87 @@ func TestDelegationSecondaryUnreported(t *testing.T) {
 	})
 }
 
-// A controller in the primary role (the default) does not publish delegated records yet: the record
-// says so with a stable reason, gets no finalizer and no ReadyForDelegation, and is not retried on
-// its own; a record that does not delegate is published as before; the delegating one is deleted
-// at once.
-func TestDelegationPrimaryRole(t *testing.T) {
+// On a primary (the default role) this cluster's delegating records publish with the namespace's
+// default provider, as Kuadrant's primaries do: into the authoritative record of their root host,
+// authoritative-record-<hash8(rootHost)>, which both share and which names the default Secret; the
+// authoritative record is published into the zone under its own owner, without its contributors'
+// ownership TXTs. A contributor deleted leaves the zone; the last one takes the authoritative record
+// with it, and the zone is left empty.
+func TestDelegationPrimaryMergesIntoAuthoritative(t *testing.T) {
 	store := inmemory.NewStore()
 	cl := startRole(t, "", store)
 	const z = "primary.example.com"
 	root := "app." + z
-	cl.delegating(t, "deleg", root, nil, a(root, 60, "10.9.0.1"))
-	want := "False " + v1alpha1.ReasonDelegationPrimaryNotImplemented + ": " + v1alpha1.MessageDelegationPrimaryNotImplemented
+	west := "west." + root
+	defaultSecret(t, cl, z)
+	cl.delegating(t, "east", root, nil, a(root, 60, "10.9.0.1"))
+	cl.delegating(t, "west", root, nil, a(west, 60, "10.9.0.2"))
+	cl.waitReady(t, "east", "west")
+	authName := "authoritative-record-" + hash.Base36(root, 8)
+	for _, name := range []string{"east", "west"} {
+		r := cl.get(t, name)
+		if got := condition(r, v1alpha1.ConditionTypeReadyForDelegation); got != "True "+v1alpha1.ReasonFinalizersSet+": " {
+			t.Errorf("%s: ReadyForDelegation %q", name, got)
+		}
+		if r.Status.ZoneID != authName || r.Status.ZoneDomainName != root {
+			t.Errorf("%s: zone %q %q, want %q %q", name, r.Status.ZoneID, r.Status.ZoneDomainName, authName, root)
+		}
+	}
+	cl.waitReady(t, authName)
+	auth := cl.get(t, authName)
+	if auth.Labels[v1alpha1.AuthoritativeRecordLabel] != "true" || auth.Labels[v1alpha1.AuthoritativeRecordHashLabel] != hash.Base36(root, 8) ||
+		auth.Spec.ProviderRef == nil || auth.Spec.ProviderRef.Name != "provider" || auth.Spec.RootHost != root {
+		t.Fatalf("authoritative record: labels %v, providerRef %v, rootHost %q", auth.Labels, auth.Spec.ProviderRef, auth.Spec.RootHost)
+	}
+	eastOwner, authOwner := cl.get(t, "east").Status.OwnerID, auth.Status.OwnerID
+	if !hasEndpoint(auth.Spec.Endpoints, registry.TXTName(eastOwner, "A", root)) {
+		t.Errorf("authoritative record lacks east's ownership TXT: %v", auth.Spec.Endpoints)
+	}
+	want := []string{root + " A 60 10.9.0.1", west + " A 60 10.9.0.2"}
 	eventually(t, 20*time.Second, func() string {
-		if got := condition(cl.get(t, "deleg"), v1alpha1.ConditionTypeReady); got != want {
-			return fmt.Sprintf("Ready %q, want %q", got, want)
+		if got := records(t, store, z); !slices.Equal(got, want) {
+			return fmt.Sprintf("zone %v, want %v", got, want)
+		}
+		lines := strings.Join(zone(t, store, z), "\n")
+		if !strings.Contains(lines, registry.TXTName(authOwner, "A", root)) || strings.Contains(lines, registry.TXTName(eastOwner, "A", root)) {
+			return fmt.Sprintf("zone TXTs: want the authoritative record's claims, not east's:\n%s", lines)
 		}
 		return ""
 	})
-	// No hot loop: over two seconds (a failing pass would be retried from 500ms on) the record
-	// has the passes of its creation and no more, and its status was written once.
-	time.Sleep(2 * time.Second)
-	r := cl.get(t, "deleg")
-	if n := passes(cl, "deleg"); n > 3 {
-		t.Errorf("%v passes of an unchanged delegating record, want at most 3", n)
-	}
-	if r.Status.WriteCounter != 0 || len(r.Finalizers) != 0 || condition(r, v1alpha1.ConditionTypeReadyForDelegation) != "none" {
-		t.Errorf("writeCounter %d, finalizers %v, ReadyForDelegation %q: want 0, none, none",
-			r.Status.WriteCounter, r.Finalizers, condition(r, v1alpha1.ConditionTypeReadyForDelegation))
-	}
 
-	cl.secret(t, z)
-	plain := "plain." + z
-	cl.record(t, "plain", plain, a(plain, 60, "10.9.1.1"))
-	cl.waitReady(t, "plain")
-	if got := records(t, store, z); len(got) != 1 || got[0] != plain+" A 60 10.9.1.1" {
-		t.Errorf("zone %v, want only the plain record", got)
-	}
-
-	cl.delete(t, "deleg")
-	eventually(t, 10*time.Second, func() string {
-		err := cl.c.Get(t.Context(), client.ObjectKey{Namespace: cl.ns, Name: "deleg"}, &v1alpha1.DNSRecord{})
+	cl.delete(t, "west")
+	eventually(t, 20*time.Second, func() string {
+		if got := records(t, store, z); !slices.Equal(got, want[:1]) {
+			return fmt.Sprintf("zone %v, want %v", got, want[:1])
+		}
+		return ""
+	})
+	cl.delete(t, "east")
+	eventually(t, 20*time.Second, func() string {
+		err := cl.c.Get(t.Context(), client.ObjectKey{Namespace: cl.ns, Name: authName}, &v1alpha1.DNSRecord{})
 		if !apierrors.IsNotFound(err) {
-			return fmt.Sprintf("deleg: %v", err)
+			return fmt.Sprintf("authoritative record: %v", err)
+		}
+		if got := records(t, store, z); len(got) != 0 {
+			return fmt.Sprintf("zone %v, want empty", got)
 		}
 		return ""
 	})
+}
+
+// defaultSecret creates the namespace's default provider Secret, an inmemory one holding zones.
+func defaultSecret(t *testing.T, cl *cluster, zones string) {
+	t.Helper()
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "provider", Namespace: cl.ns, Labels: map[string]string{v1alpha1.DefaultProviderLabel: "true"}},
+		Type:       v1alpha1.SecretTypeInMemory,
+		StringData: map[string]string{v1alpha1.InMemInitZonesKey: zones},
+	}
+	if err := cl.c.Create(t.Context(), s); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func hasEndpoint(eps []*v1alpha1.Endpoint, name string) bool {
+	return slices.ContainsFunc(eps, func(e *v1alpha1.Endpoint) bool { return v1alpha1.NormalizeName(e.DNSName) == name })
 }
