@@ -573,6 +573,23 @@ func TestSignedCacheBound(t *testing.T) {
 	if bytes > bound || entries >= names || evicted == 0 || evicted+uint64(entries) != names {
 		t.Errorf("%d entries of %d bytes after %d names (%d evicted), bound %d", entries, bytes, names, evicted, bound)
 	}
+	zone := `zone="example.com."`
+	for metric, want := range map[string]float64{
+		// One signature per denial, and one for the SOA they all carry.
+		"dnspolicy_dnsserver_dnssec_signatures_total":      names + 1,
+		"dnspolicy_dnsserver_dnssec_cache_entries":         float64(entries),
+		"dnspolicy_dnsserver_dnssec_cache_bytes":           float64(bytes),
+		"dnspolicy_dnsserver_dnssec_cache_evictions_total": float64(evicted),
+		"dnspolicy_dnsserver_answers_total":                names,
+	} {
+		labels := []string{zone}
+		if metric == "dnspolicy_dnsserver_answers_total" {
+			labels = append(labels, `source="nxdomain_compact"`)
+		}
+		if v := metricValue(t, s, metric, labels...); v != want {
+			t.Errorf("%s = %v, want %v", metric, v, want)
+		}
+	}
 }
 
 // benchQueryDO packs a query with DO set.
