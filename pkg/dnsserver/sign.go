@@ -36,11 +36,17 @@ type signed struct {
 	refresh int64
 }
 
+// signFailed is how long a set that could not be signed is served unsigned before signing is tried
+// again: a failure is logged once per this, not once per query.
+const signFailed = 60
+
 // size is what the entry costs the cache: its wire, its key and the bookkeeping around them.
 func (sg *signed) size(key int) int {
-	n := key + len(sg.rrsig.wire) + 2*len(sg.rrsig.starts) + 160
-	if sg.nsec != nil {
-		n += len(sg.nsec.wire) + 2*len(sg.nsec.starts) + 64
+	n := key + 160
+	for _, s := range []*rrset{sg.rrsig, sg.nsec} {
+		if s != nil {
+			n += len(s.wire) + 2*len(s.starts) + 64
+		}
 	}
 	return n
 }
@@ -116,11 +122,22 @@ func (b *builder) addKeys(ks *dnssec.KeySet, soa *dns.SOA) error {
 	b.snap.signing = &zoneSigning{
 		origin:      b.origin,
 		apex:        b.apex,
-		keySigners:  ks.KeySigners(),
-		zoneSigners: ks.ZoneSigners(),
+		keySigners:  ownKeys(ks.KeySigners()),
+		zoneSigners: ownKeys(ks.ZoneSigners()),
 		nsecTTL:     min(soa.Hdr.Ttl, soa.Minttl),
 	}
 	return nil
+}
+
+// ownKeys copies keys, so that a caller reusing its KeySet cannot change what a served zone signs
+// with. The public and private keys themselves are not changed by anyone once made.
+func ownKeys(keys []*dnssec.Key) []*dnssec.Key {
+	out := make([]*dnssec.Key, len(keys))
+	for i, k := range keys {
+		c := *k
+		out[i] = &c
+	}
+	return out
 }
 
 // signsKeys says whether a type at the apex is signed by the key-signing keys. These sets are made
@@ -176,14 +193,15 @@ func floorDiv(a, b int64) int64 {
 }
 
 // sign makes the RRSIGs of a set at owner (a lower-cased wire name): one per key of the set's
-// signers, so a key rollover's old and new keys both sign while they overlap. Nil when the set
-// cannot be signed (logged: the answer goes out without signatures, which validators reject, rather
-// than not at all).
+// signers, so a key rollover's old and new keys both sign while they overlap. When the set cannot
+// be signed, the failure is logged and kept for signFailed seconds with no RRSIGs: the answers go out
+// without signatures, which validators reject, rather than not at all.
 func (z *zoneSigning) sign(s *rrset, owner []byte, now int64) *signed {
+	failed := &signed{refresh: now + signFailed}
 	rrs, err := s.records(owner)
-	if err != nil || len(rrs) == 0 {
+	if err != nil {
 		z.log.Error(err, "decoding a record set to sign", "zone", z.origin)
-		return nil
+		return failed
 	}
 	rrtype := rrs[0].Header().Rrtype
 	keys := z.zoneSigners
@@ -198,14 +216,14 @@ func (z *zoneSigning) sign(s *rrset, owner []byte, now int64) *signed {
 			Inception: inception, Expiration: expiration}
 		if err := sig.Sign(k.Signer, rrs); err != nil {
 			z.log.Error(err, "signing a record set", "zone", z.origin, "key", k.ID, "type", dns.TypeToString[rrtype])
-			return nil
+			return failed
 		}
 		sigs = append(sigs, sig)
 	}
 	set, err := encodeSet(z.origin, sigs)
 	if err != nil {
 		z.log.Error(err, "encoding signatures", "zone", z.origin)
-		return nil
+		return failed
 	}
 	z.stats.signatures.Add(uint64(len(sigs)))
 	return &signed{rrsig: set, refresh: refresh}
@@ -217,19 +235,19 @@ func (z *zoneSigning) sign(s *rrset, owner []byte, now int64) *signed {
 func (z *zoneSigning) denial(owner []byte, types []uint16, now int64) *signed {
 	name, _, err := dns.UnpackDomainName(owner, 0)
 	if err != nil {
-		return nil
+		z.log.Error(err, "reading a name to deny", "zone", z.origin)
+		return &signed{refresh: now + signFailed}
 	}
 	nsec := &dns.NSEC{Hdr: header(name, dns.TypeNSEC, z.nsecTTL), NextDomain: successor(name, owner), TypeBitMap: types}
 	set, err := encodeSet(z.origin, []dns.RR{nsec})
 	if err != nil {
 		z.log.Error(err, "encoding a denial", "zone", z.origin)
-		return nil
+		return &signed{refresh: now + signFailed}
 	}
 	sg := z.sign(set, owner, now)
-	if sg == nil {
-		return nil
+	if sg.rrsig != nil {
+		sg.nsec = set
 	}
-	sg.nsec = set
 	return sg
 }
 
@@ -302,21 +320,19 @@ func (r *responder) putSigned(s *rrset, owner []byte, ownerPos, sec int, wild bo
 	var sg *signed
 	if !wild {
 		if sg = s.sig.Load(); sg == nil || now >= sg.refresh {
-			if sg = z.sign(s, owner, now); sg == nil {
-				return rdata
-			}
+			sg = z.sign(s, owner, now)
 			s.sig.Store(sg)
 		}
 	} else {
 		key := r.dynKey(dynWildcard, unsafe.Pointer(s), owner)
 		if sg = z.dynamic.get(key, now); sg == nil {
-			if sg = z.sign(s, owner, now); sg == nil {
-				return rdata
-			}
+			sg = z.sign(s, owner, now)
 			z.dynamic.put(key, sg, z.stats)
 		}
 	}
-	r.putSet(sg.rrsig, ownerPos, sec)
+	if sg.rrsig != nil {
+		r.putSet(sg.rrsig, ownerPos, sec)
+	}
 	return rdata
 }
 
@@ -333,9 +349,7 @@ func (r *responder) putProof(n *node, owner []byte, ownerPos int, wild bool) {
 	switch {
 	case n != nil && !wild:
 		if sg = n.proof.Load(); sg == nil || now >= sg.refresh {
-			if sg = z.denial(owner, n.types(), now); sg == nil {
-				return
-			}
+			sg = z.denial(owner, n.types(), now)
 			n.proof.Store(sg)
 		}
 	default:
@@ -352,13 +366,13 @@ func (r *responder) putProof(n *node, owner []byte, ownerPos int, wild bool) {
 		} else {
 			types = []uint16{dns.TypeRRSIG, dns.TypeNSEC, dns.TypeNXNAME}
 		}
-		if sg = z.denial(owner, types, now); sg == nil {
-			return
-		}
+		sg = z.denial(owner, types, now)
 		z.dynamic.put(key, sg, z.stats)
 	}
-	r.putSet(sg.nsec, ownerPos, 1)
-	r.putSet(sg.rrsig, ownerPos, 1)
+	if sg.nsec != nil {
+		r.putSet(sg.nsec, ownerPos, 1)
+		r.putSet(sg.rrsig, ownerPos, 1)
+	}
 }
 
 // sigCache holds the signed entries that depend on the query name, within a byte bound: a flood of

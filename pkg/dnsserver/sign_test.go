@@ -1,7 +1,10 @@
 package dnsserver
 
 import (
+	"crypto"
+	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"slices"
 	"strings"
@@ -9,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/miekg/dns"
 
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnssec"
@@ -620,5 +624,43 @@ func TestSignedTruncation(t *testing.T) {
 	m = exchange(t, s, "mid.example.com.", dns.TypeA, queryOpts{tcp: true, edns: true, do: true})
 	if m.Truncated || len(m.Answer) != 40+2 {
 		t.Errorf("over TCP: %d records, truncated %v", len(m.Answer), m.Truncated)
+	}
+}
+
+// brokenSigner is a private key whose hardware (an HSM, say) fails.
+type brokenSigner struct{ crypto.Signer }
+
+func (brokenSigner) Sign(io.Reader, []byte, crypto.SignerOpts) ([]byte, error) {
+	return nil, errors.New("token removed")
+}
+
+// TestSignFailure: a key that fails to sign leaves answers unsigned (validators reject them, but
+// clients without DNSSEC are served), and the failure is logged once a minute, not once per query.
+func TestSignFailure(t *testing.T) {
+	ks := signingKeys(t, "csk", dnssec.ECDSAP256SHA256)
+	ks.Keys[0].Signer = brokenSigner{ks.Keys[0].Signer}
+	var logged atomic.Int64
+	var now atomic.Int64
+	now.Store(signTime.Unix())
+	s := startServer(t, Options{Now: func() time.Time { return time.Unix(now.Load(), 0) },
+		Log: funcr.New(func(_, args string) {
+			if strings.Contains(args, "token removed") {
+				logged.Add(1)
+			}
+		}, funcr.Options{})})
+	setZone(t, s, "example.com", signedZone(ks))
+	for range 5 {
+		m := exchange(t, s, "www.example.com.", dns.TypeA, doQuery())
+		if len(m.Answer) != 2 || m.Rcode != dns.RcodeSuccess {
+			t.Fatalf("%v", m)
+		}
+	}
+	if n := logged.Load(); n != 1 {
+		t.Errorf("failure logged %d times over 5 queries, want once", n)
+	}
+	now.Add(signFailed)
+	exchange(t, s, "www.example.com.", dns.TypeA, doQuery())
+	if n := logged.Load(); n != 2 {
+		t.Errorf("failure logged %d times after a minute, want twice", n)
 	}
 }
