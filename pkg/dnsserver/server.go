@@ -398,6 +398,7 @@ func (s *Server) SetZone(name string, data ZoneData) (ZoneStatus, error) {
 	} else if status.Changed {
 		if snap.signing != nil {
 			snap.signing.attach(&entry.stats, s.log, s.sigCacheBytes)
+			carrySignatures(prev, snap)
 		}
 		// The counters of its geo codes exist before a query can reach the new content.
 		entry.stats.ensureGeo(snap.geoSlots)

@@ -1,9 +1,11 @@
 package dnsserver
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"time"
 	"unsafe"
 
@@ -278,4 +280,56 @@ func (r *responder) putSigned(s *rrset, owner []byte, ownerPos, sec int, wild bo
 		r.putSet(sg.rrsig, ownerPos, sec)
 	}
 	return rdata
+}
+
+// carrySignatures gives the sets and names of a new build of a zone the signatures the previous
+// build made for them, where they are the same records signed by the same keys: a zone changes
+// whenever one of its records does, and without this every change would sign every set again as
+// it is next served. Called before next is served.
+func carrySignatures(prev, next *snapshot) {
+	if prev == nil || prev.signing == nil || !sameSigners(prev.signing, next.signing) || prev.signing.nsecTTL != next.signing.nsecTTL {
+		return
+	}
+	for name, n := range next.nodes {
+		old := prev.nodes[name]
+		if old == nil {
+			continue
+		}
+		if sg := old.proof.Load(); sg != nil && slices.Equal(old.types(), n.types()) {
+			n.proof.Store(sg)
+		}
+		for i := range n.sets {
+			ts := &n.sets[i]
+			ots := old.find(ts.rrtype)
+			if ots == nil || ts.refused || ots.refused {
+				continue
+			}
+			carrySet(ots.static, ts.static)
+			if ts.routed != nil && ots.routed != nil && len(ts.routed.members) == len(ots.routed.members) {
+				for j := range ts.routed.members {
+					carrySet(ots.routed.members[j].set, ts.routed.members[j].set)
+				}
+			}
+		}
+	}
+}
+
+// carrySet gives to the signatures of from, when both hold the same records.
+func carrySet(from, to *rrset) {
+	if from == nil || to == nil || from.ttl != to.ttl || !bytes.Equal(from.wire, to.wire) {
+		return
+	}
+	if sg := from.sig.Load(); sg != nil {
+		to.sig.Store(sg)
+	}
+}
+
+// sameSigners says whether two builds sign with the same keys for the same jobs.
+func sameSigners(a, b *zoneSigning) bool {
+	same := func(x, y []*dnssec.Key) bool {
+		return slices.EqualFunc(x, y, func(k, l *dnssec.Key) bool {
+			return k.ID == l.ID && k.KeyTag() == l.KeyTag() && k.DNSKEY.Algorithm == l.DNSKEY.Algorithm
+		})
+	}
+	return same(a.keySigners, b.keySigners) && same(a.zoneSigners, b.zoneSigners)
 }

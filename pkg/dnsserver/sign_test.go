@@ -664,3 +664,47 @@ func TestSignFailure(t *testing.T) {
 		t.Errorf("failure logged %d times after a minute, want twice", n)
 	}
 }
+
+// TestSignaturesCarried: a change of the zone keeps the signatures of the sets it did not change,
+// and signs the changed ones afresh.
+func TestSignaturesCarried(t *testing.T) {
+	ks := signingKeys(t, "csk", dnssec.ECDSAP256SHA256)
+	s := signedServer(t, ks, nil, "")
+	keys := servedKeys(t, s, ks)
+	sigOf := func(name string, qtype uint16) string {
+		m := exchange(t, s, name, qtype, doQuery())
+		verifySigned(t, m, keys, ks)
+		var out []string
+		for _, rr := range append(m.Answer, m.Ns...) {
+			if sig, ok := rr.(*dns.RRSIG); ok {
+				out = append(out, sig.Signature)
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	www, txt, nodata := sigOf("www.example.com.", dns.TypeA), sigOf("txt.example.com.", dns.TypeTXT), sigOf("www.example.com.", dns.TypeMX)
+	made := signatures(s)
+	data := signedZone(ks)
+	for _, e := range data.Endpoints {
+		if e.DNSName == "txt.example.com" {
+			e.Targets = []string{"changed"}
+		}
+	}
+	data.Changed = signTime
+	if st := setZone(t, s, "example.com", data); !st.Changed {
+		t.Fatal("zone did not change")
+	}
+	if got := sigOf("www.example.com.", dns.TypeA); got != www {
+		t.Errorf("www A signed again after an unrelated change")
+	}
+	if got := sigOf("txt.example.com.", dns.TypeTXT); got == txt {
+		t.Errorf("changed TXT set served with its old signature")
+	}
+	// NODATA: the NSEC at www is carried, the SOA (new serial) signed again.
+	if got := strings.Fields(sigOf("www.example.com.", dns.TypeMX)); len(got) != 2 || got[1] != strings.Fields(nodata)[1] || got[0] == strings.Fields(nodata)[0] {
+		t.Errorf("NODATA signatures %q, were %q: want the SOA's new and the NSEC's kept", got, nodata)
+	}
+	if n := signatures(s) - made; n != 2 {
+		t.Errorf("%d signatures made after the change, want 2 (the TXT set, the SOA)", n)
+	}
+}
