@@ -283,30 +283,6 @@ func (r *responder) negative(snap *snapshot) {
 	r.putSigned(snap.soa, snap.apex, headerLen+len(r.req.lname)-len(snap.apex), 1, false)
 }
 
-// noData answers that the name (n, at namePos) holds no set of the type asked: the SOA, and in a
-// signed answer the NSEC listing what it holds.
-func (r *responder) noData(snap *snapshot, n *node, name []byte, namePos int, wild bool) {
-	r.negative(snap)
-	r.putProof(n, name, namePos, wild)
-}
-
-// nxDomain answers for a name that does not exist. Signed, it is a compact denial (RFC 9824): the
-// name is said to exist with nothing but the NXNAME marker, so the answer is NOERROR unless the
-// client said it understands compact answers (CO), and no NSEC reveals a neighbouring name.
-func (r *responder) nxDomain(snap *snapshot, name []byte, namePos int) (int, uint16) {
-	r.source = srcNXDomain
-	r.negative(snap)
-	if r.sign == nil {
-		return dns.RcodeNameError, flagAA
-	}
-	r.putProof(nil, name, namePos, false)
-	if r.req.co {
-		return dns.RcodeNameError, flagAA
-	}
-	r.source = srcCompactNX
-	return dns.RcodeSuccess, flagAA
-}
-
 // pick returns the records to serve for a type set: the set itself, or the member a routed set
 // chooses for this client.
 func (r *responder) pick(ts *typeSet) *rrset {

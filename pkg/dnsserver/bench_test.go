@@ -2,13 +2,15 @@ package dnsserver
 
 import (
 	"fmt"
-
 	"net/netip"
+	"sync/atomic"
 	"testing"
-
-	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/dnssec"
 )
 
 // benchQuery packs a query as a resolver would send it: RD set, EDNS, optionally a client subnet.
@@ -99,4 +101,77 @@ func BenchmarkBuildLargeReferral(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// signedBenchServer serves the example zone signed with one CSK (algorithm 13, the common one).
+func signedBenchServer(b *testing.B, opts Options) *Server {
+	b.Helper()
+	opts.Now = func() time.Time { return signTime }
+	s, err := New(opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	setZone(b, s, "example.com", signedZone(signingKeys(b, "csk", dnssec.ECDSAP256SHA256)))
+	return s
+}
+
+// doQueries packs queries with DO set, as a validating resolver sends them.
+func doQueries(b *testing.B, ecs []netip.Addr, names ...string) [][]byte {
+	var out [][]byte
+	for _, name := range names {
+		for _, a := range ecs {
+			m := new(dns.Msg)
+			m.SetQuestion(name, dns.TypeA)
+			m.SetEdns0(1232, true)
+			if a.IsValid() {
+				m.IsEdns0().Option = []dns.EDNS0{&dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: a.AsSlice()}}
+			}
+			q, err := m.Pack()
+			if err != nil {
+				b.Fatal(err)
+			}
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+// BenchmarkServeSignedStatic is BenchmarkServeStatic's queries with DO, signatures from the cache
+// (the first answers sign them).
+func BenchmarkServeSignedStatic(b *testing.B) {
+	s := signedBenchServer(b, Options{})
+	benchHandler(b, s, doQueries(b, []netip.Addr{{}}, "www.example.com.", "WWW.example.com.", "chain.example.com.", "nope.example.com."))
+}
+
+// BenchmarkServeSignedGeoWeighted is BenchmarkServeGeoWeighted's queries with DO.
+func BenchmarkServeSignedGeoWeighted(b *testing.B) {
+	s := signedBenchServer(b, Options{GeoIPDatabase: writeGeoDB(b)})
+	benchHandler(b, s, doQueries(b, []netip.Addr{clientIE, clientUS, clientDE, clientJP, clientNone}, "api.example.com."))
+}
+
+// BenchmarkServeSignedRandomNXDomain asks for a new name each time: every answer signs a denial
+// (algorithm 13) and puts it in the bounded cache, the cost of a random-name flood.
+func BenchmarkServeSignedRandomNXDomain(b *testing.B) {
+	s := signedBenchServer(b, Options{})
+	var n atomic.Uint64
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		r := newResponder(s)
+		r.req.client = loopbackNone
+		m := new(dns.Msg)
+		m.SetEdns0(1232, true)
+		buf := make([]byte, 0, 512)
+		for pb.Next() {
+			m.SetQuestion(fmt.Sprintf("r%d.example.com.", n.Add(1)), dns.TypeA)
+			q, err := m.PackBuffer(buf)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if out := r.handle(q); len(out) < headerLen || out[3]&0xF != dns.RcodeSuccess || out[9] != 4 {
+				b.Errorf("bad answer %x", out)
+				return
+			}
+		}
+	})
 }

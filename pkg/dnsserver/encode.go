@@ -62,7 +62,16 @@ var setBuffers = sync.Pool{New: func() any { b := make([]byte, 2*dns.MaxMsgSize)
 // records decodes the set's records, with owner (a wire name) as their name.
 func (s *rrset) records(name []byte) ([]dns.RR, error) {
 	rrs := make([]dns.RR, 0, len(s.starts))
-	buf := make([]byte, 0, len(name)+dns.MaxMsgSize)
+	// The buffer holds the largest record: a signed zone decodes sets on its answer path.
+	largest := 0
+	for i, start := range s.starts {
+		end := len(s.wire)
+		if i+1 < len(s.starts) {
+			end = int(s.starts[i+1])
+		}
+		largest = max(largest, end-int(start))
+	}
+	buf := make([]byte, 0, len(name)+largest)
 	for i, start := range s.starts {
 		end := len(s.wire)
 		if i+1 < len(s.starts) {

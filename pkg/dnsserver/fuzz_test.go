@@ -11,6 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/dnssec"
 )
 
 // FuzzHandler feeds arbitrary messages to the handler, over UDP and TCP semantics. The handler must
@@ -21,7 +22,8 @@ func FuzzHandler(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	setZone(f, s, "example.com", ZoneData{Endpoints: exampleZone()})
+	// Signed: answers without DO are the unsigned zone's, so both paths are fuzzed.
+	setZone(f, s, "example.com", ZoneData{Endpoints: exampleZone(), Signing: signingKeys(f, "ksk+zsk", dnssec.ECDSAP256SHA256)})
 	setZone(f, s, "k.example.com", ZoneData{Endpoints: kuadrantZone(f)})
 
 	seed := func(m *dns.Msg) {
@@ -43,6 +45,13 @@ func FuzzHandler(f *testing.F) {
 		seed(m)
 		m.SetEdns0(512, true)
 		m.IsEdns0().Option = []dns.EDNS0{&dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: clientIE.AsSlice()}}
+		seed(m)
+		m.IsEdns0().SetCo()
+		seed(m)
+	}
+	for _, q := range []string{"nope.example.com.", "b.c.example.com.", "sub.example.com."} {
+		m := new(dns.Msg).SetQuestion(q, dns.TypeDS)
+		m.SetEdns0(1232, true)
 		seed(m)
 	}
 	signed := new(dns.Msg).SetQuestion("example.com.", dns.TypeSOA)
@@ -76,7 +85,7 @@ func FuzzHandler(f *testing.F) {
 }
 
 // FuzzZone builds zones from arbitrary endpoints, as DNSRecords can hold anything the API accepts,
-// and asks for the fuzzed name. Building must never panic or fail (what cannot be served is
+// signed, and asks for the fuzzed name, with DO and without. Building must never panic or fail (what cannot be served is
 // refused with a reason), and every answer must be a well-formed response that fits its transport.
 func FuzzZone(f *testing.F) {
 	f.Add("www.example.com", "A", int64(60), "192.0.2.1", "192.0.2.2", "", "", "", dns.TypeA)
@@ -86,6 +95,7 @@ func FuzzZone(f *testing.F) {
 	f.Add("sub.example.com", "NS", int64(1), "ns.sub.example.com", "", "a", "*", "x", dns.TypeA)
 	f.Add("*.w.example.com", "MX", int64(-1), "10 mx.example.com", "bad", "", "", "", dns.TypeANY)
 	f.Add(`a\000b.example.com`, "SRV", int64(1<<40), "0 0 0 .", "1 2 3 t.example.com", "s", "US", "18446744073709551615", dns.TypeSRV)
+	keys := signingKeys(f, "csk", dnssec.ED25519)
 	f.Fuzz(func(t *testing.T, name, rrtype string, ttl int64, t1, t2, setID, geo, weight string, qtype uint16) {
 		s, err := New(Options{Random: func(n uint64) uint64 { return n / 2 }})
 		if err != nil {
@@ -102,18 +112,19 @@ func FuzzZone(f *testing.F) {
 		second.SetIdentifier += "-2"
 		second.Targets = v1alpha1.Targets{t2}
 		eps := append(exampleZone(), fuzzed, &second)
-		if _, err := s.SetZone("example.com", ZoneData{Sources: []Source{{Name: "ns/fuzz", Endpoints: eps}}}); err != nil {
+		if _, err := s.SetZone("example.com", ZoneData{Sources: []Source{{Name: "ns/fuzz", Endpoints: eps}}, Signing: keys}); err != nil {
 			t.Fatalf("building: %v", err)
 		}
 		qname := dns.Fqdn(name)
 		if _, ok := dns.IsDomainName(qname); !ok {
 			qname = "www.example.com."
 		}
-		for _, tcp := range []bool{false, true} {
+		for i := range 4 {
+			tcp, do := i&1 == 1, i&2 == 2
 			r := newResponder(s)
 			r.req.client, r.req.tcp = loopbackIE, tcp
 			q := new(dns.Msg).SetQuestion(qname, qtype)
-			q.SetEdns0(1232, false)
+			q.SetEdns0(1232, do)
 			msg, err := q.Pack()
 			if err != nil {
 				return

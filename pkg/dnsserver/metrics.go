@@ -296,6 +296,10 @@ var (
 	descNotify      = prometheus.NewDesc("dnspolicy_dnsserver_notify_failures_total", "NOTIFY messages a secondary never acknowledged after every retry.", nil, nil)
 	descAnswers     = prometheus.NewDesc("dnspolicy_dnsserver_answers_total", "Answers from a zone's data, by zone and the path that produced them (static, wildcard, weighted, geo, geo_default, geo_fallback, delegation, nxdomain, nxdomain_compact, nodata, refused_set).", []string{"zone", "source"}, nil)
 	descGeoAnswers  = prometheus.NewDesc("dnspolicy_dnsserver_geo_answers_total", "Answers chosen by a geo set, by zone and the geo code that matched (a country, GEO-<continent>, or * for the default).", []string{"zone", "geo"}, nil)
+	descSignatures  = prometheus.NewDesc("dnspolicy_dnsserver_dnssec_signatures_total", "RRSIGs made by a signed zone (each set is signed when first served and again when its signatures near expiry, once per signing key).", []string{"zone"}, nil)
+	descSigCache    = prometheus.NewDesc("dnspolicy_dnsserver_dnssec_cache_entries", "Entries in a signed zone's cache of signatures that depend on the query name (denials of names that do not exist, wildcard answers).", []string{"zone"}, nil)
+	descSigBytes    = prometheus.NewDesc("dnspolicy_dnsserver_dnssec_cache_bytes", "Bytes that cache holds; its bound is 16 MiB per signed zone (Options.DNSSECCacheBytes).", []string{"zone"}, nil)
+	descSigEvicted  = prometheus.NewDesc("dnspolicy_dnsserver_dnssec_cache_evictions_total", "Entries that cache let go to stay within its bound; a steady rate means a flood of names that do not exist, or a bound too small.", []string{"zone"}, nil)
 	descDuration    = prometheus.NewDesc("dnspolicy_dnsserver_query_duration_seconds", "Time from reading a query to writing its answer (zone transfers not included), by transport.", []string{"transport"}, nil)
 )
 
@@ -308,7 +312,7 @@ type collector Server
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descQueries, descTruncated, descRefused, descPanics, descConns, descConnsRej,
 		descConnsClosed, descRRL, descTransfers, descBuilds, descRefusals, descGeo, descTSIG, descNotify, descAnswers,
-		descGeoAnswers, descDuration} {
+		descGeoAnswers, descSignatures, descSigCache, descSigBytes, descSigEvicted, descDuration} {
 		ch <- d
 	}
 }
@@ -352,6 +356,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		counter(descBuilds, zs.buildsOK.Load(), zone, "ok")
 		counter(descBuilds, zs.buildsFailed.Load(), zone, "error")
 		ch <- prometheus.MustNewConstMetric(descRefusals, prometheus.GaugeValue, float64(zs.refusals.Load()), zone)
+		if z := e.snap.Load().signing; z != nil {
+			entries, bytes := z.dynamic.usage()
+			counter(descSignatures, zs.signatures.Load(), zone)
+			counter(descSigEvicted, zs.sigEvictions.Load(), zone)
+			ch <- prometheus.MustNewConstMetric(descSigCache, prometheus.GaugeValue, float64(entries), zone)
+			ch <- prometheus.MustNewConstMetric(descSigBytes, prometheus.GaugeValue, float64(bytes), zone)
+		}
 	}
 }
 

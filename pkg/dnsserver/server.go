@@ -21,6 +21,13 @@
 // A secondary cannot route, so a zone transfer carries a static view of each routed set: address and
 // text sets with every member's records, a CNAME set with the member a client of unknown location
 // gets (the default geo, the heaviest weight).
+//
+// A zone with keys (ZoneData.Signing) is signed on line (sign.go): each set the server answers with
+// is signed when first served, and its RRSIGs are kept beside its wire and appended to answers with
+// DO as bytes, like the set itself; answers that depend on the query name (wildcards, denials) are
+// signed into a cache bounded in bytes. Denial is compact (RFC 9824): an NSEC at the query name
+// whose next name is its immediate successor, so the zone has no NSEC chain and cannot be walked.
+// Transfers carry the unsigned zone.
 package dnsserver
 
 import (
@@ -391,6 +398,7 @@ func (s *Server) SetZone(name string, data ZoneData) (ZoneStatus, error) {
 	} else if status.Changed {
 		if snap.signing != nil {
 			snap.signing.attach(&entry.stats, s.log, s.sigCacheBytes)
+			carrySignatures(prev, snap)
 		}
 		// The counters of its geo codes exist before a query can reach the new content.
 		entry.stats.ensureGeo(snap.geoSlots)

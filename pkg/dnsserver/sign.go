@@ -1,11 +1,11 @@
 package dnsserver
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"slices"
-	"sync"
 	"time"
 	"unsafe"
 
@@ -36,11 +36,17 @@ type signed struct {
 	refresh int64
 }
 
+// signFailed is how long a set that could not be signed is served unsigned before signing is tried
+// again: a failure is logged once per this, not once per query.
+const signFailed = 60
+
 // size is what the entry costs the cache: its wire, its key and the bookkeeping around them.
 func (sg *signed) size(key int) int {
-	n := key + len(sg.rrsig.wire) + 2*len(sg.rrsig.starts) + 160
-	if sg.nsec != nil {
-		n += len(sg.nsec.wire) + 2*len(sg.nsec.starts) + 64
+	n := key + 160
+	for _, s := range []*rrset{sg.rrsig, sg.nsec} {
+		if s != nil {
+			n += len(s.wire) + 2*len(s.starts) + 64
+		}
 	}
 	return n
 }
@@ -116,11 +122,22 @@ func (b *builder) addKeys(ks *dnssec.KeySet, soa *dns.SOA) error {
 	b.snap.signing = &zoneSigning{
 		origin:      b.origin,
 		apex:        b.apex,
-		keySigners:  ks.KeySigners(),
-		zoneSigners: ks.ZoneSigners(),
+		keySigners:  ownKeys(ks.KeySigners()),
+		zoneSigners: ownKeys(ks.ZoneSigners()),
 		nsecTTL:     min(soa.Hdr.Ttl, soa.Minttl),
 	}
 	return nil
+}
+
+// ownKeys copies keys, so that a caller reusing its KeySet cannot change what a served zone signs
+// with. The public and private keys themselves are not changed by anyone once made.
+func ownKeys(keys []*dnssec.Key) []*dnssec.Key {
+	out := make([]*dnssec.Key, len(keys))
+	for i, k := range keys {
+		c := *k
+		out[i] = &c
+	}
+	return out
 }
 
 // signsKeys says whether a type at the apex is signed by the key-signing keys. These sets are made
@@ -176,14 +193,15 @@ func floorDiv(a, b int64) int64 {
 }
 
 // sign makes the RRSIGs of a set at owner (a lower-cased wire name): one per key of the set's
-// signers, so a key rollover's old and new keys both sign while they overlap. Nil when the set
-// cannot be signed (logged: the answer goes out without signatures, which validators reject, rather
-// than not at all).
+// signers, so a key rollover's old and new keys both sign while they overlap. When the set cannot
+// be signed, the failure is logged and kept for signFailed seconds with no RRSIGs: the answers go out
+// without signatures, which validators reject, rather than not at all.
 func (z *zoneSigning) sign(s *rrset, owner []byte, now int64) *signed {
+	failed := &signed{refresh: now + signFailed}
 	rrs, err := s.records(owner)
-	if err != nil || len(rrs) == 0 {
+	if err != nil {
 		z.log.Error(err, "decoding a record set to sign", "zone", z.origin)
-		return nil
+		return failed
 	}
 	rrtype := rrs[0].Header().Rrtype
 	keys := z.zoneSigners
@@ -198,71 +216,17 @@ func (z *zoneSigning) sign(s *rrset, owner []byte, now int64) *signed {
 			Inception: inception, Expiration: expiration}
 		if err := sig.Sign(k.Signer, rrs); err != nil {
 			z.log.Error(err, "signing a record set", "zone", z.origin, "key", k.ID, "type", dns.TypeToString[rrtype])
-			return nil
+			return failed
 		}
 		sigs = append(sigs, sig)
 	}
 	set, err := encodeSet(z.origin, sigs)
 	if err != nil {
 		z.log.Error(err, "encoding signatures", "zone", z.origin)
-		return nil
+		return failed
 	}
 	z.stats.signatures.Add(uint64(len(sigs)))
 	return &signed{rrsig: set, refresh: refresh}
-}
-
-// denial makes the NSEC of compact denial (RFC 9824) at owner, a lower-cased wire name, with its
-// signatures: the name exists with the given types, and the next name is its immediate successor
-// ("\000.<owner>"), so the NSEC covers no other name and nothing can be walked.
-func (z *zoneSigning) denial(owner []byte, types []uint16, now int64) *signed {
-	name, _, err := dns.UnpackDomainName(owner, 0)
-	if err != nil {
-		return nil
-	}
-	nsec := &dns.NSEC{Hdr: header(name, dns.TypeNSEC, z.nsecTTL), NextDomain: successor(name, owner), TypeBitMap: types}
-	set, err := encodeSet(z.origin, []dns.RR{nsec})
-	if err != nil {
-		z.log.Error(err, "encoding a denial", "zone", z.origin)
-		return nil
-	}
-	sg := z.sign(set, owner, now)
-	if sg == nil {
-		return nil
-	}
-	sg.nsec = set
-	return sg
-}
-
-// successor is the name right after name in canonical order: "\000." before it, or, when that
-// would be longer than a name may be, the name with the last byte of its first label raised
-// (RFC 4471 3.1.2's successor for names at the length limit).
-func successor(name string, owner []byte) string {
-	if len(owner)+2 <= 255 {
-		return `\000.` + name
-	}
-	w := slices.Clone(owner)
-	if last := int(w[0]); last > 0 && w[last] < 0xFF {
-		w[last]++
-	}
-	next, _, _ := dns.UnpackDomainName(w, 0)
-	return next
-}
-
-// types lists what a name holds for its NSEC bitmap, RRSIG and NSEC added: at a delegation only NS
-// (no DS: we sign no DS for the child), else every set of the node.
-func (n *node) types(extra ...uint16) []uint16 {
-	var out []uint16
-	if n.cut != nil {
-		out = append(out, dns.TypeNS)
-	} else {
-		for _, ts := range n.sets {
-			out = append(out, ts.rrtype)
-		}
-	}
-	out = append(out, dns.TypeRRSIG, dns.TypeNSEC)
-	out = append(out, extra...)
-	slices.Sort(out)
-	return slices.Compact(out)
 }
 
 // Kinds of dynamic cache entries: what the owner name is answered with.
@@ -302,147 +266,70 @@ func (r *responder) putSigned(s *rrset, owner []byte, ownerPos, sec int, wild bo
 	var sg *signed
 	if !wild {
 		if sg = s.sig.Load(); sg == nil || now >= sg.refresh {
-			if sg = z.sign(s, owner, now); sg == nil {
-				return rdata
-			}
+			sg = z.sign(s, owner, now)
 			s.sig.Store(sg)
 		}
 	} else {
 		key := r.dynKey(dynWildcard, unsafe.Pointer(s), owner)
 		if sg = z.dynamic.get(key, now); sg == nil {
-			if sg = z.sign(s, owner, now); sg == nil {
-				return rdata
-			}
+			sg = z.sign(s, owner, now)
 			z.dynamic.put(key, sg, z.stats)
 		}
 	}
-	r.putSet(sg.rrsig, ownerPos, sec)
+	if sg.rrsig != nil {
+		r.putSet(sg.rrsig, ownerPos, sec)
+	}
 	return rdata
 }
 
-// putProof appends the signed NSEC saying what the name at ownerPos (owner, lower-cased wire)
-// holds, to the authority section. n is its node; nil for a name that does not exist (NXNAME).
-// wild says the name was synthesised from the wildcard node n.
-func (r *responder) putProof(n *node, owner []byte, ownerPos int, wild bool) {
-	z := r.sign
-	if z == nil || r.overflow {
+// carrySignatures gives the sets and names of a new build of a zone the signatures the previous
+// build made for them, where they are the same records signed by the same keys: a zone changes
+// whenever one of its records does, and without this every change would sign every set again as
+// it is next served. Called before next is served.
+func carrySignatures(prev, next *snapshot) {
+	if prev == nil || prev.signing == nil || !sameSigners(prev.signing, next.signing) || prev.signing.nsecTTL != next.signing.nsecTTL {
 		return
 	}
-	now := r.clock()
-	var sg *signed
-	switch {
-	case n != nil && !wild:
-		if sg = n.proof.Load(); sg == nil || now >= sg.refresh {
-			if sg = z.denial(owner, n.types(), now); sg == nil {
-				return
-			}
+	for name, n := range next.nodes {
+		old := prev.nodes[name]
+		if old == nil {
+			continue
+		}
+		if sg := old.proof.Load(); sg != nil && slices.Equal(old.types(), n.types()) {
 			n.proof.Store(sg)
 		}
-	default:
-		kind, from, types := dynNXName, unsafe.Pointer(nil), []uint16(nil)
-		if n != nil {
-			kind, from = dynWildNoData, unsafe.Pointer(n)
-		}
-		key := r.dynKey(kind, from, owner)
-		if sg = z.dynamic.get(key, now); sg != nil {
-			break
-		}
-		if n != nil {
-			types = n.types()
-		} else {
-			types = []uint16{dns.TypeRRSIG, dns.TypeNSEC, dns.TypeNXNAME}
-		}
-		if sg = z.denial(owner, types, now); sg == nil {
-			return
-		}
-		z.dynamic.put(key, sg, z.stats)
-	}
-	r.putSet(sg.nsec, ownerPos, 1)
-	r.putSet(sg.rrsig, ownerPos, 1)
-}
-
-// sigCache holds the signed entries that depend on the query name, within a byte bound: a flood of
-// random names evicts entries rather than growing memory. It is split in shards, each under its own
-// lock, held only for a map lookup or insert; signing happens outside it, so a miss never stalls
-// other answers (two concurrent misses may both sign; either result is kept).
-type sigCache struct {
-	shards   [sigShards]sigShard
-	maxShard int
-}
-
-const sigShards = 16
-
-// DefaultDNSSECCacheBytes bounds each signed zone's cache of name-dependent signatures.
-const DefaultDNSSECCacheBytes = 16 << 20
-
-type sigShard struct {
-	mu    sync.Mutex
-	m     map[string]*signed
-	bytes int
-}
-
-func newSigCache(maxBytes int) *sigCache {
-	c := &sigCache{maxShard: max(maxBytes/sigShards, 1)}
-	for i := range c.shards {
-		c.shards[i].m = map[string]*signed{}
-	}
-	return c
-}
-
-func (c *sigCache) shard(key []byte) *sigShard {
-	h := uint32(2166136261)
-	for _, b := range key {
-		h = (h ^ uint32(b)) * 16777619
-	}
-	return &c.shards[h%sigShards]
-}
-
-// get returns the entry for key, or nil when there is none or it is due for refresh.
-func (c *sigCache) get(key []byte, now int64) *signed {
-	sh := c.shard(key)
-	sh.mu.Lock()
-	sg := sh.m[string(key)]
-	sh.mu.Unlock()
-	if sg == nil || now >= sg.refresh {
-		return nil
-	}
-	return sg
-}
-
-// put adds an entry, evicting others until the shard is within its share of the bound. Go's map
-// iteration starts at a random place, so what is evicted is a random entry: cheap, and under a
-// flood the flood's own entries are the ones most likely to go.
-func (c *sigCache) put(key []byte, sg *signed, st *zoneStats) {
-	sh := c.shard(key)
-	size := sg.size(len(key))
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if old := sh.m[string(key)]; old != nil {
-		sh.bytes -= old.size(len(key))
-	}
-	sh.m[string(key)] = sg
-	sh.bytes += size
-	for sh.bytes > c.maxShard && len(sh.m) > 1 {
-		for k, v := range sh.m {
-			if k == string(key) {
+		for i := range n.sets {
+			ts := &n.sets[i]
+			ots := old.find(ts.rrtype)
+			if ots == nil || ts.refused || ots.refused {
 				continue
 			}
-			delete(sh.m, k)
-			sh.bytes -= v.size(len(k))
-			st.sigEvictions.Add(1)
-			break
+			carrySet(ots.static, ts.static)
+			if ts.routed != nil && ots.routed != nil && len(ts.routed.members) == len(ots.routed.members) {
+				for j := range ts.routed.members {
+					carrySet(ots.routed.members[j].set, ts.routed.members[j].set)
+				}
+			}
 		}
 	}
 }
 
-// usage counts the cache's entries and bytes.
-func (c *sigCache) usage() (entries, bytes int) {
-	for i := range c.shards {
-		sh := &c.shards[i]
-		sh.mu.Lock()
-		entries += len(sh.m)
-		bytes += sh.bytes
-		sh.mu.Unlock()
+// carrySet gives to the signatures of from, when both hold the same records.
+func carrySet(from, to *rrset) {
+	if from == nil || to == nil || from.ttl != to.ttl || !bytes.Equal(from.wire, to.wire) {
+		return
 	}
-	return entries, bytes
+	if sg := from.sig.Load(); sg != nil {
+		to.sig.Store(sg)
+	}
+}
+
+// sameSigners says whether two builds sign with the same keys for the same jobs.
+func sameSigners(a, b *zoneSigning) bool {
+	same := func(x, y []*dnssec.Key) bool {
+		return slices.EqualFunc(x, y, func(k, l *dnssec.Key) bool {
+			return k.ID == l.ID && k.KeyTag() == l.KeyTag() && k.DNSKEY.Algorithm == l.DNSKEY.Algorithm
+		})
+	}
+	return same(a.keySigners, b.keySigners) && same(a.zoneSigners, b.zoneSigners)
 }

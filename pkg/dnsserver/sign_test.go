@@ -1,7 +1,10 @@
 package dnsserver
 
 import (
+	"crypto"
+	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"slices"
 	"strings"
@@ -9,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/miekg/dns"
 
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnssec"
@@ -573,6 +577,23 @@ func TestSignedCacheBound(t *testing.T) {
 	if bytes > bound || entries >= names || evicted == 0 || evicted+uint64(entries) != names {
 		t.Errorf("%d entries of %d bytes after %d names (%d evicted), bound %d", entries, bytes, names, evicted, bound)
 	}
+	zone := `zone="example.com."`
+	for metric, want := range map[string]float64{
+		// One signature per denial, and one for the SOA they all carry.
+		"dnspolicy_dnsserver_dnssec_signatures_total":      names + 1,
+		"dnspolicy_dnsserver_dnssec_cache_entries":         float64(entries),
+		"dnspolicy_dnsserver_dnssec_cache_bytes":           float64(bytes),
+		"dnspolicy_dnsserver_dnssec_cache_evictions_total": float64(evicted),
+		"dnspolicy_dnsserver_answers_total":                names,
+	} {
+		labels := []string{zone}
+		if metric == "dnspolicy_dnsserver_answers_total" {
+			labels = append(labels, `source="nxdomain_compact"`)
+		}
+		if v := metricValue(t, s, metric, labels...); v != want {
+			t.Errorf("%s = %v, want %v", metric, v, want)
+		}
+	}
 }
 
 // benchQueryDO packs a query with DO set.
@@ -603,5 +624,87 @@ func TestSignedTruncation(t *testing.T) {
 	m = exchange(t, s, "mid.example.com.", dns.TypeA, queryOpts{tcp: true, edns: true, do: true})
 	if m.Truncated || len(m.Answer) != 40+2 {
 		t.Errorf("over TCP: %d records, truncated %v", len(m.Answer), m.Truncated)
+	}
+}
+
+// brokenSigner is a private key whose hardware (an HSM, say) fails.
+type brokenSigner struct{ crypto.Signer }
+
+func (brokenSigner) Sign(io.Reader, []byte, crypto.SignerOpts) ([]byte, error) {
+	return nil, errors.New("token removed")
+}
+
+// TestSignFailure: a key that fails to sign leaves answers unsigned (validators reject them, but
+// clients without DNSSEC are served), and the failure is logged once a minute, not once per query.
+func TestSignFailure(t *testing.T) {
+	ks := signingKeys(t, "csk", dnssec.ECDSAP256SHA256)
+	ks.Keys[0].Signer = brokenSigner{ks.Keys[0].Signer}
+	var logged atomic.Int64
+	var now atomic.Int64
+	now.Store(signTime.Unix())
+	s := startServer(t, Options{Now: func() time.Time { return time.Unix(now.Load(), 0) },
+		Log: funcr.New(func(_, args string) {
+			if strings.Contains(args, "token removed") {
+				logged.Add(1)
+			}
+		}, funcr.Options{})})
+	setZone(t, s, "example.com", signedZone(ks))
+	for range 5 {
+		m := exchange(t, s, "www.example.com.", dns.TypeA, doQuery())
+		if len(m.Answer) != 2 || m.Rcode != dns.RcodeSuccess {
+			t.Fatalf("%v", m)
+		}
+	}
+	if n := logged.Load(); n != 1 {
+		t.Errorf("failure logged %d times over 5 queries, want once", n)
+	}
+	now.Add(signFailed)
+	exchange(t, s, "www.example.com.", dns.TypeA, doQuery())
+	if n := logged.Load(); n != 2 {
+		t.Errorf("failure logged %d times after a minute, want twice", n)
+	}
+}
+
+// TestSignaturesCarried: a change of the zone keeps the signatures of the sets it did not change,
+// and signs the changed ones afresh.
+func TestSignaturesCarried(t *testing.T) {
+	ks := signingKeys(t, "csk", dnssec.ECDSAP256SHA256)
+	s := signedServer(t, ks, nil, "")
+	keys := servedKeys(t, s, ks)
+	sigOf := func(name string, qtype uint16) string {
+		m := exchange(t, s, name, qtype, doQuery())
+		verifySigned(t, m, keys, ks)
+		var out []string
+		for _, rr := range append(m.Answer, m.Ns...) {
+			if sig, ok := rr.(*dns.RRSIG); ok {
+				out = append(out, sig.Signature)
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	www, txt, nodata := sigOf("www.example.com.", dns.TypeA), sigOf("txt.example.com.", dns.TypeTXT), sigOf("www.example.com.", dns.TypeMX)
+	made := signatures(s)
+	data := signedZone(ks)
+	for _, e := range data.Endpoints {
+		if e.DNSName == "txt.example.com" {
+			e.Targets = []string{"changed"}
+		}
+	}
+	data.Changed = signTime
+	if st := setZone(t, s, "example.com", data); !st.Changed {
+		t.Fatal("zone did not change")
+	}
+	if got := sigOf("www.example.com.", dns.TypeA); got != www {
+		t.Errorf("www A signed again after an unrelated change")
+	}
+	if got := sigOf("txt.example.com.", dns.TypeTXT); got == txt {
+		t.Errorf("changed TXT set served with its old signature")
+	}
+	// NODATA: the NSEC at www is carried, the SOA (new serial) signed again.
+	if got := strings.Fields(sigOf("www.example.com.", dns.TypeMX)); len(got) != 2 || got[1] != strings.Fields(nodata)[1] || got[0] == strings.Fields(nodata)[0] {
+		t.Errorf("NODATA signatures %q, were %q: want the SOA's new and the NSEC's kept", got, nodata)
+	}
+	if n := signatures(s) - made; n != 2 {
+		t.Errorf("%d signatures made after the change, want 2 (the TXT set, the SOA)", n)
 	}
 }
