@@ -4,6 +4,8 @@ package main
 
 import (
 	"bytes"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -58,10 +60,14 @@ func TestDNSSECCommands(t *testing.T) {
 		t.Fatalf("status: exit %d", code)
 	}
 	contains(t, "status", out, "zone example.com., keys in Secret "+ns+"/dnssec-example-com")
-	contains(t, "status", out, ksk.ID+"  KSK")
-	contains(t, "status", out, zsk.ID+"  ZSK")
-	contains(t, "status", out, "ECDSAP256SHA256")
-	contains(t, "status", out, "2026-12-01T12:00:00Z")
+	for _, want := range []string{
+		fmt.Sprintf("%s KSK %d ECDSAP256SHA256 active yes 2026-12-01T12:00:00Z -", ksk.ID, ksk.KeyTag()),
+		fmt.Sprintf("%s ZSK %d ECDSAP256SHA256 active no 2026-12-01T12:00:00Z -", zsk.ID, zsk.KeyTag()),
+	} {
+		if !slices.ContainsFunc(strings.Split(out, "\n"), func(line string) bool { return strings.Join(strings.Fields(line), " ") == want }) {
+			t.Errorf("status lacks the row %q:\n%s", want, out)
+		}
+	}
 	contains(t, "status", out, "DS for the parent:\n  "+ring.DSRecords()[0])
 	for name, v := range data {
 		if strings.HasSuffix(name, ".private") && strings.Contains(out, string(v[40:80])) {
