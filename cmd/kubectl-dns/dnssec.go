@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -189,6 +190,9 @@ func (c *cli) requestRollover(ctx context.Context, zone string, kind dnssec.Roll
 	}
 	if have := secret.Annotations[dnsservercontroller.AnnotationRollover]; have != "" {
 		return fmt.Errorf("a %s rollover of zone %s was asked for already and is not yet taken up by the controller", have, zone)
+	}
+	if kind == dnssec.RollZSK && !slices.ContainsFunc(ring.Keys, func(k dnssec.Key) bool { return k.Role == dnssec.ZSK && k.State == dnssec.Active }) {
+		return fmt.Errorf("zone %s has no active ZSK (its keys are a CSK, which rolls with --ksk)", zone)
 	}
 	for _, k := range ring.Keys {
 		if k.State == dnssec.Published || k.State == dnssec.Retired {
