@@ -124,6 +124,22 @@ func TestDNSSECCommands(t *testing.T) {
 	if _, stderr, code := plugin("dnssec", "status", "example.com"); code == 0 || !strings.Contains(stderr, "key "+zsk.ID+": "+zsk.ID+".private: not a PEM block") {
 		t.Fatalf("status of a broken Secret: exit %d, %s", code, stderr)
 	}
+	// CSK keys have no ZSK to roll.
+	csk, err := dnssec.StepKeys(dnssec.Keyring{Zone: "example.net"}, keysPolicy, now, "", dnssec.ParentDS{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cskData, err := dnssec.Marshal(csk.Keys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := envs[0].Client.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: dnsservercontroller.SecretName("example.net")},
+		Type: dnssec.SecretType, Data: cskData}); err != nil {
+		t.Fatal(err)
+	}
+	if _, stderr, code := plugin("dnssec", "rollover", "example.net", "--zsk"); code == 0 || !strings.Contains(stderr, "zone example.net. has no active ZSK (its keys are a CSK, which rolls with --ksk)") {
+		t.Fatalf("a ZSK rollover of a CSK: exit %d, %s", code, stderr)
+	}
 	if _, stderr, code := plugin("dnssec", "status", "example.org"); code == 0 || !strings.Contains(stderr, "no Secret "+ns+"/dnssec-example-org") {
 		t.Fatalf("status of a zone not signed: exit %d, %s", code, stderr)
 	}
