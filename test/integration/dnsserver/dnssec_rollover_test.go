@@ -184,11 +184,11 @@ func (w *watcher) stop() (int, []string) {
 // parentZone is a parent BIND: the zone signed by BIND itself (dnssec-policy), updatable with a
 // TSIG key, holding a delegation (NS, glue) of each child.
 type parentZone struct {
-	zone       string
-	addr       netip.AddrPort
-	key        string
-	secret     string
-	anchor     *dns.DNSKEY
+	zone   string
+	addr   netip.AddrPort
+	key    string
+	secret string
+	anchor *dns.DNSKEY
 }
 
 func startParent(t *testing.T, zone string, children ...string) *parentZone {
