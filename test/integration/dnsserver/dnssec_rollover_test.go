@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -369,4 +370,48 @@ trust-anchors { %[3]s static-key %[4]d %[5]d %[6]d %[7]q; };
 		return ""
 	})
 	return addr
+}
+
+// A secondary of a signed zone signs it itself, with the same keys (docs/dnssec.md): the private
+// halves in the keys' Secret, PKCS#8 PEM, are taken as they are by Knot DNS's keymgr import-pem, which
+// then publishes the very DNSKEY the Secret holds.
+func TestDNSSECKeysImportIntoKnot(t *testing.T) {
+	p := dnssec.Policy{Algorithm: dnssec.ECDSAP256SHA256, DNSKEYTTL: time.Hour, MaxZoneTTL: time.Hour, DSTTL: time.Hour, DSCheckEvery: time.Minute}
+	for _, alg := range []uint8{dnssec.ECDSAP256SHA256, dnssec.ED25519} {
+		p.Algorithm = alg
+		st, err := dnssec.StepKeys(dnssec.Keyring{Zone: "example.com"}, p, time.Now(), "", dnssec.ParentDS{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := st.Keys.Keys[0]
+		data, err := dnssec.Marshal(st.Keys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir := t.TempDir()
+		if err := os.Mkdir(filepath.Join(dir, "db"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		pem := filepath.Join(dir, "key.pem")
+		if err := os.WriteFile(pem, data[key.ID+".private"], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		conf := filepath.Join(dir, "knot.conf")
+		text := fmt.Sprintf("server:\n    rundir: %[1]s\ndatabase:\n    storage: %[1]s/db\nzone:\n  - domain: example.com.\n    storage: %[1]s\n", dir)
+		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		keymgr := bind.Tool(t, "keymgr")
+		if out, err := exec.Command(keymgr, "-c", conf, "example.com.", "import-pem", pem, fmt.Sprintf("algorithm=%d", alg), "ksk=yes", "zsk=yes").CombinedOutput(); err != nil {
+			t.Fatalf("keymgr import-pem: %v\n%s", err, out)
+		}
+		out, err := exec.Command(keymgr, "-c", conf, "example.com.", "dnskey").CombinedOutput()
+		if err != nil {
+			t.Fatalf("keymgr dnskey: %v\n%s", err, out)
+		}
+		want := fmt.Sprintf("example.com. DNSKEY 257 3 %d %s", alg, key.DNSKEY.PublicKey)
+		if strings.TrimSpace(string(out)) != want {
+			t.Fatalf("algorithm %d: Knot publishes %q, the Secret holds %q", alg, out, want)
+		}
+	}
 }
