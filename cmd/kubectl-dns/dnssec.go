@@ -37,23 +37,25 @@ Secret dnssec-<zone, dots as dashes> of the controller's namespace; give it with
 }
 
 func (c *cli) dnssecDSCommand() *cobra.Command {
-	var server string
+	var servers []string
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "ds ZONE [--server HOST:PORT]",
+		Use:   "ds ZONE [--server HOST:PORT ...]",
 		Short: "Print the DS records the zone's parent should hold",
 		Long: `ds prints, one per line in zone-file form, the DS records (SHA-256 digests) the parent of ZONE
 should hold: those of the keys whose DS is wanted, read from the keys' Secret. During a KSK or CSK
 rollover there are two, the old key's and the new one's. With --server it asks that server for the
 zone's CDS set instead (RFC 7344), or for its DNSKEY set's key-signing keys where it has no CDS
-set, and reads nothing from the cluster.`,
+set, and reads nothing from the cluster. Given several servers (every cluster's, for a zone that
+several clusters serve), it also compares their DNSKEY sets and fails, naming the keys each lacks,
+when they differ: servers signing with different keys make resolvers fail to validate.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			zone := dns.CanonicalName(args[0])
 			var ds []string
 			var err error
-			if server != "" {
-				ds, err = askServerDS(cmd.Context(), server, zone, timeout)
+			if len(servers) > 0 {
+				ds, err = askServersDS(cmd.Context(), servers, zone, timeout)
 			} else {
 				var ring dnssec.Keyring
 				if ring, _, err = c.keyring(cmd.Context(), zone); err == nil {
@@ -72,9 +74,60 @@ set, and reads nothing from the cluster.`,
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&server, "server", "", "host:port of a server of the zone to ask for its CDS (or DNSKEY) set instead of reading the Secret")
+	cmd.Flags().StringSliceVar(&servers, "server", nil, "host:port of a server of the zone to ask for its CDS (or DNSKEY) set instead of reading the Secret; repeat (or comma-separate) to compare several servers' keys")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Second, "time to wait for each answer of --server")
 	return cmd
+}
+
+// askServersDS asks each server for the zone's DS (askServerDS), and fails when the servers'
+// DNSKEY sets differ.
+func askServersDS(ctx context.Context, servers []string, zone string, timeout time.Duration) ([]string, error) {
+	var first []string
+	var firstKeys map[string]bool
+	for i, server := range servers {
+		ds, err := askServerDS(ctx, server, zone, timeout)
+		if err != nil {
+			return nil, err
+		}
+		set, err := askApex(ctx, server, zone, dns.TypeDNSKEY, timeout)
+		if err != nil {
+			return nil, err
+		}
+		keys := map[string]bool{}
+		for _, rr := range set {
+			if k, ok := rr.(*dns.DNSKEY); ok {
+				keys[fmt.Sprintf("%d (tag %d, flags %d)", k.Algorithm, k.KeyTag(), k.Flags)] = true
+			}
+		}
+		if i == 0 {
+			first, firstKeys = ds, keys
+			continue
+		}
+		if lacks, extra := missing(firstKeys, keys), missing(keys, firstKeys); len(lacks)+len(extra) > 0 {
+			return nil, fmt.Errorf("the servers of zone %s publish different DNSKEY sets, so they sign with different keys and resolvers fail to validate one of them: %s lacks %s of %s, and has %s that %s lacks (docs/dnssec.md: copy the keys' Secret to every cluster)",
+				zone, server, orNone(lacks), servers[0], orNone(extra), servers[0])
+		}
+	}
+	return first, nil
+}
+
+// missing are the keys of want that have lacks, sorted.
+func missing(want, have map[string]bool) []string {
+	var out []string
+	for k := range want {
+		if !have[k] {
+			out = append(out, "algorithm "+k)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+func orNone(list []string) string {
+	if len(list) == 0 {
+		return "none"
+	}
+	return strings.Join(list, ", ")
 }
 
 func (c *cli) dnssecStatusCommand() *cobra.Command {

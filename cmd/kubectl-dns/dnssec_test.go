@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -116,5 +117,37 @@ func TestDNSSECRolloverFlags(t *testing.T) {
 		if _, err := runPlugin(t, args...); err == nil || !strings.Contains(err.Error(), "give one of --zsk and --ksk") {
 			t.Fatalf("%v: %v", args, err)
 		}
+	}
+}
+
+// Given the servers of several clusters, `dnssec ds` compares their DNSKEY sets: servers sharing the
+// keys' Secret agree and print the DS once; a server with keys of its own (a cluster started before
+// the Secret was copied to it) is named with the keys it lacks.
+func TestDNSSECDSComparesServers(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	shared, err := dnssec.StepKeys(dnssec.Keyring{Zone: "example.com"}, keysPolicy, now, "", dnssec.ParentDS{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := dnssec.StepKeys(dnssec.Keyring{Zone: "example.com"}, keysPolicy, now, "", dnssec.ParentDS{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b, c := servedZone(t, shared.Keys), servedZone(t, shared.Keys), servedZone(t, own.Keys)
+
+	out, err := runPlugin(t, "dnssec", "ds", "example.com", "--server", a, "--server", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(out) != shared.Keys.DSRecords()[0] {
+		t.Fatalf("two servers with the same keys: %q, want %q", out, shared.Keys.DSRecords()[0])
+	}
+
+	_, err = runPlugin(t, "dnssec", "ds", "example.com", "--server", a+","+c)
+	theirs, ours := shared.Keys.Keys[0], own.Keys.Keys[0]
+	want := fmt.Sprintf("the servers of zone example.com. publish different DNSKEY sets, so they sign with different keys and resolvers fail to validate one of them: %s lacks algorithm 13 (tag %d, flags 257) of %s, and has algorithm 13 (tag %d, flags 257) that %s lacks",
+		c, theirs.KeyTag(), a, ours.KeyTag(), a)
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Fatalf("servers with different keys: %v\nwant %s", err, want)
 	}
 }
