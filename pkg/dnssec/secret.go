@@ -117,7 +117,7 @@ func Parse(zone string, data map[string][]byte) (Keyring, error) {
 	}
 	var st stored
 	if err := json.Unmarshal(raw, &st); err != nil {
-		return r, fmt.Errorf("%s is not the keys' JSON: %v", StateKey, err)
+		return r, fmt.Errorf("%s is not the keys' JSON: %w", StateKey, err)
 	}
 	if st.Zone != "" && dns.CanonicalName(st.Zone) != zone {
 		return r, fmt.Errorf("%s holds the keys of zone %s, not %s", StateKey, st.Zone, zone)
@@ -175,7 +175,7 @@ func parseKey(zone string, sk storedKey, private []byte) (Key, error) {
 	}
 	signer, err := parsePrivate(private)
 	if err != nil {
-		return k, fmt.Errorf("key %s: %s%s: %v", k.ID, k.ID, privateSuffix, err)
+		return k, fmt.Errorf("key %s: %s%s: %w", k.ID, k.ID, privateSuffix, err)
 	}
 	if !matches(dk, signer.Public()) {
 		return k, fmt.Errorf("key %s: the private key in %s%s is not the one of its DNSKEY", k.ID, k.ID, privateSuffix)
