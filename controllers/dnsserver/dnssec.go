@@ -120,11 +120,18 @@ func (r *Reconciler) sign(ctx context.Context, s *zoneScope) (ctrl.Result, bool,
 	if !next.IsZero() && next.Sub(now) < after {
 		after = max(next.Sub(now), time.Second)
 	}
+	if err != nil {
+		// The zone is still served, with the keys the Secret held when read (or the last good
+		// ones): the pass goes on, and the keys are read again soon; at once after a write
+		// another replica won, which has nothing to wait for.
+		log.FromContext(ctx).Info("DNSSEC keys not written or not read; trying again", "zone", s.zone, "error", err.Error())
+		after = min(after, time.Second)
+		if !apierrors.IsConflict(err) {
+			after = min(g.Recheck, 5*time.Second)
+		}
+	}
 	if s.result.RequeueAfter == 0 || after < s.result.RequeueAfter {
 		s.result.RequeueAfter = after
-	}
-	if err != nil {
-		return pass.Done(s.result, err)
 	}
 	return pass.Continue()
 }
@@ -142,7 +149,7 @@ func (g *Signing) served(ks *dnssec.KeySet) *dnssec.KeySet {
 
 // keys reads the zone's keys, making them on first use, steps them and writes back what moved. It
 // returns the keys to sign with (nil: unsigned), the Signed condition, when the keys are due again,
-// and an error to retry with backoff (the keys returned are still good to serve).
+// and an error after which the keys are read again soon (the keys returned are still good to serve).
 func (g *Signing) keys(ctx context.Context, w client.Writer, zone string, now time.Time) (*dnssec.KeySet, metav1.Condition, time.Time, error) {
 	key := client.ObjectKey{Namespace: g.Namespace, Name: SecretName(zone)}
 	var secret corev1.Secret

@@ -351,3 +351,27 @@ func TestDNSSECZSKRollover(t *testing.T) {
 		t.Fatalf("a ZSK rollover asked the parent %d times", n)
 	}
 }
+
+// Two replicas start together on a zone without keys: one creates the Secret, the other reads it,
+// and both sign with its keys; a rollover one of them writes is served by both.
+func TestDNSSECReplicasShareTheSecret(t *testing.T) {
+	const zone = "replicas.example.com"
+	ns, keysNS := newNamespace(t), newNamespace(t)
+	writeAuthoritative(t, ns, zone, "www."+zone, []*v1alpha1.Endpoint{v1alpha1.NewEndpoint("www."+zone, "A", 60, "192.0.2.3")})
+	l := &lab{}
+	var ms [2]*manager
+	var wg sync.WaitGroup
+	for i := range ms {
+		wg.Go(func() { ms[i] = signedManager(t, zone, keysNS, "csk", l) })
+	}
+	wg.Wait()
+	first := keysAre(t, keysNS, zone, "csk/active")
+	for _, m := range ms {
+		servedKeys(t, m.addr, zone, "www."+zone, first)
+	}
+	annotate(t, keysNS, zone, dnsservercontroller.AnnotationRollover, "ksk")
+	rolling := keysAre(t, keysNS, zone, "csk/active csk/published")
+	for _, m := range ms {
+		servedKeys(t, m.addr, zone, "www."+zone, rolling)
+	}
+}
