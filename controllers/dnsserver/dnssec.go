@@ -46,6 +46,10 @@ const (
 	ReasonKeysInvalid = "KeysInvalid"
 	// ReasonKeysRefused: the server refused the keys; it serves the zone as it did before.
 	ReasonKeysRefused = "KeysRefused"
+	// ReasonKeysDiverge: a peer (another cluster's server of the zone, --dns-peers) serves a DNSKEY
+	// set other than this cluster's keys, or none: resolvers holding one set cannot validate the
+	// other's answers. The clusters' key Secrets must be the same (docs/dnssec.md).
+	ReasonKeysDiverge = "KeysDiverge"
 )
 
 // Annotations of the keys' Secret.
@@ -112,10 +116,20 @@ func (r *Reconciler) sign(ctx context.Context, s *zoneScope) (ctrl.Result, bool,
 		now = g.Now()
 	}
 	keys, c, next, err := g.keys(ctx, r.Client, v1alpha1.NormalizeName(s.zone), now)
-	s.signed = &c
 	if keys != nil {
 		s.data.Signing = g.served(keys)
+		if r.Peers != nil && r.Peers.HasPeers(s.zone) {
+			var addrs []string
+			for _, p := range r.Peers.Status(s.zone) {
+				addrs = append(addrs, p.Peer.Addr)
+			}
+			if apart := diverging(ctx, s.zone, keys, addrs); apart != "" {
+				c = metav1.Condition{Type: ConditionSigned, Status: metav1.ConditionFalse, Reason: ReasonKeysDiverge,
+					Message: cutMessage(apart+"; "+c.Message, maxMessage)}
+			}
+		}
 	}
+	s.signed = &c
 	after := g.Recheck
 	if !next.IsZero() && next.Sub(now) < after {
 		after = max(next.Sub(now), time.Second)
@@ -327,6 +341,63 @@ func signedCondition(zone string, ring dnssec.Keyring, st dnssec.Stepped, parent
 		msg += "; " + st.Mismatch
 	}
 	return metav1.Condition{Type: ConditionSigned, Status: metav1.ConditionTrue, Reason: reason, Message: cutMessage(msg, maxMessage)}
+}
+
+// diverging asks each peer's server (host:port) for the zone's DNSKEY set and names those whose set
+// is not the DNSKEY set of keys, and how; "" when all agree. A peer that does not answer is left out:
+// the Peers condition tells of it. Only key tags are named, which are public.
+func diverging(ctx context.Context, zone string, keys *dnssec.KeySet, addrs []string) string {
+	ours := map[string]uint16{}
+	for _, k := range keys.Published() {
+		ours[dnskeyText(k.DNSKEY)] = k.KeyTag()
+	}
+	var apart []string
+	for _, addr := range slices.Sorted(slices.Values(addrs)) {
+		m := new(dns.Msg)
+		m.SetQuestion(dns.Fqdn(zone), dns.TypeDNSKEY)
+		m.SetEdns0(4096, false)
+		resp, _, err := (&dns.Client{Timeout: 2 * time.Second}).ExchangeContext(ctx, m, addr)
+		if err == nil && resp.Truncated {
+			resp, _, err = (&dns.Client{Net: "tcp", Timeout: 2 * time.Second}).ExchangeContext(ctx, m, addr)
+		}
+		if err != nil || resp.Rcode != dns.RcodeSuccess {
+			continue
+		}
+		theirs := map[string]uint16{}
+		for _, rr := range resp.Answer {
+			if k, ok := rr.(*dns.DNSKEY); ok {
+				theirs[dnskeyText(k)] = k.KeyTag()
+			}
+		}
+		if len(theirs) == 0 {
+			apart = append(apart, fmt.Sprintf("peer %s serves zone %s unsigned", addr, zone))
+			continue
+		}
+		lacks, extra := tagsMissing(ours, theirs), tagsMissing(theirs, ours)
+		if len(lacks)+len(extra) > 0 {
+			apart = append(apart, fmt.Sprintf("peer %s serves other DNSKEYs for zone %s (lacks tags %v, has tags %v not ours)", addr, zone, lacks, extra))
+		}
+	}
+	if len(apart) == 0 {
+		return ""
+	}
+	return strings.Join(apart, "; ") + ": every cluster serving the zone must hold the same keys' Secret"
+}
+
+func dnskeyText(k *dns.DNSKEY) string {
+	return fmt.Sprintf("%d %d %s", k.Flags, k.Algorithm, k.PublicKey)
+}
+
+// tagsMissing are the tags of the keys of a that b lacks, sorted.
+func tagsMissing(a, b map[string]uint16) []uint16 {
+	var out []uint16
+	for k, tag := range a {
+		if _, ok := b[k]; !ok {
+			out = append(out, tag)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // keysRefused is the Signed condition when the server refused the keys.
