@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnssec"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 )
 
