@@ -98,6 +98,8 @@ type Signing struct {
 	mu sync.Mutex
 	// good are, by zone, the keys last read good: an invalid Secret leaves the zone signed with them.
 	good map[string]*dnssec.KeySet
+	// asked are, by zone, when the parent was last asked for its DS set.
+	asked map[string]time.Time
 }
 
 func (g *Signing) signs(zone string) bool {
@@ -186,7 +188,7 @@ func (g *Signing) keys(ctx context.Context, w client.Writer, zone string, now ti
 		return g.lastGood(zone), invalid(zone, fmt.Sprintf("Secret %s: %v", key, err)), time.Time{}, nil
 	}
 	request := g.request(&secret, ring)
-	parent := g.askParent(ctx, zone, ring)
+	parent := g.askParent(ctx, zone, ring, now)
 	st, err := dnssec.StepKeys(ring, g.Policy, now, request, parent.ParentDS)
 	if err != nil {
 		return g.lastGood(zone), invalid(zone, fmt.Sprintf("Secret %s: %v", key, err)), time.Time{}, nil
@@ -248,12 +250,24 @@ type parentView struct {
 	failed bool
 }
 
-// askParent asks for the zone's DS set only while a key waits for it: a KSK or CSK published and
-// not yet active.
-func (g *Signing) askParent(ctx context.Context, zone string, ring dnssec.Keyring) parentView {
+// askParent asks for the zone's DS set only while a key waits for it (a KSK or CSK published and
+// not yet active), and then once every DS check interval of this replica: passes come every
+// Recheck, far more often than the parent changes. Not asked, what was seen before stands.
+func (g *Signing) askParent(ctx context.Context, zone string, ring dnssec.Keyring, now time.Time) parentView {
 	if g.LookupDS == nil || !slices.ContainsFunc(ring.Keys, func(k dnssec.Key) bool { return k.State == dnssec.Published && k.Role != dnssec.ZSK }) {
 		return parentView{}
 	}
+	g.mu.Lock()
+	last, asked := g.asked[zone]
+	if asked && now.Before(last.Add(g.Policy.DSCheckEvery)) {
+		g.mu.Unlock()
+		return parentView{}
+	}
+	if g.asked == nil {
+		g.asked = map[string]time.Time{}
+	}
+	g.asked[zone] = now
+	g.mu.Unlock()
 	ds, err := g.LookupDS(ctx, zone)
 	if err != nil {
 		log.FromContext(ctx).Info("DNSSEC: the parent's DS set could not be looked up; asking again later", "zone", zone, "error", err.Error())

@@ -293,9 +293,15 @@ func TestDNSSECKeysAndCSKRollover(t *testing.T) {
 
 	// The parent holds both DS: once the DS TTL has passed, the new key signs and the old retires,
 	// then goes once no cache can hold its signatures, and is forgotten.
+	// Asked again only once the DS check interval (10 minutes) has passed.
 	l.publish(rolling.Keys[0].DS(), rolling.Keys[1].DS())
+	asked := l.askedTimes()
+	l.advance(11 * time.Minute)
 	keysAre(t, keysNS, zone, "csk/active csk/published")
 	signedCondition(t, rec, dnsservercontroller.ReasonRolloverInProgress, "old DS set to leave caches")
+	if n := l.askedTimes() - asked; n != 1 {
+		t.Fatalf("the parent was asked %d times in the DS check interval, want once", n)
+	}
 	l.advance(24*time.Hour + 6*time.Minute)
 	retired := keysAre(t, keysNS, zone, "csk/retired csk/active")
 	servedKeys(t, m.addr, zone, "www."+zone, retired)
