@@ -69,3 +69,31 @@ func TestDivergingPeers(t *testing.T) {
 		t.Errorf("the peer with our keys is named: %q", got)
 	}
 }
+
+// The Signed condition names the keys, the DS for the parent and what a rollover waits for, and
+// never a time: the same keys a day later write the same condition.
+func TestSignedConditionIsStable(t *testing.T) {
+	const zone = "stable.example.com."
+	policy := dnssec.Policy{Algorithm: dnssec.ECDSAP256SHA256, DNSKEYTTL: time.Hour, MaxZoneTTL: time.Hour, DSTTL: time.Hour, DSCheckEvery: time.Minute}
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	first, err := dnssec.StepKeys(dnssec.Keyring{Zone: zone}, policy, t0, "", dnssec.ParentDS{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := signedCondition(zone, first.Keys, first, parentView{})
+	if c.Reason != ReasonSigned || !strings.Contains(c.Message, first.Keys.DSRecords()[0]) {
+		t.Fatalf("first keys: %+v", c)
+	}
+	rolling, err := dnssec.StepKeys(first.Keys, policy, t0.Add(time.Hour), dnssec.RollCSK, dnssec.ParentDS{Asked: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	later, err := dnssec.StepKeys(rolling.Keys, policy, t0.Add(25*time.Hour), "", dnssec.ParentDS{Asked: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := signedCondition(zone, rolling.Keys, rolling, parentView{}), signedCondition(zone, later.Keys, later, parentView{})
+	if a.Reason != ReasonRolloverWaitingForDS || a != b || strings.Contains(a.Message, "2026") {
+		t.Fatalf("waiting for the DS:\n%+v\n%+v", a, b)
+	}
+}
