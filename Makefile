@@ -102,7 +102,7 @@ test: envtest dns-tools verify ## Build what tests need and run every test tier 
 
 # Each fuzz target runs FUZZTIME beyond its seed corpus (which `go test` always runs).
 FUZZTIME ?= 10s
-FUZZ_TARGETS = FuzzHandler:./pkg/dnsserver FuzzZone:./pkg/dnsserver FuzzGlue:./pkg/dnsserver FuzzDecodeExport:./pkg/dnsserver FuzzPlan:./pkg/plan FuzzParseTXT:./pkg/registry FuzzChoose:./pkg/zone FuzzBuild:./pkg/builder
+FUZZ_TARGETS = FuzzHandler:./pkg/dnsserver FuzzZone:./pkg/dnsserver FuzzGlue:./pkg/dnsserver FuzzDecodeExport:./pkg/dnsserver FuzzPlan:./pkg/plan FuzzParseTXT:./pkg/registry FuzzChoose:./pkg/zone FuzzBuild:./pkg/builder FuzzParse:./pkg/dnssec
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target for FUZZTIME (default 10s) each.

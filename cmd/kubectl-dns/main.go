@@ -62,7 +62,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, now func(
 cluster's DNSRecords (records), why the zone holds what it holds (explain), and withdraws a dead
 owner by hand (remove-owner), and deletes Kuadrant's legacy ownership TXTs once their owners wrote
 version-1 claims (prune-legacy); it lists and changes the zone's active failover groups
-(get-active-groups, add-active-group, remove-active-group). It reaches zones through the provider Secrets the controller uses.`,
+(get-active-groups, add-active-group, remove-active-group); for the zones the embedded server signs,
+it prints the DS for the parent, the keys' states, and asks for key rollovers (dnssec). It reaches
+zones through the provider Secrets the controller uses.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -75,7 +77,7 @@ version-1 claims (prune-legacy); it lists and changes the zone's active failover
 	c.config = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(c.loading, c.overrides)
 
 	root.AddCommand(c.ownersCommand(), c.recordsCommand(), c.explainCommand(), c.removeOwnerCommand(), c.pruneLegacyCommand(),
-		c.addActiveGroupCommand(), c.removeActiveGroupCommand(), c.getActiveGroupsCommand())
+		c.addActiveGroupCommand(), c.removeActiveGroupCommand(), c.getActiveGroupsCommand(), c.dnssecCommand())
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(stderr, "Error:", err)
 		return 1

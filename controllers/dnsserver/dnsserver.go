@@ -12,6 +12,10 @@
 // authoritative record of the zone gets a Served condition saying whether, and how much of it, is
 // served, and why not.
 //
+// Zones listed for DNSSEC are signed with keys kept in a Secret per zone in the controller's
+// namespace, made on first use and moved along their rollovers here (dnssec.go, package dnssec);
+// their records get a Signed condition naming the keys and the DS the parent should hold.
+//
 // Every replica runs it, leader or not: each serves the same answers from the same objects. Because
 // the data lives in the API server, a restarted server serves again as soon as its cache has synced.
 package dnsserver
@@ -107,6 +111,9 @@ type Reconciler struct {
 	Exports []string
 	// ClusterID names this cluster in exports (the UID of kube-system); exports need it.
 	ClusterID string
+	// Signing, when set, signs its zones (DNSSEC) with keys kept in Secrets.
+	Signing *Signing
+
 	// LeaseEvery and LeaseDuration are the export's lease: renewed every LeaseEvery, and judged
 	// gone by peers after LeaseDuration without change.
 	LeaseEvery, LeaseDuration time.Duration
@@ -132,6 +139,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 			return err
 		}
 		logger.Info("DNS server metrics already registered by another server in this process")
+	}
+	if r.Signing != nil {
+		if err := registerSigningMetrics(); err != nil {
+			return err
+		}
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("dnsserver").
@@ -177,14 +189,15 @@ var servedChange = predicate.Funcs{
 		if !authoritative(e.ObjectOld) && !authoritative(e.ObjectNew) {
 			return false
 		}
-		servedCond := func(obj client.Object) bool {
+		held := func(obj client.Object, condition string) bool {
 			rec, ok := obj.(*v1alpha1.DNSRecord)
-			return ok && conditions.Get(rec.Status.Conditions, ConditionServed) != nil
+			return ok && conditions.Get(rec.Status.Conditions, condition) != nil
 		}
+		taken := func(condition string) bool { return held(e.ObjectOld, condition) && !held(e.ObjectNew, condition) }
 		label := func(key string) bool { return e.ObjectOld.GetLabels()[key] != e.ObjectNew.GetLabels()[key] }
 		return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration() ||
 			label(v1alpha1.AuthoritativeRecordLabel) || label(v1alpha1.CoreDNSZoneNameLabel) ||
-			servedCond(e.ObjectOld) && !servedCond(e.ObjectNew)
+			taken(ConditionServed) || taken(ConditionSigned)
 	},
 }
 

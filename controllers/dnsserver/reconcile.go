@@ -40,7 +40,9 @@ type zoneScope struct {
 	// has peers), written by report at the end of the pass.
 	verdicts map[client.ObjectKey]metav1.Condition
 	peers    *metav1.Condition
-	result   ctrl.Result
+	// signed is the zone's Signed condition, when it is signed (sign).
+	signed *metav1.Condition
+	result ctrl.Result
 }
 
 // Reconcile serves a zone from the granted endpoints of its authoritative records, or stops
@@ -49,13 +51,25 @@ type zoneScope struct {
 // unwritten.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	s := &zoneScope{zone: req.Name, verdicts: map[client.ObjectKey]metav1.Condition{}, ungranted: map[client.ObjectKey][]string{}}
-	return pass.Run(ctx, s, r.listRecords, r.entitle, r.keepOwnRecords, r.export, r.serve, r.writeVerdicts)
+	return pass.Run(ctx, s, r.listRecords, r.entitle, r.keepOwnRecords, r.export, r.sign, r.serve, r.writeVerdicts)
 }
 
-// writeVerdicts writes each record's Served condition (and the zone's Peers), ending the pass with
+// zoneConditions are the zone's conditions written beside each record's Served: Peers and
+// Signed, those it has.
+func (s *zoneScope) zoneConditions() []metav1.Condition {
+	var out []metav1.Condition
+	for _, c := range []*metav1.Condition{s.peers, s.signed} {
+		if c != nil {
+			out = append(out, *c)
+		}
+	}
+	return out
+}
+
+// writeVerdicts writes each record's Served condition (and the zone's Peers and Signed), ending the pass with
 // the result the phases worked out.
 func (r *Reconciler) writeVerdicts(ctx context.Context, s *zoneScope) (ctrl.Result, bool, error) {
-	return pass.Done(s.result, r.report(ctx, s.records, s.verdicts, s.peers))
+	return pass.Done(s.result, r.report(ctx, s.records, s.verdicts, s.zoneConditions()))
 }
 
 // listRecords reads the zone's authoritative records, in a fixed order so every replica builds
@@ -103,7 +117,11 @@ func (r *Reconciler) serve(ctx context.Context, s *zoneScope) (ctrl.Result, bool
 		for _, src := range s.sources {
 			s.verdicts[keyOf(src.Name)] = notServed(ReasonZoneError, fmt.Sprintf("zone %s cannot be served: %v", s.zone, err))
 		}
-		_ = r.report(ctx, s.records, s.verdicts, s.peers)
+		if s.data.Signing != nil {
+			c := keysRefused(s.zone, err)
+			s.signed = &c
+		}
+		_ = r.report(ctx, s.records, s.verdicts, s.zoneConditions())
 		return pass.Done(ctrl.Result{}, fmt.Errorf("serving zone %s: %w", s.zone, err))
 	}
 	for name, reasons := range withRefused(st.Refused, s.ownRefused) {

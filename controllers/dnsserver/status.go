@@ -97,8 +97,8 @@ func refusedMessage(zone string, reasons []string) string {
 // report writes each record's Served condition where it differs from what the record shows, by
 // server-side apply of that one condition. Replicas compute the same condition, so once one has
 // written it the others find nothing to do.
-// peers, when set, is the zone's Peers condition, written beside Served on every served record.
-func (r *Reconciler) report(ctx context.Context, records []v1alpha1.DNSRecord, verdicts map[client.ObjectKey]metav1.Condition, peers *metav1.Condition) error {
+// zone are the zone's conditions (Peers, Signed), written beside Served on every served record.
+func (r *Reconciler) report(ctx context.Context, records []v1alpha1.DNSRecord, verdicts map[client.ObjectKey]metav1.Condition, zone []metav1.Condition) error {
 	var errs []error
 	for i := range records {
 		rec := &records[i]
@@ -107,15 +107,19 @@ func (r *Reconciler) report(ctx context.Context, records []v1alpha1.DNSRecord, v
 			continue
 		}
 		wants := []metav1.Condition{served}
-		if peers != nil && served.Reason != ReasonNotGranted {
-			wants = append(wants, *peers)
+		if served.Reason != ReasonNotGranted {
+			wants = append(wants, zone...)
 		}
 		// Written only when a verdict changes, not for every new generation: each status write
 		// moves the record's resourceVersion, and its writers (the coredns backend, dns-operator)
 		// write with the version they read, so every needless write costs them a retry. A
 		// condition this controller no longer sends (Peers, once the zone has none) is dropped by
 		// the apply.
-		same := (len(wants) == 2) == (conditions.Get(rec.Status.Conditions, ConditionPeers) != nil)
+		same := true
+		for _, t := range []string{ConditionPeers, ConditionSigned} {
+			sent := slices.ContainsFunc(wants, func(c metav1.Condition) bool { return c.Type == t })
+			same = same && sent == (conditions.Get(rec.Status.Conditions, t) != nil)
+		}
 		var conds []any
 		for _, want := range wants {
 			c, unchanged := applied(conditions.Get(rec.Status.Conditions, want.Type), want, rec.Generation)

@@ -58,7 +58,7 @@ func TestDefaultInstall(t *testing.T) {
 	cp.expect(t, false, escalation("gateways")...)
 	cp.expect(t, true, finalizers(""))
 	got := cp.writable(t, "gateways", controllerNamespace)
-	want := sorted(controllerWrites("", true), controllerWrites("gateways", true), controllerWrites(controllerNamespace, true), leaseWrites(), metricsAuthWrites())
+	want := sorted(controllerWrites("", true), controllerWrites("gateways", true), controllerWrites(controllerNamespace, true), ownNamespaceWrites(), metricsAuthWrites())
 	if d := diffLines(got, want); d != "" {
 		t.Errorf("the ServiceAccount's writes differ from what the controller needs:%s", d)
 	}
@@ -108,7 +108,7 @@ func TestNamespacedInstall(t *testing.T) {
 	cp.expect(t, true, finalizers("gateways"))
 	cp.expect(t, false, finalizers(""), finalizers("other"))
 	got := cp.writable(t, "gateways", "other", controllerNamespace)
-	want := sorted(controllerWrites("gateways", true), leaseWrites(), metricsAuthWrites())
+	want := sorted(controllerWrites("gateways", true), ownNamespaceWrites(), metricsAuthWrites())
 	if d := diffLines(got, want); d != "" {
 		t.Errorf("the ServiceAccount's writes differ from what the controller needs:%s", d)
 	}
@@ -136,7 +136,7 @@ func TestRendersAreAccepted(t *testing.T) {
 		}
 		cp.expect(t, true, finalizers(""))
 		got := cp.writable(t, "gateways", controllerNamespace)
-		want := sorted(controllerWrites("", false), controllerWrites("gateways", false), controllerWrites(controllerNamespace, false), leaseWrites(), metricsAuthWrites())
+		want := sorted(controllerWrites("", false), controllerWrites("gateways", false), controllerWrites(controllerNamespace, false), ownNamespaceWrites(), metricsAuthWrites())
 		if d := diffLines(got, want); d != "" {
 			t.Errorf("record-only writes differ from what the record side needs:%s", d)
 		}

@@ -147,9 +147,12 @@ func controllerWrites(namespace string, policy bool) []string {
 	return out
 }
 
-// leaseWrites are the leader election's writes, in the controller's namespace only.
-func leaseWrites() []string {
-	return writes("coordination.k8s.io", "leases", "", controllerNamespace, "create", "update", "patch", "delete")
+// ownNamespaceWrites are the writes in the controller's namespace only: the leader election's
+// Lease, and the Secrets holding the embedded DNS server's DNSSEC keys (made and updated, never
+// deleted, listed or watched).
+func ownNamespaceWrites() []string {
+	return append(writes("coordination.k8s.io", "leases", "", controllerNamespace, "create", "update", "patch", "delete"),
+		writes("", "secrets", "", controllerNamespace, "create", "update")...)
 }
 
 // metricsAuthWrites are the reviews the secure metrics endpoint asks the API server for, in every

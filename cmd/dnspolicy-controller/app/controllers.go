@@ -181,6 +181,9 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 		if r.LeaseEvery <= 0 {
 			r.LeaseEvery = lease.DefaultEvery
 		}
+		if r.Signing, err = o.signing(mgr); err != nil {
+			return fmt.Errorf("dns server: %w", err)
+		}
 		if len(r.Exports) > 0 || o.DNSServer.hasPeers() {
 			// Exports name this cluster and carry its lease: without its ID there is neither.
 			id, err := cluster.Get(context.Background())

@@ -89,6 +89,8 @@ type Options struct {
 	PrintVersion bool
 	// DNSServer holds the server's tenancy, TSIG and resource settings.
 	DNSServer DNSServerOptions
+	// DNSSEC says which of the server's zones are signed, and how their keys are made and rolled.
+	DNSSEC DNSSECOptions
 	// MaxTTL caps the TTL of every record, the records validated by the record controller and the
 	// authoritative records the embedded DNS server serves (--max-ttl).
 	MaxTTL int64
@@ -133,6 +135,7 @@ func DefaultOptions() Options {
 		EnableDNSPolicyController: true,
 		MaxConcurrentHealthChecks: dnshealthcheckprobe.DefaultOptions().Workers,
 		DNSServer:                 defaultDNSServerOptions(),
+		DNSSEC:                    defaultDNSSECOptions(),
 		OwnerLeases:               OwnerLeaseOptions{Every: lease.DefaultEvery, Duration: lease.DefaultDuration, Expiry: true},
 		MaxTTL:                    v1alpha1.DefaultMaxTTL,
 		Grants:                    GrantOptions{Scope: GrantsScopeEmbedded},
@@ -178,6 +181,7 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	fs.Var(&o.DelegationRole, "delegation-role", "The part this cluster plays in delegation: primary (the default, as Kuadrant's) or secondary, whose delegating records (delegate: true) a primary cluster publishes. Kuadrant's variable DELEGATION_ROLE sets it too.")
 	finishGroup := o.groupFlag(fs)
 	finishDNSServer := o.DNSServer.dnsServerFlags(fs)
+	finishDNSSEC := o.DNSSEC.dnssecFlags(fs)
 	finishGrants := o.Grants.flags(fs)
 
 	if err := setFromEnv(fs, getenv); err != nil {
@@ -209,6 +213,9 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 		return o, err
 	}
 	if err := finishDNSServer(); err != nil {
+		return o, err
+	}
+	if err := finishDNSSEC(); err != nil {
 		return o, err
 	}
 	if err := finishGrants(o.DNSServer.ZoneNamespaces); err != nil {
