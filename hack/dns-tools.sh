@@ -4,7 +4,8 @@
 # rfc2136 backend's tests also start), Prometheus (promtool, which checks and unit-tests the
 # alerting rules in config/observability/alerts), and the DNSSEC checkers (delv, dnssec-keygen and
 # dnssec-signzone from BIND, Knot's keymgr, Unbound as a second validating resolver, Zonemaster),
-# when any is missing. DNS tests check answers with these real tools. Needs root (or sudo) and the Debian package archive.
+# when any is missing. DNS tests check answers with these real tools. Needs root (or sudo) and the
+# Debian package archive.
 set -euo pipefail
 missing=()
 for tool in named nsupdate tsig-keygen dig delv dnssec-keygen dnssec-signzone dnsperf knotd knotc keymgr nsd pdns_server pdnsutil sqlite3 promtool prometheus unbound zonemaster-cli; do
