@@ -44,6 +44,12 @@ type responder struct {
 	// overflow: a record set was left out because the answer would have grown past the largest
 	// message; the answer is sent truncated.
 	overflow bool
+	// sign is the zone's signing when the answer is signed (a signed zone, a query with DO).
+	sign *zoneSigning
+	// nowUnix is the answer's time for signatures, read when first needed (clock); keyBuf holds a
+	// signature cache key.
+	nowUnix int64
+	keyBuf  [1 + 8 + 256]byte
 }
 
 // maxAnswer is the most bytes the sections of an answer may take: a whole DNS message. Nothing is
@@ -125,6 +131,7 @@ func (r *responder) answer(signer *tsigSigner) []byte {
 	r.signer = signer
 	r.located, r.tailored, r.overflow = false, false, false
 	r.source, r.geoLevel, r.weighted = srcNone, -1, false
+	r.sign, r.nowUnix = nil, 0
 	r.counts = [3]uint16{}
 	r.begin(true)
 	if q.edns && q.version != 0 {
@@ -166,18 +173,36 @@ func (r *responder) resolve(snap *snapshot) (int, uint16) {
 	name := q.lname
 	namePos := headerLen
 	wild := false
+	if snap.signing != nil {
+		if q.qtype == dns.TypeNXNAME {
+			// A meta type, only ever in the bitmap of a denial (RFC 9824 3.5).
+			return dns.RcodeFormatError, 0
+		}
+		if q.do {
+			r.sign = snap.signing
+		}
+	}
 	for step := 0; ; step++ {
 		n, kind, cutOff := snap.find(name)
+		// synth: this step's records come from a wildcard, so their signatures depend on the name.
+		synth := kind == wildcard
 		switch kind {
 		case nxDomain:
-			r.source = srcNXDomain
-			r.negative(snap)
-			return dns.RcodeNameError, flagAA
+			return r.nxDomain(snap, name, namePos)
 		case wildcard:
 			wild = true
 		case delegation:
+			if cutOff == 0 && q.qtype == dns.TypeDS && snap.signing != nil {
+				// The DS of a child is the parent's to answer (RFC 4035 3.1.4.1): we hold none.
+				r.source = srcNoData
+				r.noData(snap, n, name, namePos, false)
+				return dns.RcodeSuccess, flagAA
+			}
 			r.source = srcDelegation
 			r.putSet(n.cut, namePos+cutOff, 1)
+			// The NS set of a referral is the child's and not signed; the signed NSEC at the cut
+			// proves the child has no DS, so resolvers treat it as unsigned (RFC 4035 3.1.4).
+			r.putProof(n, name[cutOff:], namePos+cutOff, false)
 			r.putGlue(n.cutGlue)
 			// A referral is not authoritative, unless it follows an alias of ours (RFC 1034 4.3.2).
 			if step == 0 {
@@ -189,14 +214,14 @@ func (r *responder) resolve(snap *snapshot) (int, uint16) {
 			// RFC 8482: one record set is enough, and keeps ANY from amplifying.
 			if len(n.sets) == 0 {
 				r.source = srcNoData
-				r.negative(snap)
+				r.noData(snap, n, name, namePos, synth)
 				return dns.RcodeSuccess, flagAA
 			}
 			if n.sets[0].refused {
 				r.source = srcRefusedSet
 				return dns.RcodeServerFailure, 0
 			}
-			r.putSet(r.pick(&n.sets[0]), namePos, 0)
+			r.putSigned(r.pick(&n.sets[0]), name, namePos, 0, synth)
 			r.source = r.answered(wild)
 			return dns.RcodeSuccess, flagAA
 		}
@@ -206,7 +231,7 @@ func (r *responder) resolve(snap *snapshot) (int, uint16) {
 				r.source = srcRefusedSet
 				return dns.RcodeServerFailure, 0
 			}
-			r.putSet(r.pick(ts), namePos, 0)
+			r.putSigned(r.pick(ts), name, namePos, 0, synth)
 			if q.qtype == dns.TypeNS && step == 0 && len(name) == len(snap.apex) {
 				r.putGlue(snap.nsGlue)
 			}
@@ -215,7 +240,7 @@ func (r *responder) resolve(snap *snapshot) (int, uint16) {
 		}
 		if n.cname == nil {
 			r.source = srcNoData
-			r.negative(snap)
+			r.noData(snap, n, name, namePos, synth)
 			return dns.RcodeSuccess, flagAA
 		}
 		if n.cname.refused {
@@ -223,7 +248,7 @@ func (r *responder) resolve(snap *snapshot) (int, uint16) {
 			return dns.RcodeServerFailure, 0
 		}
 		set := r.pick(n.cname)
-		rdata := r.putSet(set, namePos, 0)
+		rdata := r.putSigned(set, name, namePos, 0, synth)
 		if !set.inZone || step+1 == maxChain || r.overflow {
 			r.source = r.answered(wild)
 			return dns.RcodeSuccess, flagAA
@@ -255,7 +280,31 @@ func (r *responder) putGlue(gl []glue) {
 // negative adds the zone's SOA to the authority section, telling resolvers how long to cache the
 // absence (RFC 2308).
 func (r *responder) negative(snap *snapshot) {
-	r.putSet(snap.soa, headerLen+len(r.req.lname)-len(snap.apex), 1)
+	r.putSigned(snap.soa, snap.apex, headerLen+len(r.req.lname)-len(snap.apex), 1, false)
+}
+
+// noData answers that the name (n, at namePos) holds no set of the type asked: the SOA, and in a
+// signed answer the NSEC listing what it holds.
+func (r *responder) noData(snap *snapshot, n *node, name []byte, namePos int, wild bool) {
+	r.negative(snap)
+	r.putProof(n, name, namePos, wild)
+}
+
+// nxDomain answers for a name that does not exist. Signed, it is a compact denial (RFC 9824): the
+// name is said to exist with nothing but the NXNAME marker, so the answer is NOERROR unless the
+// client said it understands compact answers (CO), and no NSEC reveals a neighbouring name.
+func (r *responder) nxDomain(snap *snapshot, name []byte, namePos int) (int, uint16) {
+	r.source = srcNXDomain
+	r.negative(snap)
+	if r.sign == nil {
+		return dns.RcodeNameError, flagAA
+	}
+	r.putProof(nil, name, namePos, false)
+	if r.req.co {
+		return dns.RcodeNameError, flagAA
+	}
+	r.source = srcCompactNX
+	return dns.RcodeSuccess, flagAA
 }
 
 // pick returns the records to serve for a type set: the set itself, or the member a routed set
@@ -534,6 +583,10 @@ func (r *responder) putOPT(rcode int) {
 	b[5] = byte(rcode >> 4)
 	if q.do {
 		b[7] = 0x80
+	}
+	if q.co && r.sign != nil {
+		// Our compact denials answer NXDOMAIN to this client (RFC 9824 4).
+		b[7] |= 0x40
 	}
 	rdlen := 0
 	if q.ecs.present {

@@ -12,7 +12,7 @@ import (
 )
 
 // benchQuery packs a query as a resolver would send it: RD set, EDNS, optionally a client subnet.
-func benchQuery(b *testing.B, name string, qtype uint16, ecs netip.Addr) []byte {
+func benchQuery(b testing.TB, name string, qtype uint16, ecs netip.Addr) []byte {
 	b.Helper()
 	m := new(dns.Msg)
 	m.SetQuestion(name, qtype)

@@ -118,6 +118,11 @@ func buildZone(origin string, data ZoneData, serial uint32, nsAddrs map[string][
 	if err != nil {
 		return nil, b.refused, err
 	}
+	if data.Signing != nil {
+		if err := b.addKeys(data.Signing, soa); err != nil {
+			return nil, b.refused, err
+		}
+	}
 	b.link(soa)
 	return b.snap, b.refused, nil
 }
@@ -140,6 +145,8 @@ type builder struct {
 	snap    *snapshot
 	// digest identifies the content, everything but the serial (snapshot.digest).
 	digest hash.Hash
+	// signed: the zone has keys, and the DNSSEC records are the server's to make.
+	signed bool
 }
 
 // newBuilder reads the zone's own names: its apex, nameservers and SOA mailbox. An error here is
@@ -165,7 +172,7 @@ func newBuilder(origin string, data ZoneData, maxTTL int64) (*builder, error) {
 		}
 	}
 	return &builder{origin: origin, apex: apex, nameservers: nameservers, hostmaster: hostmaster, maxTTL: maxTTL,
-		reserved: map[string]bool{}, groups: map[string]*group{}, held: newClaims(origin)}, nil
+		reserved: map[string]bool{}, groups: map[string]*group{}, held: newClaims(origin), signed: data.Signing != nil}, nil
 }
 
 // reserveNameservers gives the zone's nameserver names inside it to the server: resolvers sent to
@@ -298,6 +305,11 @@ func (b *builder) check(src int, ep *v1alpha1.Endpoint) (name string, rrtype uin
 	}
 	if why := reservedProblem(name, rrtype, b.origin, b.reserved); why != "" {
 		return "", 0, 0, why
+	}
+	if b.signed {
+		if why := signingProblem(name, b.origin, rrtype); why != "" {
+			return "", 0, 0, why
+		}
 	}
 	if why := b.held.conflict(src, name, rrtype); why != "" {
 		return "", 0, 0, why

@@ -157,7 +157,8 @@ func (z *snapshot) transferRecords() ([]dns.RR, error) {
 	for _, k := range names {
 		n := z.nodes[k]
 		for _, ts := range n.sets {
-			if ts.refused || ts.rrtype == dns.TypeSOA || (ts.rrtype == dns.TypeNS && k == string(z.apex)) {
+			apex := k == string(z.apex)
+			if ts.refused || ts.rrtype == dns.TypeSOA || (ts.rrtype == dns.TypeNS && apex) || (z.signing != nil && apex && signsKeys(ts.rrtype)) {
 				continue
 			}
 			set := ts.static

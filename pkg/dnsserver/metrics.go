@@ -93,6 +93,9 @@ const (
 	srcGeoFallback
 	srcDelegation
 	srcNXDomain
+	// srcCompactNX: a name that does not exist, in a signed answer to a client that did not set CO:
+	// NOERROR with a compact denial (RFC 9824).
+	srcCompactNX
 	srcNoData
 	// srcRefusedSet: the set the query asked for was refused by the build (SERVFAIL).
 	srcRefusedSet
@@ -100,7 +103,7 @@ const (
 )
 
 var sourceNames = [numSources]string{"", "static", "wildcard", "weighted", "geo", "geo_default", "geo_fallback",
-	"delegation", "nxdomain", "nodata", "refused_set"}
+	"delegation", "nxdomain", "nxdomain_compact", "nodata", "refused_set"}
 
 // sourceRcode is the rcode resolve answers each source with.
 var sourceRcode = [numSources]int{srcNXDomain: dns.RcodeNameError, srcRefusedSet: dns.RcodeServerFailure}
@@ -163,6 +166,9 @@ type zoneStats struct {
 	buildsFailed    atomic.Uint64
 	// refusals is how many endpoints or sets the last build left out.
 	refusals atomic.Int64
+	// signatures counts RRSIGs made; sigEvictions entries the signature cache let go for room.
+	signatures   atomic.Uint64
+	sigEvictions atomic.Uint64
 }
 
 // Geo answers are counted by the code of the member that answered: the client's country or
@@ -288,7 +294,7 @@ var (
 	descGeo         = prometheus.NewDesc("dnspolicy_dnsserver_geo_reloads_total", "Geo database reloads after the file changed, by result (error: the previous database is kept).", []string{"result"}, nil)
 	descTSIG        = prometheus.NewDesc("dnspolicy_dnsserver_tsig_failures_total", "Signed messages that failed verification (unknown key, bad signature, bad time).", nil, nil)
 	descNotify      = prometheus.NewDesc("dnspolicy_dnsserver_notify_failures_total", "NOTIFY messages a secondary never acknowledged after every retry.", nil, nil)
-	descAnswers     = prometheus.NewDesc("dnspolicy_dnsserver_answers_total", "Answers from a zone's data, by zone and the path that produced them (static, wildcard, weighted, geo, geo_default, geo_fallback, delegation, nxdomain, nodata, refused_set).", []string{"zone", "source"}, nil)
+	descAnswers     = prometheus.NewDesc("dnspolicy_dnsserver_answers_total", "Answers from a zone's data, by zone and the path that produced them (static, wildcard, weighted, geo, geo_default, geo_fallback, delegation, nxdomain, nxdomain_compact, nodata, refused_set).", []string{"zone", "source"}, nil)
 	descGeoAnswers  = prometheus.NewDesc("dnspolicy_dnsserver_geo_answers_total", "Answers chosen by a geo set, by zone and the geo code that matched (a country, GEO-<continent>, or * for the default).", []string{"zone", "geo"}, nil)
 	descDuration    = prometheus.NewDesc("dnspolicy_dnsserver_query_duration_seconds", "Time from reading a query to writing its answer (zone transfers not included), by transport.", []string{"transport"}, nil)
 )

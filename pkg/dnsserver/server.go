@@ -108,7 +108,12 @@ type Options struct {
 	// Random returns a number in [0, n) for the weighted choice; default math/rand/v2.Uint64N. It is
 	// called concurrently.
 	Random func(n uint64) uint64
-	// Now is the clock for serials and TSIG; default time.Now.
+	// DNSSECCacheBytes bounds, per signed zone, the signatures kept for answers that depend on the
+	// query name (denials of names that do not exist, wildcard answers); default
+	// DefaultDNSSECCacheBytes. The signatures of the zone's own sets are kept beside them and are
+	// bounded by the zone.
+	DNSSECCacheBytes int
+	// Now is the clock for serials, TSIG and DNSSEC signatures; default time.Now.
 	Now func() time.Time
 	// Log receives errors that have no caller to return to (failed NOTIFYs, transfers, geo reloads).
 	Log logr.Logger
@@ -127,6 +132,7 @@ type Server struct {
 	// nsAddrs are Options.NameserverAddresses by canonical name.
 	nsAddrs       map[string][]netip.Addr
 	maxTTL        int64
+	sigCacheBytes int
 	maxUDP        int
 	maxConns      int
 	maxPerSource  int
@@ -183,6 +189,7 @@ func New(opts Options) (*Server, error) {
 		transferKeys:   map[string][]string{},
 		exportPrefixes: map[string][]netip.Prefix{},
 		maxUDP:         cmp.Or(opts.MaxUDPSize, maxUDPDefault),
+		sigCacheBytes:  cmp.Or(opts.DNSSECCacheBytes, DefaultDNSSECCacheBytes),
 		maxConns:       limit(opts.MaxTCPConnections, DefaultMaxTCPConnections),
 		maxPerSource:   limit(opts.MaxTCPConnectionsPerSource, DefaultMaxTCPConnectionsPerSource),
 		maxQueries:     limit(opts.MaxTCPQueries, DefaultMaxTCPQueries),
@@ -370,6 +377,9 @@ func (s *Server) SetZone(name string, data ZoneData) (ZoneStatus, error) {
 	}
 	if entry == nil {
 		entry = &zoneEntry{wake: make(chan struct{}, 1), removed: make(chan struct{})}
+		if snap.signing != nil {
+			snap.signing.attach(&entry.stats, s.log, s.sigCacheBytes)
+		}
 		next := make(zoneTable, len(table)+1)
 		for k, v := range table {
 			next[k] = v
@@ -379,6 +389,9 @@ func (s *Server) SetZone(name string, data ZoneData) (ZoneStatus, error) {
 		entry.snap.Store(snap)
 		s.zones.Store(&next)
 	} else if status.Changed {
+		if snap.signing != nil {
+			snap.signing.attach(&entry.stats, s.log, s.sigCacheBytes)
+		}
 		// The counters of its geo codes exist before a query can reach the new content.
 		entry.stats.ensureGeo(snap.geoSlots)
 		entry.snap.Store(snap)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+	"sync/atomic"
 
 	"github.com/miekg/dns"
 )
@@ -36,6 +37,8 @@ type rrset struct {
 	// target is the lower-cased wire name a CNAME points to; inZone says whether to follow it.
 	target []byte
 	inZone bool
+	// sig is the set's signatures in a signed zone, made when first served (sign.go).
+	sig atomic.Pointer[signed]
 }
 
 // member is one record set of a routed set: one setIdentifier, with its routing properties.
@@ -81,6 +84,8 @@ type node struct {
 	// cut holds the NS records of a delegation point below the apex, with their glue.
 	cut     *rrset
 	cutGlue []glue
+	// proof is the name's signed NSEC in a signed zone, made when first needed (sign.go).
+	proof atomic.Pointer[signed]
 }
 
 func (n *node) find(rrtype uint16) *typeSet {
@@ -113,6 +118,8 @@ type snapshot struct {
 	geoSlots []int
 	// digest identifies the content (everything but the serial), to tell a real change from a resync.
 	digest [sha256.Size]byte
+	// signing holds the keys and signature caches of a signed zone; nil when unsigned.
+	signing *zoneSigning
 }
 
 // lookupKind says how a name was found.

@@ -52,6 +52,8 @@ type request struct {
 	edns    bool
 	version uint8
 	do      bool
+	// co is the Compact Answers OK flag (RFC 9824 4).
+	co      bool
 	udpSize uint16
 	ecs     ecsOption
 	tsig    bool
@@ -151,6 +153,7 @@ func (q *request) parse(msg []byte) parseResult {
 			q.udpSize = class
 			q.version = uint8(ttl >> 16)
 			q.do = ttl&(1<<15) != 0
+			q.co = ttl&(1<<14) != 0
 			if !q.parseOptions(msg[rdata:off]) {
 				return formErr
 			}
