@@ -78,13 +78,18 @@ func SignParent(t testing.TB, zone string, nsAddress netip.Addr, children ...Del
 	return string(b), []dns.RR{key.ToDS(dns.SHA256)}
 }
 
+// ParentAddress is the address the parent's zone gives its own name server (ns1.<parent>), never
+// bound: resolvers reach the parent through their forward and stub zones, and Zonemaster through
+// NameServer.Address.
+var ParentAddress = netip.MustParseAddr("127.0.0.11")
+
 // StartParent runs BIND as the authoritative server of a parent zone signed by SignParent, on a
 // free loopback port, and returns its address and the parent's trust anchor once it serves the
 // zone. It stops when the test ends.
 func StartParent(t testing.TB, zone string, children ...Delegation) (netip.AddrPort, []dns.RR) {
 	t.Helper()
 	addr := netip.MustParseAddrPort(freeport.Addr(t))
-	signed, anchor := SignParent(t, zone, addr.Addr(), children...)
+	signed, anchor := SignParent(t, zone, ParentAddress, children...)
 	log := bind.StartPrimary(t, addr.String(), dns.Fqdn(zone), signed)
 	waitAnswers(t, addr, "version.bind", log)
 	return addr, anchor

@@ -15,10 +15,13 @@ const (
 	labZone   = "lab.example.com."
 )
 
+// labAddress is the child's name server's address in the parent's glue, as Zonemaster sees it.
+var labAddress = netip.MustParseAddr("127.0.0.10")
+
 var labDB = `$TTL 300
 @ SOA ns1 hostmaster 1 3600 600 86400 60
 @ NS ns1
-ns1 A 127.0.0.1
+ns1 A 127.0.0.10
 www A 192.0.2.10
 `
 
@@ -33,7 +36,7 @@ type lab struct {
 func startLab(t *testing.T, algorithm uint8) lab {
 	t.Helper()
 	knot := StartKnot(t, labZone, "$ORIGIN "+labZone+"\n"+labDB, algorithm)
-	parent, anchor := StartParent(t, labParent, Delegation{Zone: labZone, NS: "ns1." + labZone, Address: knot.Addr(), DS: DS(t, knot, labZone)})
+	parent, anchor := StartParent(t, labParent, Delegation{Zone: labZone, NS: "ns1." + labZone, Address: labAddress, DS: DS(t, knot, labZone)})
 	return lab{knot: knot, parent: parent, anchor: anchor}
 }
 
@@ -112,4 +115,46 @@ func onlyType(qtype uint16, tamper Tamper) Tamper {
 	return func(m *dns.Msg) bool {
 		return len(m.Question) == 1 && m.Question[0].Qtype == qtype && tamper(m)
 	}
+}
+
+// Zonemaster, starting from the parent as its root, finds nothing wrong with Knot's signing
+// (nothing at ERROR or above in its DNSSEC module), and does find a DS at the parent that matches
+// no key: the check can fail.
+func TestZonemasterKnot(t *testing.T) {
+	knot := StartKnot(t, labZone, "$ORIGIN "+labZone+"\n"+labDB, 13)
+	ds := DS(t, knot, labZone)
+	wrong := dns.Copy(ds[0]).(*dns.DS)
+	wrong.Digest = strings.Repeat("0", len(wrong.Digest))
+	for name, c := range map[string]struct {
+		ds   []dns.RR
+		want string // a tag at ERROR, or none
+	}{
+		"good DS":  {ds: ds},
+		"wrong DS": {ds: []dns.RR{wrong}, want: "DS02_NO_MATCH_DS_DNSKEY"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			parent, _ := StartParent(t, labParent, Delegation{Zone: labZone, NS: "ns1." + labZone, Address: labAddress, DS: c.ds})
+			msgs := Zonemaster(t, Check{Zone: labZone,
+				NameServers: []NameServer{{Name: "ns1." + labZone, Address: labAddress, Server: knot}},
+				Root:        NameServer{Name: "ns1." + labParent, Address: ParentAddress, Server: parent},
+				Tests:       []string{"DNSSEC"}})
+			bad := Worse(msgs, "ERROR")
+			if c.want == "" && len(bad) > 0 || c.want != "" && !hasTag(bad, c.want) {
+				t.Errorf("Zonemaster's DNSSEC module reported at ERROR or above %v, want %q", bad, c.want)
+			}
+			// A run that tested nothing reports nothing: DNSSEC05 names the zone's algorithm.
+			if !hasTag(msgs, "ALGORITHM_OK") {
+				t.Errorf("Zonemaster did not check the zone's keys: %v", msgs)
+			}
+		})
+	}
+}
+
+func hasTag(msgs []Message, tag string) bool {
+	for _, m := range msgs {
+		if m.Tag == tag {
+			return true
+		}
+	}
+	return false
 }
