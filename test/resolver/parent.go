@@ -68,7 +68,8 @@ func SignParent(t testing.TB, zone string, nsAddress netip.Addr, children ...Del
 	}
 	signedFile := filepath.Join(dir, "zone.db.signed")
 	// -S finds the key in -K and publishes it; -z lets the key with the SEP flag sign every set.
-	if out, err := exec.Command(tool(t, "dnssec-signzone"), "-K", dir, "-S", "-z", "-o", zone, "-f", signedFile, unsigned).CombinedOutput(); err != nil {
+	// -d: its dsset file goes to the scratch directory, not the test's working directory.
+	if out, err := exec.Command(tool(t, "dnssec-signzone"), "-K", dir, "-d", dir, "-S", "-z", "-o", zone, "-f", signedFile, unsigned).CombinedOutput(); err != nil {
 		t.Fatalf("dnssec-signzone: %v\n%s", err, out)
 	}
 	b, err := os.ReadFile(signedFile)
