@@ -54,21 +54,28 @@ zone "%s" { type primary; file "%s"; };
 	}
 }
 
+// knotSigning is how Knot DNS serves the zone: unsigned, signing each answer as it goes out
+// (mod-onlinesign), or signing the zone once at load and serving the stored signatures
+// (dnssec-signing), its usual way.
+type knotSigning string
+
+const (
+	knotUnsigned  knotSigning = ""
+	knotOnline    knotSigning = "online"
+	knotPresigned knotSigning = "presigned"
+)
+
 // knotCommand runs Knot DNS on the zone file: its default of one UDP worker per CPU, no journal, no
-// control socket beyond the run directory, logging warnings only. Signed, its mod-onlinesign signs
-// answers on line with a combined signing key of algorithm 13 it makes at start, in a key store
-// of its own.
-func knotCommand(dir, zoneFile string, signed bool) server {
+// control socket beyond the run directory, logging warnings only. Signed, it signs with a combined
+// signing key of algorithm 13 it makes at start, in a key store of its own.
+func knotCommand(dir, zoneFile string, signing knotSigning) server {
 	return func(port int) (*exec.Cmd, error) {
-		kdir := filepath.Join(dir, "knot")
-		if signed {
-			kdir = filepath.Join(dir, "knot-signed")
-		}
+		kdir := filepath.Join(dir, "knot"+string(signing))
 		if err := os.MkdirAll(kdir, 0o700); err != nil {
 			return nil, err
 		}
 		policy, module := "", ""
-		if signed {
+		if signing != knotUnsigned {
 			policy = `policy:
   - id: bench
     algorithm: ecdsap256sha256
@@ -77,7 +84,12 @@ mod-onlinesign:
   - id: bench
     policy: bench
 `
+		}
+		switch signing {
+		case knotOnline:
 			module = "    module: mod-onlinesign/bench\n"
+		case knotPresigned:
+			module = "    dnssec-signing: on\n    dnssec-policy: bench\n"
 		}
 		conf := filepath.Join(kdir, "knot.conf")
 		text := fmt.Sprintf(`server:
