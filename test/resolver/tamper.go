@@ -115,7 +115,8 @@ func (p *Proxy) forward(network string, query []byte) ([]byte, error) {
 	}
 	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	conn := &dns.Conn{Conn: c}
+	// Signed answers outgrow the 512 bytes a dns.Conn reads over UDP by default.
+	conn := &dns.Conn{Conn: c, UDPSize: dns.MaxMsgSize}
 	if _, err := conn.Write(query); err != nil {
 		return nil, err
 	}
