@@ -14,8 +14,9 @@ import (
 )
 
 // Delv runs delv against server (a resolver, or an authoritative server holding the whole chain
-// from the anchors down), trusting only anchors (all of one name), and returns its output: "; fully validated" for a
-// proven answer, "; unsigned answer" for an insecure one, "resolution failed" for a bogus one.
+// from the anchors down), trusting only anchors (all of one name), and returns its output:
+// "; fully validated" for a proven answer, "; unsigned answer" for an insecure one, "resolution
+// failed" for a bogus one.
 func Delv(t testing.TB, server netip.AddrPort, anchors []dns.RR, name string, qtype uint16) string {
 	t.Helper()
 	delv := tool(t, "delv")

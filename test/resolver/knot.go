@@ -22,11 +22,6 @@ var KnotAlgorithms = map[uint8]string{13: "ecdsap256sha256", 15: "ed25519"}
 func StartKnot(t testing.TB, zone, db string, algorithm uint8) netip.AddrPort {
 	t.Helper()
 	addr := netip.MustParseAddrPort(freeport.Addr(t))
-	return startKnotOn(t, addr, zone, db, algorithm)
-}
-
-func startKnotOn(t testing.TB, addr netip.AddrPort, zone, db string, algorithm uint8) netip.AddrPort {
-	t.Helper()
 	knotd := tool(t, "knotd")
 	dir := t.TempDir()
 	zoneFile := filepath.Join(dir, "zone.db")
