@@ -143,7 +143,7 @@ bench: envtest ## Run the benchmarks (planning, 64 and 1,000 records to Ready); 
 COREDNS_VERSION ?= v1.15.0
 
 .PHONY: bench-dns
-bench-dns: envtest dns-tools ## Benchmark the embedded DNS server against CoreDNS, BIND, Knot DNS and NSD with dnsperf (QPS, p50/p99); figures go in docs/benchmarks.md.
+bench-dns: envtest dns-tools ## Benchmark the embedded DNS server against CoreDNS, BIND, Knot DNS and NSD with dnsperf (QPS, p50/p99), unsigned and signed on line (DNSSEC, with Knot and CoreDNS); figures go in docs/benchmarks.md.
 	go run ./test/bench/dns -coredns "$$(hack/tool.sh coredns github.com/coredns/coredns $(COREDNS_VERSION))" $(ARGS)
 
 .PHONY: bench-clouds

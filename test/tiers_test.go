@@ -18,6 +18,7 @@ import (
 var needsIntegration = []string{
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv",
 	"github.com/dnspolicy/dnspolicy-controller/test/bind",
+	"github.com/dnspolicy/dnspolicy-controller/test/resolver",
 	"github.com/dnspolicy/dnspolicy-controller/test/externaldns",
 	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane",
 	"sigs.k8s.io/controller-runtime/pkg/envtest",

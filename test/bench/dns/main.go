@@ -5,7 +5,9 @@
 //	    plugin), BIND, Knot DNS and NSD, with each server's QPS as a ratio of CoreDNS's and of Knot's;
 //	(b) a loadbalanced host resolved through its geo and weighted steps for an EDNS Client Subnet
 //	    address (dnsperf sends one EDNS option on every query, so one client location per run);
-//	(c) the median time from a DNSRecord update in the API server to the new answer being served.
+//	(c) the median time from a DNSRecord update in the API server to the new answer being served;
+//	(d) and (e): (a) and (b) signed on line (DNSSEC, one ECDSA P-256 key), queried with the DO bit,
+//	    beside the peers that sign on line too: Knot DNS (mod-onlinesign) and CoreDNS (dnssec).
 //
 // QPS comes from a run at full load. Latency percentiles come from a second run of each server at a
 // fixed rate (-latency-qps, below every server's capacity), with dnsperf reporting each query: at
@@ -47,6 +49,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	dnsservercontroller "github.com/dnspolicy/dnspolicy-controller/controllers/dnsserver"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/dnssec"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/grant"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
@@ -97,6 +100,7 @@ func run() error {
 	updates := flag.Int("updates", 21, "DNSRecord updates timed for (c); 0 skips (c)")
 	latencyQPS := flag.Int("latency-qps", 20000, "query rate of the latency run of each server (dnsperf -Q)")
 	latencyDuration := flag.Duration("latency-duration", 5*time.Second, "length of the latency run of each server")
+	withSigned := flag.Bool("signed", true, "also measure (d) and (e): the same mixes signed on line, queried with DO")
 	peerList := flag.String("peers", "coredns,bind,knot,nsd", "peers measured beside our server on (a), a comma list of coredns, bind, knot, nsd")
 	flag.Parse()
 	peers := map[string]bool{}
@@ -107,7 +111,7 @@ func run() error {
 	}
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 
-	for _, tool := range []string{"dnsperf", "named", "knotd", "nsd"} {
+	for _, tool := range []string{"dnsperf", "named", "knotd", "nsd", "dnssec-keygen"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s not found: run `bash hack/dns-tools.sh`", tool)
 		}
@@ -123,11 +127,16 @@ func run() error {
 	defer func() { _ = os.RemoveAll(dir) }() // a temporary directory: nothing to do if it stays
 	b := &bench{dir: dir, clients: *clients, duration: *duration, latencyQPS: *latencyQPS, latencyDuration: *latencyDuration,
 		qps: map[string]float64{}}
-	if err := b.staticMix(*coredns, peers); err != nil {
-		return err
-	}
-	if err := b.loadbalancedMix(); err != nil {
-		return err
+	for _, signed := range []bool{false, true} {
+		if signed && !*withSigned {
+			continue
+		}
+		if err := b.staticMix(*coredns, peers, signed); err != nil {
+			return err
+		}
+		if err := b.loadbalancedMix(signed); err != nil {
+			return err
+		}
 	}
 	// (c) update to served
 	var median time.Duration
@@ -162,8 +171,12 @@ func (b *bench) add(what, server, note string, m measure) {
 	b.results = append(b.results, result{what: what, server: server, qps: m.qps, latency: m.latency, p50: m.p50, p99: m.p99, note: note})
 }
 
-// staticMix is (a): ours, then each peer on the same zone and queries.
-func (b *bench) staticMix(coredns string, peers map[string]bool) error {
+// staticMix is (a), or signed (d): ours, then each peer on the same zone and queries. Signed, every
+// server signs on line with one ECDSA P-256 key (ours a CSK from package dnssec, Knot's made at its
+// start, CoreDNS's by dnssec-keygen) and every query has the DO bit, so every answer carries its
+// RRSIG; only Knot and CoreDNS sign on line among the peers. Knot runs twice: signing each answer
+// as it goes out (mod-onlinesign, the on-line peer) and serving a zone it signed at load.
+func (b *bench) staticMix(coredns string, peers map[string]bool, signed bool) error {
 	static := staticZone()
 	queries := filepath.Join(b.dir, "static.txt")
 	if err := writeQueries(queries, static); err != nil {
@@ -173,39 +186,79 @@ func (b *bench) staticMix(coredns string, peers map[string]bool) error {
 	if err := writeZoneFile(zoneFile, static); err != nil {
 		return err
 	}
-	m, err := withOurServer(dnsserver.Options{}, static, func(addr netip.AddrPort) (measure, error) {
-		return b.perf(addr, queries)
+	what, data, extra := "(a) static", dnsserver.ZoneData{Endpoints: static}, []string(nil)
+	if signed {
+		keys, err := benchKeys()
+		if err != nil {
+			return err
+		}
+		what, data.Signing, extra = "(d) static, signed", keys, []string{"-D"}
+	}
+	probe := "h1." + zoneName
+	m, err := withOurServer(dnsserver.Options{}, data, func(addr netip.AddrPort) (measure, error) {
+		if err := checkSigned(addr, probe, nil, signed); err != nil {
+			return measure{}, err
+		}
+		return b.perf(addr, queries, extra...)
 	})
 	if err != nil {
 		return fmt.Errorf("our server: %w", err)
 	}
-	b.add("(a) static", "dnspolicy embedded", "", m)
+	note := ""
+	if signed {
+		note = "CSK, algorithm 13"
+	}
+	b.add(what, "dnspolicy embedded", note, m)
+	coreDNSKeyFile := ""
+	if signed && peers["coredns"] {
+		if coreDNSKeyFile, err = coreDNSKey(b.dir); err != nil {
+			return err
+		}
+	}
 	for _, peer := range []struct {
 		key, name string
 		start     server
+		signs     bool
 	}{
-		{"coredns", "CoreDNS v1.15.0 (file)", corednsCommand(b.dir, coredns, zoneFile)},
-		{"bind", "BIND " + version("named", "-v"), namedCommand(b.dir, zoneFile)},
-		{"knot", "Knot DNS " + version("knotd", "--version"), knotCommand(b.dir, zoneFile)},
-		{"nsd", "NSD " + version("nsd", "-v"), nsdCommand(b.dir, zoneFile)},
+		{"coredns", "CoreDNS v1.15.0 (file)", corednsCommand(b.dir, coredns, zoneFile, ""), false},
+		{"bind", "BIND " + version("named", "-v"), namedCommand(b.dir, zoneFile), false},
+		{"knot", "Knot DNS " + version("knotd", "--version"), knotCommand(b.dir, zoneFile, knotUnsigned), false},
+		{"nsd", "NSD " + version("nsd", "-v"), nsdCommand(b.dir, zoneFile), false},
+		{"coredns", "CoreDNS v1.15.0 (file, dnssec)", corednsCommand(b.dir, coredns, zoneFile, coreDNSKeyFile), true},
+		{"knot", "Knot DNS " + version("knotd", "--version") + " (mod-onlinesign)", knotCommand(b.dir, zoneFile, knotOnline), true},
+		{"knot-presigned", "Knot DNS " + version("knotd", "--version") + " (dnssec-signing)", knotCommand(b.dir, zoneFile, knotPresigned), true},
 	} {
-		if !peers[peer.key] {
+		if !peers[strings.TrimSuffix(peer.key, "-presigned")] || peer.signs != signed {
 			continue
 		}
 		m, err := withProcess(b.dir, peer.start, func(addr netip.AddrPort) (measure, error) {
-			return b.perf(addr, queries)
+			if err := checkSigned(addr, probe, nil, signed); err != nil {
+				return measure{}, err
+			}
+			return b.perf(addr, queries, extra...)
 		})
 		if err != nil {
 			return fmt.Errorf("%s: %w", peer.name, err)
 		}
-		b.add("(a) static", peer.name, "", m)
-		b.qps[peer.key] = m.qps
+		note := ""
+		switch {
+		case !signed:
+		case peer.key == "knot":
+			note = "algorithm 13, signs each answer as it is sent"
+		case peer.key == "knot-presigned":
+			note = "algorithm 13, signs the zone at load"
+		default:
+			note = "algorithm 13"
+		}
+		b.add(what, peer.name, note, m)
+		b.qps[what+"/"+peer.key] = m.qps
 	}
 	return nil
 }
 
-// loadbalancedMix is (b): the loadbalanced tree, queried with a client subnet.
-func (b *bench) loadbalancedMix() error {
+// loadbalancedMix is (b), or signed (e): the loadbalanced tree, queried with a client subnet; no
+// peer serves geo answers.
+func (b *bench) loadbalancedMix(signed bool) error {
 	geoDB := filepath.Join(b.dir, "geo.mmdb")
 	if err := writeGeoDB(geoDB); err != nil {
 		return err
@@ -216,23 +269,75 @@ func (b *bench) loadbalancedMix() error {
 	}
 	// ECS option: family 1 (IPv4), source prefix 24, scope 0, 192.0.2.0 (IE in the bench database).
 	ecs := "8:00011800c00002"
-	m, err := withOurServer(dnsserver.Options{GeoIPDatabase: geoDB}, loadbalancedZone(), func(addr netip.AddrPort) (measure, error) {
+	what, data, extra := "(b) loadbalanced + ECS", dnsserver.ZoneData{Endpoints: loadbalancedZone()}, []string{"-E", ecs}
+	note := "CNAME -> geo (IE of IE/US/default) -> weighted (2 targets) -> A, one answer of 4 records"
+	if signed {
+		keys, err := benchKeys()
+		if err != nil {
+			return err
+		}
+		what, data.Signing, extra = "(e) loadbalanced + ECS, signed", keys, append(extra, "-D")
+		note = "as (b), each of the 4 records with its RRSIG; CSK, algorithm 13"
+	}
+	m, err := withOurServer(dnsserver.Options{GeoIPDatabase: geoDB}, data, func(addr netip.AddrPort) (measure, error) {
 		if err := checkLoadbalanced(addr); err != nil {
 			return measure{}, err
 		}
-		return b.perf(addr, lbQueries, "-E", ecs)
+		if err := checkSigned(addr, "api."+zoneName, net.ParseIP("192.0.2.0"), signed); err != nil {
+			return measure{}, err
+		}
+		return b.perf(addr, lbQueries, extra...)
 	})
 	if err != nil {
 		return fmt.Errorf("loadbalanced: %w", err)
 	}
-	b.add("(b) loadbalanced + ECS", "dnspolicy embedded", "CNAME -> geo (IE of IE/US/default) -> weighted (2 targets) -> A, one answer of 4 records", m)
+	b.add(what, "dnspolicy embedded", note, m)
+	return nil
+}
+
+// benchKeys is one active combined signing key of algorithm 13, as a zone whose keys the key
+// controller made would have.
+func benchKeys() (*dnssec.KeySet, error) {
+	k, err := dnssec.Generate(zoneName, dnssec.ECDSAP256SHA256, dnssec.CSK)
+	if err != nil {
+		return nil, err
+	}
+	k.State, k.WantDS = dnssec.Active, true
+	return &dnssec.KeySet{Keys: []dnssec.Key{k}}, nil
+}
+
+// checkSigned makes sure a server measured signed really signs (an RRSIG in the answer to a query
+// with DO), and one measured unsigned does not, so no row of the table measures the other case.
+func checkSigned(addr netip.AddrPort, name string, subnet net.IP, signed bool) error {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), dns.TypeA)
+	m.SetEdns0(1232, true)
+	if subnet != nil {
+		m.IsEdns0().Option = append(m.IsEdns0().Option, &dns.EDNS0_SUBNET{Code: dns.EDNS0SUBNET, Family: 1, SourceNetmask: 24, Address: subnet})
+	}
+	r, _, err := (&dns.Client{Timeout: time.Second}).Exchange(m, addr.String())
+	if err != nil {
+		return err
+	}
+	sigs := 0
+	for _, rr := range r.Answer {
+		if _, ok := rr.(*dns.RRSIG); ok {
+			sigs++
+		}
+	}
+	if signed && sigs == 0 {
+		return fmt.Errorf("measured signed, but %s answers %s with DO without an RRSIG: %v", addr, name, r.Answer)
+	}
+	if !signed && sigs > 0 {
+		return fmt.Errorf("measured unsigned, but %s signs its answer for %s", addr, name)
+	}
 	return nil
 }
 
 // print writes the table, with (c) when it ran.
 func (b *bench) print(median time.Duration, samples []time.Duration) error {
 	ratio := func(r result, peer string) string {
-		if base, ok := b.qps[peer]; ok && strings.HasPrefix(r.what, "(a)") {
+		if base, ok := b.qps[r.what+"/"+peer]; ok {
 			return fmt.Sprintf("%.2fx", r.qps/base)
 		}
 		return "-"
@@ -316,13 +421,13 @@ func writeGeoDB(path string) error {
 }
 
 // withOurServer serves the zone from an embedded server on a loopback port while measure runs.
-func withOurServer(opts dnsserver.Options, eps []*v1alpha1.Endpoint, run func(netip.AddrPort) (measure, error)) (measure, error) {
+func withOurServer(opts dnsserver.Options, data dnsserver.ZoneData, run func(netip.AddrPort) (measure, error)) (measure, error) {
 	opts.Addr = "127.0.0.1:0"
 	s, err := dnsserver.New(opts)
 	if err != nil {
 		return measure{}, err
 	}
-	if _, err := s.SetZone(zoneName, dnsserver.ZoneData{Endpoints: eps}); err != nil {
+	if _, err := s.SetZone(zoneName, data); err != nil {
 		return measure{}, err
 	}
 	if err := s.Start(); err != nil {

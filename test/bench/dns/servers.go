@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strings"
 	"syscall"
 
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
@@ -16,10 +17,16 @@ import (
 // server is a command line of a server listening on the port it is given.
 type server func(port int) (*exec.Cmd, error)
 
-func corednsCommand(dir, bin, zoneFile string) server {
+// corednsCommand runs CoreDNS's file plugin on the zone file; with keyFile (the base name of a key
+// pair dnssec-keygen wrote) its dnssec plugin signs answers on line with that key.
+func corednsCommand(dir, bin, zoneFile, keyFile string) server {
 	return func(port int) (*exec.Cmd, error) {
 		corefile := filepath.Join(dir, "Corefile")
-		conf := fmt.Sprintf("%s:%d {\n  bind 127.0.0.1\n  file %s\n}\n", zoneName, port, zoneFile)
+		signing := ""
+		if keyFile != "" {
+			signing = fmt.Sprintf("  dnssec {\n    key file %s\n  }\n", keyFile)
+		}
+		conf := fmt.Sprintf("%s:%d {\n  bind 127.0.0.1\n  file %s\n%s}\n", zoneName, port, zoneFile, signing)
 		if err := os.WriteFile(corefile, []byte(conf), 0o600); err != nil {
 			return nil, err
 		}
@@ -47,13 +54,42 @@ zone "%s" { type primary; file "%s"; };
 	}
 }
 
+// knotSigning is how Knot DNS serves the zone: unsigned, signing each answer as it goes out
+// (mod-onlinesign), or signing the zone once at load and serving the stored signatures
+// (dnssec-signing), its usual way.
+type knotSigning string
+
+const (
+	knotUnsigned  knotSigning = ""
+	knotOnline    knotSigning = "online"
+	knotPresigned knotSigning = "presigned"
+)
+
 // knotCommand runs Knot DNS on the zone file: its default of one UDP worker per CPU, no journal, no
-// control socket beyond the run directory, logging warnings only.
-func knotCommand(dir, zoneFile string) server {
+// control socket beyond the run directory, logging warnings only. Signed, it signs with a combined
+// signing key of algorithm 13 it makes at start, in a key store of its own.
+func knotCommand(dir, zoneFile string, signing knotSigning) server {
 	return func(port int) (*exec.Cmd, error) {
-		kdir := filepath.Join(dir, "knot")
+		kdir := filepath.Join(dir, "knot"+string(signing))
 		if err := os.MkdirAll(kdir, 0o700); err != nil {
 			return nil, err
+		}
+		policy, module := "", ""
+		if signing != knotUnsigned {
+			policy = `policy:
+  - id: bench
+    algorithm: ecdsap256sha256
+    single-type-signing: on
+mod-onlinesign:
+  - id: bench
+    policy: bench
+`
+		}
+		switch signing {
+		case knotOnline:
+			module = "    module: mod-onlinesign/bench\n"
+		case knotPresigned:
+			module = "    dnssec-signing: on\n    dnssec-policy: bench\n"
 		}
 		conf := filepath.Join(kdir, "knot.conf")
 		text := fmt.Sprintf(`server:
@@ -66,13 +102,13 @@ database:
     storage: %[2]s
 control:
     listen: %[2]s/knot.sock
-zone:
+%[5]szone:
   - domain: %[3]s
     file: %[4]s
     journal-content: none
     zonefile-sync: -1
     zonefile-load: whole
-`, port, kdir, zoneName, zoneFile)
+%[6]s`, port, kdir, zoneName, zoneFile, policy, module)
 		if err := os.WriteFile(conf, []byte(text), 0o600); err != nil {
 			return nil, err
 		}
@@ -113,6 +149,20 @@ zone:
 		}
 		return exec.Command("nsd", "-d", "-c", conf), nil
 	}
+}
+
+// coreDNSKey makes the key CoreDNS signs with as its operator would, with dnssec-keygen (ECDSA P-256,
+// the SEP flag set, so the one key signs everything), and returns its files' base name.
+func coreDNSKey(dir string) (string, error) {
+	kdir := filepath.Join(dir, "coredns-keys")
+	if err := os.MkdirAll(kdir, 0o700); err != nil {
+		return "", err
+	}
+	out, err := exec.Command("dnssec-keygen", "-K", kdir, "-a", "ECDSAP256SHA256", "-f", "KSK", "-n", "ZONE", zoneName).Output()
+	if err != nil {
+		return "", fmt.Errorf("dnssec-keygen: %w", err)
+	}
+	return filepath.Join(kdir, strings.TrimSpace(string(out))), nil
 }
 
 // version returns the version a server prints, e.g. "9.18.49" from "BIND 9.18.49-1~deb12u3-Debian".
