@@ -317,7 +317,7 @@ func (q *queue) call(ctx context.Context) (context.Context, context.CancelFunc) 
 func (q *queue) applyAll(ctx context.Context, prov providers.Provider, v *view, batches []*pendingBatch) ([]*planned, *pendingBatch, error) {
 	var done []*planned
 	for _, b := range batches {
-		if err := v.zone.Check(b.owners, b.expired, b.changes); err != nil {
+		if err := v.zone.CheckCleanup(b.owners, b.expired, b.active, b.changes); err != nil {
 			// Every plan in it passed the check alone: summing them went wrong.
 			return done, b, providers.NewError(providers.Permanent, fmt.Errorf("batch of %d records refused: %w", len(b.waiters), err))
 		}
@@ -398,6 +398,7 @@ func (q *queue) outcome(res *plan.Result, z *registry.Zone, wrote, validated boo
 // written adds to an outcome what the request's applied plan changed.
 func (q *queue) written(out Outcome, applied *plan.Result) Outcome {
 	out.Written, out.Withdrawn = applied.Changes, applied.Withdrawn
+	out.Retired, out.RetiredNames = applied.Retired, applied.RetiredNames
 	for _, e := range applied.Changes.Delete {
 		// A withdrawn owner's lease, as judged when it was withdrawn: its claims are gone now.
 		if c, ok := registry.ParseTXT(e); ok && slices.Contains(applied.Withdrawn, c.Owner) {
