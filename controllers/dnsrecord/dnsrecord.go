@@ -215,6 +215,8 @@ type scope struct {
 	labels map[string]string
 	// probing holds the states of the record's probes when its addresses are probed.
 	probing *probing
+	// activeGroups are the zone's active failover groups when the record is of one of them (checkGroup).
+	activeGroups []string
 }
 
 // providerName is the provider label of the record: the name of what writes it, or of the backend

@@ -121,7 +121,7 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, 
 	}
 	r.setProviderAccepted(s, desired, roundRobin)
 	req := publish.Request{OwnerID: rec.Status.OwnerID, Group: rec.Status.Group, Previous: rec.Status.Endpoints, Desired: desired, Named: statementNames(rec),
-		KeepExpired: r.keepExpired(s.backend), Record: s.key.String()}
+		KeepExpired: r.keepExpired(s.backend), Record: s.key.String(), CleanupGroups: s.activeGroups}
 	r.memory.remember(rec.Status.OwnerID, s.key)
 	var decision *health.Decision
 	if s.probing != nil {
@@ -136,6 +136,7 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, 
 	}
 	r.recordOutcome(s, out)
 	r.reportLeases(s, req.Previous, out)
+	r.reportCleanup(s, out)
 	notPublishing := false
 	if decision != nil {
 		// What the health rules left in is what this owner wants published now.
