@@ -95,3 +95,22 @@ func TestDecideInvariants(t *testing.T) {
 		}
 	}
 }
+
+func TestMemberRecord(t *testing.T) {
+	m := Member{Group: "east", Lease: "abcd1234", Healthy: true}
+	ep := m.Record("cluster-uid", "example.com")
+	if !strings.HasPrefix(ep.DNSName, "dnspolicy-group-") || !strings.HasSuffix(ep.DNSName, ".example.com") {
+		t.Errorf("name %s", ep.DNSName)
+	}
+	if got, ok := ParseMember(ep); !ok || got != m {
+		t.Errorf("read back %+v %v", got, ok)
+	}
+	for _, bad := range []string{`"dnspolicy-group=1 group=east lease=abcd1234"`, `"dnspolicy-group=2 group=east lease=a healthy=true"`,
+		`"dnspolicy-group=1 group= lease=a healthy=true"`, `"dnspolicy-group=1 group=east lease=a healthy=true x=y"`} {
+		e := ep.DeepCopy()
+		e.Targets[0] = bad
+		if _, ok := ParseMember(e); ok {
+			t.Errorf("%s read as a member", bad)
+		}
+	}
+}

@@ -18,8 +18,8 @@ type pendingBatch struct {
 	expired       []string // owners the waiters withdraw as gone (plan.Result.Withdrawn)
 	// active are the active groups of the waiters that remove inactive groups' records, nil when
 	// none does (registry.Zone.CheckCleanup).
-	active []string
-	waiters       []*planned
+	active  []string
+	waiters []*planned
 	// changes is the batch sent: the sum of the waiters' changes, built when the batch closes.
 	changes *batch.Changes
 }

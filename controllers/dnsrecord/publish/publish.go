@@ -113,6 +113,12 @@ type Leases struct {
 	// Every is the renewal period, Duration what the lease asks readers to wait (0: never expire
 	// us), Tolerance what this reader adds to others' durations.
 	Every, Duration, Tolerance time.Duration
+	// Group, set when automatic failover is on, is this cluster's failover group: every queue then
+	// renews the lease whether or not a claim names it, with a member record beside it
+	// (groups.Member) saying the group and Healthy's answer for the zone's domain (nil: healthy),
+	// and reads the other clusters' (Publisher.GroupsAlive).
+	Group   string
+	Healthy func(zone string) bool
 }
 
 // Options tune the queues.

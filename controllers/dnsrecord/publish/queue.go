@@ -10,6 +10,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/goroutine"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/groups"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/plan"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
@@ -64,6 +65,9 @@ type queue struct {
 	// them, and contact, under mu (Publisher.Leases reads them from the scrape).
 	survey  lease.Survey
 	renewal Renewal
+	// members are the other clusters' failover group member records the latest read found, by
+	// lease key (Leases.Group).
+	members map[string]groups.Member
 	// contact is when the zone was last read.
 	contact time.Time
 	// renewing is the period start of the lease value the cycle's renewal wanted, zero when it
