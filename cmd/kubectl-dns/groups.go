@@ -119,18 +119,7 @@ func activeGroupsTXT(ctx context.Context, t *target) (*v1alpha1.Endpoint, error)
 	if err != nil {
 		return nil, err
 	}
-	return findActiveGroupsTXT(view.Endpoints, t.zone.DNSName), nil
-}
-
-// findActiveGroupsTXT is the active-groups TXT of zone among eps, nil when there is none.
-func findActiveGroupsTXT(eps []*v1alpha1.Endpoint, zone string) *v1alpha1.Endpoint {
-	name := groups.RecordName(v1alpha1.NormalizeName(zone))
-	for _, ep := range eps {
-		if ep.RecordType == v1alpha1.RecordTypeTXT && v1alpha1.NormalizeName(ep.DNSName) == name && len(ep.Targets) > 0 {
-			return ep
-		}
-	}
-	return nil
+	return groups.FindTXT(view.Endpoints, t.zone.DNSName), nil
 }
 
 func printActiveGroups(w io.Writer, t *target, txt *v1alpha1.Endpoint) {
@@ -154,7 +143,7 @@ func setActiveGroups(ctx context.Context, w io.Writer, t *target, dryRun bool, e
 	if err != nil {
 		return err
 	}
-	txt := findActiveGroupsTXT(view.Endpoints, t.zone.DNSName)
+	txt := groups.FindTXT(view.Endpoints, t.zone.DNSName)
 	var current []string
 	if txt != nil {
 		if current, err = groups.ParseTarget(txt.Targets[0]); err != nil {
@@ -166,7 +155,7 @@ func setActiveGroups(ctx context.Context, w io.Writer, t *target, dryRun bool, e
 		fmt.Fprintf(w, "active groups unchanged (%s): nothing to do\n", listOrNone(current))
 		return nil
 	}
-	changes := activeGroupsChanges(v1alpha1.NormalizeName(t.zone.DNSName), txt, next)
+	changes := groups.Changes(v1alpha1.NormalizeName(t.zone.DNSName), txt, next)
 	fmt.Fprintf(w, "active groups: %s -> %s\n", listOrNone(current), listOrNone(next))
 	for i := range changes.UpdateOld {
 		fmt.Fprintf(w, "  update %s: %s -> %s\n", keyString(changes.UpdateOld[i].Key()), valueString(changes.UpdateOld[i]), valueString(changes.UpdateNew[i]))
@@ -189,21 +178,6 @@ func setActiveGroups(ctx context.Context, w io.Writer, t *target, dryRun bool, e
 	}
 	fmt.Fprintln(w, "applied")
 	return nil
-}
-
-// activeGroupsChanges is the batch that takes the TXT txt (nil: none) of zone to list next.
-func activeGroupsChanges(zone string, txt *v1alpha1.Endpoint, next []string) *batch.Changes {
-	switch {
-	case len(next) == 0:
-		return &batch.Changes{Delete: []*v1alpha1.Endpoint{txt}}
-	case txt == nil:
-		return &batch.Changes{Create: []*v1alpha1.Endpoint{
-			v1alpha1.NewEndpoint(groups.RecordName(zone), v1alpha1.RecordTypeTXT, groups.RecordTTL, groups.Target(next)),
-		}}
-	}
-	updated := txt.DeepCopy()
-	updated.Targets[0] = groups.Target(next)
-	return &batch.Changes{UpdateOld: []*v1alpha1.Endpoint{txt}, UpdateNew: []*v1alpha1.Endpoint{updated}}
 }
 
 func listOrNone(gs []string) string {
