@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/groups"
 )
 
