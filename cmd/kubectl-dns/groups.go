@@ -51,8 +51,11 @@ func (c *cli) removeActiveGroupCommand() *cobra.Command {
 		Short: "Make a failover group inactive in a zone: its controllers stop publishing there",
 		Long: `remove-active-group takes GROUP out of the zone's kuadrant-active-groups TXT, and deletes the TXT
 when no group is left, as Kuadrant's CLI does. Controllers started with --group GROUP then write
-nothing to the zone (their records say Ready=False MemberOfInactiveGroup); what they published
-stays until they withdraw it. --dry-run prints the change and changes nothing.`,
+nothing to the zone (their records say Ready=False MemberOfInactiveGroup), and the controllers of
+the groups still active remove, at their next quiet pass, what the inactive groups' owners
+published (Kuadrant's cleanup): the command prints it per name, as the zone holds it now. With no
+group left active nothing is removed. --dry-run prints the change and what the cleanup would remove,
+and changes nothing.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] == "" {
@@ -164,6 +167,12 @@ func setActiveGroups(ctx context.Context, w io.Writer, t *target, dryRun bool, e
 	}
 	for _, e := range changes.Create {
 		fmt.Fprintf(w, "  create %s\n", formatEndpoint(e))
+	}
+	if slices.ContainsFunc(current, func(g string) bool { return !slices.Contains(next, g) }) {
+		// A group loses activity: what the controllers of the groups left do about it.
+		if err := printCleanup(w, v1alpha1.NormalizeName(t.zone.DNSName), view.Endpoints, next); err != nil {
+			return err
+		}
 	}
 	if dryRun {
 		fmt.Fprintln(w, "dry run: nothing was changed")
