@@ -43,6 +43,8 @@ func (r *Reconciler) checkGroup(ctx context.Context, s *scope) (ctrl.Result, boo
 		return pass.Continue()
 	}
 	active := r.activeGroups(ctx, s)
+	r.observeGroups(s, active)
+	active = r.runFailover(ctx, s, active)
 	rec.Status.ActiveGroups = strings.Join(active, ",")
 	groupInfo.WithLabelValues(rec.Namespace, rec.Name, group).Set(1)
 	if groups.Active(group, active) {
@@ -51,6 +53,9 @@ func (r *Reconciler) checkGroup(ctx context.Context, s *scope) (ctrl.Result, boo
 		r.setActive(s, metav1.ConditionTrue, v1alpha1.ReasonMemberOfActiveGroup, v1alpha1.MessageMemberOfActiveGroup)
 		return pass.Continue()
 	}
+	// It publishes nothing, yet with automatic failover its cluster's lease and member record go
+	// on being renewed in the zone: the other clusters judge its group by them.
+	r.Publisher.Keep(s.provider, s.backend.Account, s.zone, s.key.String(), rec.Status.OwnerID)
 	groupActive.WithLabelValues(rec.Namespace, rec.Name, group).Set(0)
 	r.setActive(s, metav1.ConditionFalse, v1alpha1.ReasonNotMemberOfActiveGroup, v1alpha1.MessageNotMemberOfActiveGroup)
 	r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonMemberOfInactiveGroup, v1alpha1.MessageMemberOfInactiveGroup)

@@ -142,6 +142,9 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, 
 		// What the health rules left in is what this owner wants published now.
 		desired = decision.Endpoints
 		notPublishing = r.reportHealth(s, decision)
+		if len(r.Options.FailoverOrder) > 0 {
+			r.failover.setHealth(s.zone.DNSName, s.key, !notPublishing)
+		}
 	}
 	unpublished := unpublishedConflicts(desired, out.Plan)
 	switch {
@@ -168,6 +171,17 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, 
 		r.setReady(s, metav1.ConditionTrue, v1alpha1.ReasonProviderSuccess, v1alpha1.MessageProviderSuccess)
 	}
 	res := r.recheck(s, out.Wrote)
+	if len(s.activeGroups) > 0 && (out.Wrote || len(r.Options.FailoverOrder) > 0) {
+		// The cleanup of inactive groups waits for a quiet pass (Kuadrant's rule): after a write it
+		// comes one ValidationRetry later rather than a MinRecheck. With automatic failover another
+		// cluster may switch the zone's groups at any moment: an active record reads them as often
+		// as an inactive one does, so that it stops within InactiveGroupRecheck of a switch this
+		// controller did not make (one it made requeues its records at once, failover.go).
+		res.RequeueAfter = min(res.RequeueAfter, pass.Jitter(r.inactiveGroupRecheck()))
+		if out.Wrote {
+			res.RequeueAfter = r.Options.ValidationRetry
+		}
+	}
 	if s.probing != nil {
 		// Other owners' health statements are read, and this owner's renewed, at least once per
 		// renewal period.
