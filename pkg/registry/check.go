@@ -57,7 +57,6 @@ func (z *Zone) Check(owners []string, expired []string, changes *batch.Changes) 
 }
 
 func (g *gate) check(changes *batch.Changes) error {
-	z := g.zone
 	for _, e := range changes.Create {
 		if err := g.checkCreate(e); err != nil {
 			return err
@@ -74,7 +73,7 @@ func (g *gate) check(changes *batch.Changes) error {
 		}
 	}
 	for _, e := range changes.Require {
-		if cur := z.endpoints[e.Key()]; cur == nil || !cur.SameValues(e) {
+		if cur := g.zone.endpoints[e.Key()]; cur == nil || !cur.SameValues(e) {
 			return refuse("requires %s", mismatch(e, cur))
 		}
 	}
@@ -105,8 +104,7 @@ type gate struct {
 	newNames  map[string]bool
 	// withdrawn are the claims the batch deletes.
 	withdrawn []*Claim
-	// active are the zone's active failover groups for a batch that retires the claims of the
-	// others (CheckCleanup); nil for any other batch.
+	// active: the zone's active failover groups for a cleanup batch (CheckCleanup), else nil.
 	active []string
 }
 
