@@ -21,7 +21,7 @@ import (
 // controller's clock, and writes its decision.
 //
 // Evidence of a group's liveness: this cluster's own group is alive while its records in the zone
-// pass their health checks (any probed record publishes an address, or none is probed); another
+// pass their health checks (an address of a probed record passes, or none is probed); another
 // group is alive while one of its clusters' member records (groups.Member, renewed by the publish
 // queues with the lease) names a lease that is live by this reader's clock and says healthy.
 
@@ -36,7 +36,7 @@ type zoneGroups struct {
 	// records are this controller's grouped records in the zone, requeued when the active groups
 	// change.
 	records map[types.NamespacedName]bool
-	// health says, for each probed record of the zone, whether it publishes an address.
+	// health says, for each probed record of the zone, whether an address of it passes.
 	health map[types.NamespacedName]bool
 }
 
@@ -70,7 +70,7 @@ func (f *failover) forget(key types.NamespacedName) {
 	}
 }
 
-// setHealth records whether a probed record of zone publishes an address.
+// setHealth records whether a probed record of zone has an address passing its health checks.
 func (f *failover) setHealth(zone string, key types.NamespacedName, ok bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -78,7 +78,7 @@ func (f *failover) setHealth(zone string, key types.NamespacedName, ok bool) {
 }
 
 // Healthy reports whether this cluster's records in zone pass their health checks: one of its
-// probed records publishes an address, or none is probed. The publish queues write it into the
+// probed records has an address that passes (or is not reported yet), or none is probed. The publish queues write it into the
 // cluster's member record (publish.Leases.Healthy).
 func (r *Reconciler) Healthy(zone string) bool {
 	r.failover.mu.Lock()

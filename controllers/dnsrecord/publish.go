@@ -143,7 +143,12 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, 
 		desired = decision.Endpoints
 		notPublishing = r.reportHealth(s, decision)
 		if len(r.Options.FailoverOrder) > 0 {
-			r.failover.setHealth(s.zone.DNSName, s.key, !notPublishing)
+			// Whether an address passes, not whether one is published: the last addresses of an
+			// owner stay published when every one fails (fail-open), and a group that serves only
+			// failing addresses is the one to fail over from. Addresses not yet reported count as
+			// passing, so a start or a new record is no reason to switch.
+			passing := decision.AnyHealthy || decision.Reported < decision.Probed
+			r.failover.setHealth(s.zone.DNSName, s.key, passing)
 		}
 	}
 	unpublished := unpublishedConflicts(desired, out.Plan)
