@@ -14,6 +14,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/groups"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/health"
 )
 
 // Automatic failover (Options.FailoverOrder; off by default) and the spreading of a switch to this
@@ -135,7 +136,7 @@ func (r *Reconciler) runFailover(ctx context.Context, s *scope, active []string)
 	if len(o.FailoverOrder) == 0 || s.provider == nil {
 		return active
 	}
-	others, ok := r.Publisher.GroupsAlive(s.backend.Account, s.zone)
+	others, ok := r.Publisher.GroupsAlive(s.backend.Account, s.zone, o.FailoverOrder)
 	if !ok {
 		return active // the zone not read yet: no evidence of the others
 	}
@@ -222,4 +223,15 @@ func listOrNone(gs []string) string {
 		return "none"
 	}
 	return strings.Join(gs, ",")
+}
+
+// passing reports whether an address passes its health check or has not reported yet: what an
+// inactive record, which makes no health decision, says of its group's health.
+func passing(probes map[string]health.State) bool {
+	for _, st := range probes {
+		if st != health.Unhealthy {
+			return true
+		}
+	}
+	return len(probes) == 0
 }

@@ -56,6 +56,16 @@ func (r *Reconciler) checkGroup(ctx context.Context, s *scope) (ctrl.Result, boo
 	// It publishes nothing, yet with automatic failover its cluster's lease and member record go
 	// on being renewed in the zone: the other clusters judge its group by them.
 	r.Publisher.Keep(s.provider, s.backend.Account, s.zone, s.key.String(), rec.Status.OwnerID)
+	if len(r.Options.FailoverOrder) > 0 {
+		// Its probes go on, so that its group can be judged alive again (fail-back) by whether an
+		// address passes: the pass that publishes does not run.
+		if res, done, err := r.ensureProbes(ctx, s); done {
+			return res, done, err
+		}
+		if s.probing != nil {
+			r.failover.setHealth(s.zone.DNSName, s.key, passing(s.probing.probes))
+		}
+	}
 	groupActive.WithLabelValues(rec.Namespace, rec.Name, group).Set(0)
 	r.setActive(s, metav1.ConditionFalse, v1alpha1.ReasonNotMemberOfActiveGroup, v1alpha1.MessageNotMemberOfActiveGroup)
 	r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonMemberOfInactiveGroup, v1alpha1.MessageMemberOfInactiveGroup)

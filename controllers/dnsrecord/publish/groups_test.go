@@ -26,12 +26,17 @@ func TestGroupMembersJudgedAlive(t *testing.T) {
 	provB := &cutProvider{Provider: provider(store)}
 	publish(t, pa, provider(store), zone, Request{OwnerID: "a1", Record: "ns/a", Desired: []*v1alpha1.Endpoint{a("s.example.com", "10.0.0.1")}})
 	pb.Keep(provB, "account", zone, "ns/b", "b1")
+	// A group no member record names: alive for a lease's duration and tolerance after the first
+	// read (the reader may not have seen its member yet), then not.
+	if got, ok := pa.GroupsAlive("account", zone, []string{"g3"}); !ok || !got["g3"] {
+		t.Errorf("a group never seen, just after the first read: %v %v, want alive", got, ok)
+	}
 
 	alive := func(p *Publisher, group string, want bool, within time.Duration) {
 		t.Helper()
 		deadline := time.Now().Add(within)
 		for {
-			got, ok := p.GroupsAlive("account", zone)
+			got, ok := p.GroupsAlive("account", zone, []string{"g1", "g2"})
 			if ok && got[group] == want {
 				return
 			}
@@ -55,6 +60,7 @@ func TestGroupMembersJudgedAlive(t *testing.T) {
 	// Cut off: b's lease stops changing, and expires at a after its duration and a's tolerance.
 	provB.cut.Store(true)
 	alive(pa, "g2", false, 15*time.Second)
+	alive(pa, "g3", false, time.Second)
 }
 
 // Without a failover group a publisher keeps nothing and reads no members.
@@ -66,7 +72,7 @@ func TestKeepWithoutFailoverDoesNothing(t *testing.T) {
 	if q, _ := p.Queues(); q != 0 {
 		t.Errorf("%d queues", q)
 	}
-	if _, ok := p.GroupsAlive("account", zone); ok {
+	if _, ok := p.GroupsAlive("account", zone, []string{"g1", "g2"}); ok {
 		t.Error("members read without a failover group")
 	}
 }

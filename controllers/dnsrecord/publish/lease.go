@@ -159,6 +159,9 @@ func (q *queue) surveyLeases(v *view, eps []*v1alpha1.Endpoint) {
 			}
 		}
 	}
+	if q.firstRead.IsZero() {
+		q.firstRead = v.at
+	}
 	q.contact, q.survey, q.members = v.at, survey, members
 	q.renewal.Needed = survey.Named[own] > 0 || l.Group != ""
 	q.mu.Unlock()
@@ -272,15 +275,19 @@ func (q *queue) leases(now time.Time) (ZoneLeases, bool) {
 	return z, true
 }
 
-// GroupsAlive returns, as the queue of account and zone last read it, the failover groups of other
-// clusters' member records (groups.Member), each true while some member of it holds a live lease
-// by this reader's clock and says healthy. False when no queue serves the zone or it has not read
-// the zone yet, or automatic failover is off (Leases.Group).
-func (p *Publisher) GroupsAlive(account string, zone providers.Zone) (map[string]bool, bool) {
+// GroupsAlive returns, as the queue of account and zone last read it, whether each of groups is
+// alive: some cluster's member record (groups.Member) of it names a lease that is live by this
+// reader's clock and says healthy. A group no member record names counts as alive until the queue
+// has read the zone for a lease's duration and tolerance, as a lease first seen does: a reader that
+// has just started, or reads a view up to Options.MaxAge old, may not have seen a member that is
+// there. False when no queue serves the zone, it has not read the zone yet, or automatic failover
+// is off (Leases.Group).
+func (p *Publisher) GroupsAlive(account string, zone providers.Zone, groups []string) (map[string]bool, bool) {
 	p.mu.Lock()
 	q := p.queues[queueKey{account, zone.ID}]
 	p.mu.Unlock()
-	if q == nil || p.opts.Leases.Group == "" {
+	l := p.opts.Leases
+	if q == nil || l.Group == "" {
 		return nil, false
 	}
 	q.mu.Lock()
@@ -288,10 +295,20 @@ func (p *Publisher) GroupsAlive(account string, zone providers.Zone) (map[string
 	if q.contact.IsZero() {
 		return nil, false
 	}
-	alive := map[string]bool{}
+	alive, named := map[string]bool{}, map[string]bool{}
 	for key, m := range q.members {
 		v, ok := q.survey.Verdicts[key]
 		alive[m.Group] = alive[m.Group] || ok && !v.Expired && m.Healthy
+		named[m.Group] = true
+	}
+	wait := l.Duration
+	if wait <= 0 {
+		wait = lease.DefaultDuration
+	}
+	for _, g := range groups {
+		if !named[g] {
+			alive[g] = p.now().Sub(q.firstRead) <= wait+l.Tolerance
+		}
 	}
 	return alive, true
 }

@@ -68,8 +68,8 @@ type queue struct {
 	// members are the other clusters' failover group member records the latest read found, by
 	// lease key (Leases.Group).
 	members map[string]groups.Member
-	// contact is when the zone was last read.
-	contact time.Time
+	// contact is when the zone was last read, firstRead when first.
+	contact, firstRead time.Time
 	// renewing is the period start of the lease value the cycle's renewal wanted, zero when it
 	// wanted none (the lease is not needed); the cycle's alone.
 	renewing time.Time
