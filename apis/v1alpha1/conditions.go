@@ -111,6 +111,14 @@ const (
 	// ReasonOwnerWithdrawn is the reason of the event on a record whose pass withdrew another
 	// cluster's owner, whose lease had expired, from a name they shared.
 	ReasonOwnerWithdrawn = "OwnerWithdrawn"
+	// ReasonInactiveGroupsRemoved is the reason of the event on a record of an active failover
+	// group whose quiet pass removed from its zone what inactive groups' owners had published.
+	ReasonInactiveGroupsRemoved = "InactiveGroupsRemoved"
+	// ReasonGroupFailover is the reason of the event on a record whose controller switched its
+	// zone's active groups by itself (automatic failover, --group-failover-order), and
+	// ReasonGroupFailoverFailed of the Warning when the switch could not be written.
+	ReasonGroupFailover       = "GroupFailover"
+	ReasonGroupFailoverFailed = "GroupFailoverFailed"
 	// ReasonRepublished is the reason of the event (and, until the next pass, the Leases condition)
 	// on a record whose published records were gone from the zone, withdrawn by another cluster that
 	// counted this one's lease expired or deleted by hand, and were published again.

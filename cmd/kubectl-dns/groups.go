@@ -11,7 +11,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/groups"
 )
 
@@ -52,8 +51,11 @@ func (c *cli) removeActiveGroupCommand() *cobra.Command {
 		Short: "Make a failover group inactive in a zone: its controllers stop publishing there",
 		Long: `remove-active-group takes GROUP out of the zone's kuadrant-active-groups TXT, and deletes the TXT
 when no group is left, as Kuadrant's CLI does. Controllers started with --group GROUP then write
-nothing to the zone (their records say Ready=False MemberOfInactiveGroup); what they published
-stays until they withdraw it. --dry-run prints the change and changes nothing.`,
+nothing to the zone (their records say Ready=False MemberOfInactiveGroup), and the controllers of
+the groups still active remove, at their next quiet pass, what the inactive groups' owners
+published (Kuadrant's cleanup): the command prints it per name, as the zone holds it now. With no
+group left active nothing is removed. --dry-run prints the change and what the cleanup would remove,
+and changes nothing.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if args[0] == "" {
@@ -119,18 +121,7 @@ func activeGroupsTXT(ctx context.Context, t *target) (*v1alpha1.Endpoint, error)
 	if err != nil {
 		return nil, err
 	}
-	return findActiveGroupsTXT(view.Endpoints, t.zone.DNSName), nil
-}
-
-// findActiveGroupsTXT is the active-groups TXT of zone among eps, nil when there is none.
-func findActiveGroupsTXT(eps []*v1alpha1.Endpoint, zone string) *v1alpha1.Endpoint {
-	name := groups.RecordName(v1alpha1.NormalizeName(zone))
-	for _, ep := range eps {
-		if ep.RecordType == v1alpha1.RecordTypeTXT && v1alpha1.NormalizeName(ep.DNSName) == name && len(ep.Targets) > 0 {
-			return ep
-		}
-	}
-	return nil
+	return groups.FindTXT(view.Endpoints, t.zone.DNSName), nil
 }
 
 func printActiveGroups(w io.Writer, t *target, txt *v1alpha1.Endpoint) {
@@ -154,7 +145,7 @@ func setActiveGroups(ctx context.Context, w io.Writer, t *target, dryRun bool, e
 	if err != nil {
 		return err
 	}
-	txt := findActiveGroupsTXT(view.Endpoints, t.zone.DNSName)
+	txt := groups.FindTXT(view.Endpoints, t.zone.DNSName)
 	var current []string
 	if txt != nil {
 		if current, err = groups.ParseTarget(txt.Targets[0]); err != nil {
@@ -166,7 +157,7 @@ func setActiveGroups(ctx context.Context, w io.Writer, t *target, dryRun bool, e
 		fmt.Fprintf(w, "active groups unchanged (%s): nothing to do\n", listOrNone(current))
 		return nil
 	}
-	changes := activeGroupsChanges(v1alpha1.NormalizeName(t.zone.DNSName), txt, next)
+	changes := groups.Changes(v1alpha1.NormalizeName(t.zone.DNSName), txt, next)
 	fmt.Fprintf(w, "active groups: %s -> %s\n", listOrNone(current), listOrNone(next))
 	for i := range changes.UpdateOld {
 		fmt.Fprintf(w, "  update %s: %s -> %s\n", keyString(changes.UpdateOld[i].Key()), valueString(changes.UpdateOld[i]), valueString(changes.UpdateNew[i]))
@@ -176,6 +167,12 @@ func setActiveGroups(ctx context.Context, w io.Writer, t *target, dryRun bool, e
 	}
 	for _, e := range changes.Create {
 		fmt.Fprintf(w, "  create %s\n", formatEndpoint(e))
+	}
+	if slices.ContainsFunc(current, func(g string) bool { return !slices.Contains(next, g) }) {
+		// A group loses activity: what the controllers of the groups left do about it.
+		if err := printCleanup(w, v1alpha1.NormalizeName(t.zone.DNSName), view.Endpoints, next); err != nil {
+			return err
+		}
 	}
 	if dryRun {
 		fmt.Fprintln(w, "dry run: nothing was changed")
@@ -189,21 +186,6 @@ func setActiveGroups(ctx context.Context, w io.Writer, t *target, dryRun bool, e
 	}
 	fmt.Fprintln(w, "applied")
 	return nil
-}
-
-// activeGroupsChanges is the batch that takes the TXT txt (nil: none) of zone to list next.
-func activeGroupsChanges(zone string, txt *v1alpha1.Endpoint, next []string) *batch.Changes {
-	switch {
-	case len(next) == 0:
-		return &batch.Changes{Delete: []*v1alpha1.Endpoint{txt}}
-	case txt == nil:
-		return &batch.Changes{Create: []*v1alpha1.Endpoint{
-			v1alpha1.NewEndpoint(groups.RecordName(zone), v1alpha1.RecordTypeTXT, groups.RecordTTL, groups.Target(next)),
-		}}
-	}
-	updated := txt.DeepCopy()
-	updated.Targets[0] = groups.Target(next)
-	return &batch.Changes{UpdateOld: []*v1alpha1.Endpoint{txt}, UpdateNew: []*v1alpha1.Endpoint{updated}}
 }
 
 func listOrNone(gs []string) string {

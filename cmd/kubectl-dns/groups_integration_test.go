@@ -15,7 +15,7 @@ import (
 // reads its groups alike.
 func TestActiveGroupCommandsRoute53(t *testing.T) {
 	f := newFixture(t, "groups-")
-	txt := func() *v1alpha1.Endpoint { return findActiveGroupsTXT(f.read(t), zoneName) }
+	txt := func() *v1alpha1.Endpoint { return groups.FindTXT(f.read(t), zoneName) }
 
 	out := f.run(t, "get-active-groups", "--zone", zoneName, "--secret", "provider")
 	contains(t, "get-active-groups on an empty zone", out, "no kuadrant-active-groups.example.com TXT: no group is active")

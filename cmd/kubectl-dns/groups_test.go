@@ -19,7 +19,7 @@ func (m *memZone) activeTXT() string {
 	if err != nil {
 		m.t.Fatal(err)
 	}
-	txt := findActiveGroupsTXT(view.Endpoints, m.z.DNSName)
+	txt := groups.FindTXT(view.Endpoints, m.z.DNSName)
 	if txt == nil {
 		return ""
 	}

@@ -106,6 +106,14 @@ type Options struct {
 	// DefaultInactiveGroupRecheck). See groups.go.
 	Group                string
 	InactiveGroupRecheck time.Duration
+	// FailoverOrder, when set, turns automatic failover on (failover.go, groups.Decide): the
+	// groups in order of preference (--group-failover-order); FailoverAfter is how long the active
+	// group may be without a live member (--group-failover-after), FailoverHoldDown how long after
+	// a switch an earlier group may take over again (--group-failover-hold-down). An active grouped
+	// record then re-checks at least every InactiveGroupRecheck too, so its controller judges the
+	// zone's groups that often.
+	FailoverOrder                   []string
+	FailoverAfter, FailoverHoldDown time.Duration
 }
 
 func (o Options) maxTTL() int64 {
@@ -149,7 +157,10 @@ type Reconciler struct {
 	memory memory
 	// tracker remembers when other owners' health statements changed (package health).
 	tracker health.Tracker
-	// replans carries the passes the publisher asks for (Replan) to the controller's queue.
+	// failover is what the controller knows of its zones' failover groups (failover.go).
+	failover failover
+	// replans carries the passes the publisher asks for (Replan), and those a change of a zone's
+	// active groups asks for (failover.go), to the controller's queue.
 	replans atomic.Pointer[chan event.TypedGenericEvent[reconcile.Request]]
 }
 
@@ -218,6 +229,8 @@ type scope struct {
 	labels map[string]string
 	// probing holds the states of the record's probes when its addresses are probed.
 	probing *probing
+	// activeGroups are the zone's active failover groups when the record is of one of them (checkGroup).
+	activeGroups []string
 }
 
 // providerName is the provider label of the record: the name of what writes it, or of the backend
@@ -380,6 +393,7 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result
 // forget drops what this process keeps for a record that is gone.
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.memory.forget(key)
+	r.failover.forget(key)
 	r.backends.Forget(key)
 	r.Publisher.Release(key.String())
 	r.tracker.Forget(key.String())

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -31,7 +32,11 @@ const SecretKeyLeaseExpiry = "DNSPOLICY_LEASE_EXPIRY"
 
 // Replan asks the records of owners for a pass now. It never blocks the publisher.
 func (r *Reconciler) Replan(owners []string) {
-	keys := r.memory.recordsOf(owners)
+	r.requeue(r.memory.recordsOf(owners))
+}
+
+// requeue asks the records keys for a pass now. It never blocks.
+func (r *Reconciler) requeue(keys []types.NamespacedName) {
 	events := r.replans.Load()
 	if len(keys) == 0 || events == nil {
 		return

@@ -78,6 +78,14 @@ var (
 		Name: "dns_record_group_active",
 		Help: "1 while the group of a grouped DNSRecord is listed in its zone's kuadrant-active-groups TXT (the record publishes), 0 while it is not (it publishes nothing).",
 	}, []string{"dns_record_namespace", "dns_record_name", "group"})
+	inactiveGroupCleanups = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dns_record_inactive_group_cleanup_total",
+		Help: "Batches in which a record of an active failover group removed from its zone what owners of inactive groups had published, by zone and the cleaning record's group.",
+	}, []string{"zone", "group"})
+	groupFailovers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dnspolicy_group_failovers_total",
+		Help: "Switches of a zone's active failover groups made by this controller's automatic failover, by zone and the groups before and after (joined by \",\").",
+	}, []string{"zone", "from", "to"})
 )
 
 // recordLabels select a record's group series.
@@ -154,7 +162,7 @@ func registerLeaseMetrics(p *publish.Publisher) error {
 
 func init() {
 	metrics.Registry.MustRegister(reconcileDuration, recordPasses, recordWrites, conflicts, ownersWithdrawn, recordsByReason,
-		kuadrantWriteCounter, kuadrantRecordReady, kuadrantAuthoritativeSpec, groupInfo, groupActive)
+		kuadrantWriteCounter, kuadrantRecordReady, kuadrantAuthoritativeSpec, groupInfo, groupActive, inactiveGroupCleanups, groupFailovers)
 	// Every field's series exists from the start, so an alert or panel on its increase sees the
 	// first conflict (a series born at 1 shows no increase).
 	for _, f := range []string{plan.FieldTargets, plan.FieldTTL, plan.FieldType, plan.FieldProviderSpecific, plan.FieldOwnership} {

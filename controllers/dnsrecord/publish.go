@@ -126,7 +126,7 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, 
 	}
 	r.setProviderAccepted(s, desired, roundRobin)
 	req := publish.Request{OwnerID: rec.Status.OwnerID, Group: rec.Status.Group, Previous: rec.Status.Endpoints, Desired: desired, Named: statementNames(rec),
-		KeepExpired: r.keepExpired(s.backend), Record: s.key.String()}
+		KeepExpired: r.keepExpired(s.backend), Record: s.key.String(), CleanupGroups: s.activeGroups}
 	r.memory.remember(rec.Status.OwnerID, s.key)
 	var decision *health.Decision
 	if s.probing != nil {
@@ -141,11 +141,20 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, 
 	}
 	r.recordOutcome(s, out)
 	r.reportLeases(s, req.Previous, out)
+	r.reportCleanup(s, out)
 	notPublishing := false
 	if decision != nil {
 		// What the health rules left in is what this owner wants published now.
 		desired = decision.Endpoints
 		notPublishing = r.reportHealth(s, decision)
+		if len(r.Options.FailoverOrder) > 0 {
+			// Whether an address passes, not whether one is published: the last addresses of an
+			// owner stay published when every one fails (fail-open), and a group that serves only
+			// failing addresses is the one to fail over from. Addresses not yet reported count as
+			// passing, so a start or a new record is no reason to switch.
+			passing := decision.AnyHealthy || decision.Reported < decision.Probed
+			r.failover.setHealth(s.zone.DNSName, s.key, passing)
+		}
 	}
 	unpublished := unpublishedConflicts(desired, out.Plan)
 	switch {
@@ -172,6 +181,17 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, 
 		r.setReady(s, metav1.ConditionTrue, v1alpha1.ReasonProviderSuccess, v1alpha1.MessageProviderSuccess)
 	}
 	res := r.recheck(s, out.Wrote)
+	if len(s.activeGroups) > 0 && (out.Wrote || len(r.Options.FailoverOrder) > 0) {
+		// The cleanup of inactive groups waits for a quiet pass (Kuadrant's rule): after a write it
+		// comes one ValidationRetry later rather than a MinRecheck. With automatic failover another
+		// cluster may switch the zone's groups at any moment: an active record reads them as often
+		// as an inactive one does, so that it stops within InactiveGroupRecheck of a switch this
+		// controller did not make (one it made requeues its records at once, failover.go).
+		res.RequeueAfter = min(res.RequeueAfter, pass.Jitter(r.inactiveGroupRecheck()))
+		if out.Wrote {
+			res.RequeueAfter = r.Options.ValidationRetry
+		}
+	}
 	if s.probing != nil {
 		// Other owners' health statements are read, and this owner's renewed, at least once per
 		// renewal period.

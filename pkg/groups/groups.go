@@ -19,6 +19,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
 )
 
 const (
@@ -143,3 +146,32 @@ func Without(groups []string, group string) []string {
 }
 
 func unquote(s string) string { return strings.Trim(s, `"`) }
+
+// FindTXT is the active-groups TXT of zone among eps, nil when there is none.
+func FindTXT(eps []*v1alpha1.Endpoint, zone string) *v1alpha1.Endpoint {
+	name := RecordName(v1alpha1.NormalizeName(zone))
+	for _, ep := range eps {
+		if ep.RecordType == v1alpha1.RecordTypeTXT && v1alpha1.NormalizeName(ep.DNSName) == name && len(ep.Targets) > 0 {
+			return ep
+		}
+	}
+	return nil
+}
+
+// Changes is the batch that takes the active-groups TXT txt (nil: none) of zone to list next, as
+// the CLI writes it: created when missing, deleted when next is empty, else its first string
+// replaced. The TXT belongs to no owner: the batch goes straight to the provider, as Kuadrant's CLI
+// sends it.
+func Changes(zone string, txt *v1alpha1.Endpoint, next []string) *batch.Changes {
+	switch {
+	case len(next) == 0:
+		return &batch.Changes{Delete: []*v1alpha1.Endpoint{txt}}
+	case txt == nil:
+		return &batch.Changes{Create: []*v1alpha1.Endpoint{
+			v1alpha1.NewEndpoint(RecordName(zone), v1alpha1.RecordTypeTXT, RecordTTL, Target(next)),
+		}}
+	}
+	updated := txt.DeepCopy()
+	updated.Targets[0] = Target(next)
+	return &batch.Changes{UpdateOld: []*v1alpha1.Endpoint{txt}, UpdateNew: []*v1alpha1.Endpoint{updated}}
+}

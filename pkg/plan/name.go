@@ -22,6 +22,8 @@ type claimant struct {
 	expired bool
 	// held: the claim was in the zone before this plan (ours only once we claimed the key).
 	held bool
+	// retired: the owner is in a failover group that is not active (Input.CleanupGroups).
+	retired bool
 }
 
 // holds reports whether c is a live owner that claimed the key before this plan: an owner that
@@ -136,6 +138,12 @@ func (p *planner) planName(name string) error {
 	party := slices.ContainsFunc(slots, func(s *slot) bool {
 		return s.claims() || s.record != nil && s.record.Claim(p.owner) != nil
 	})
+	// Elsewhere only the records of inactive groups change, and not where a live claim waits
+	// unpublished: its owner decides what the name publishes once they are gone.
+	cleaning := !party && len(p.active) > 0
+	if cleaning && slices.ContainsFunc(slots, func(s *slot) bool { return !s.human && s.current == nil && len(s.claimants) > 0 }) {
+		return nil
+	}
 	values := make([]*value, len(slots))
 	for i, s := range slots {
 		if s.candidate() && s.cname() == cname {
@@ -152,9 +160,13 @@ func (p *planner) planName(name string) error {
 				return err
 			}
 		}
-		if party {
+		switch {
+		case party:
 			p.recordChange(s, v)
-		} else {
+		case cleaning && slices.ContainsFunc(s.withdrawn, p.isRetired):
+			s.withdrawn = slices.DeleteFunc(s.withdrawn, func(c *registry.Claim) bool { return !p.isRetired(c) })
+			p.recordChange(s, v)
+		default:
 			s.withdrawn = nil
 		}
 		p.claimChange(s)
@@ -285,7 +297,7 @@ func (p *planner) claimExpired(c *registry.Claim) bool {
 		return true
 	}
 	l := c.Lease()
-	return l != "" && l != p.lease && p.leaseExpired != nil && p.leaseExpired(l)
+	return p.isRetired(c) || l != "" && l != p.lease && p.leaseExpired != nil && p.leaseExpired(l)
 }
 
 func (p *planner) gatherClaimants(s *slot) {
@@ -298,7 +310,7 @@ func (p *planner) gatherClaimants(s *slot) {
 			}
 			// A legacy TXT names no lease and is shared by its owners: no plan withdraws it.
 			wish := p.wishOf(c, s.key)
-			cl := claimant{owner: c.Owner, wish: wish, unknown: wish == nil, expired: !c.Legacy && p.claimExpired(c), held: true}
+			cl := claimant{owner: c.Owner, wish: wish, unknown: wish == nil, expired: !c.Legacy && p.claimExpired(c), held: true, retired: p.isRetired(c)}
 			if cl.unknown && s.current != nil {
 				// Kuadrant's owners do not write their wish; the record as published is the best
 				// reading of it, and keeps the record as it is when such an owner wins.
@@ -319,9 +331,13 @@ func (p *planner) gatherClaimants(s *slot) {
 			s.gone = append(s.gone, c)
 		}
 	}
-	if slices.ContainsFunc(s.claimants, func(c claimant) bool { return !c.expired }) {
+	switch {
+	case slices.ContainsFunc(s.claimants, func(c claimant) bool { return !c.expired }):
 		s.claimants = slices.DeleteFunc(s.claimants, func(c claimant) bool { return c.expired })
-	} else {
+	case len(s.claimants) > 0 && !slices.ContainsFunc(s.claimants, func(c claimant) bool { return !c.retired }):
+		// Only inactive groups' owners hold the record: it goes with them (Input.CleanupGroups).
+		s.claimants = nil
+	default:
 		// Only expired owners hold the record: it stays as they left it.
 		s.withdrawn = nil
 	}
@@ -403,6 +419,7 @@ func (p *planner) recordChange(s *slot, v *value) {
 	switch {
 	case s.human:
 	case v != nil && s.current != nil && !claims:
+		p.retireTargets(s)
 	case v != nil && s.current == nil:
 		p.changes.Create = append(p.changes.Create, v.record)
 	case v != nil && !sameRecord(v.record, s.current):
@@ -439,7 +456,11 @@ func (p *planner) claimChange(s *slot) {
 	for _, c := range s.withdrawn {
 		p.changes.Delete = append(p.changes.Delete, c.TXT)
 		deleted[c] = true
-		p.withdrawn[c.Owner] = true
+		if p.isRetired(c) {
+			p.retired[c.Owner], p.retiredAt[s.key.DNSName] = true, true
+		} else {
+			p.withdrawn[c.Owner] = true
+		}
 	}
 	p.requireRemainingClaim(s, deleted, ourStays)
 }

@@ -97,6 +97,15 @@ type Input struct {
 	// Group is this owner's failover group ("" none): its claims carry it as Kuadrant's grouped
 	// controllers write them (registry.NewTXTInGroup), and a claim without it is rewritten with it.
 	Group string
+	// CleanupGroups, when not empty, are the zone's active failover groups as this owner, a member
+	// of one of them, read them: the plan also removes what the owners of other groups published
+	// (registry.Claim.Retired), as Kuadrant's active controllers do after a quiet pass. Their claims
+	// count as gone wherever they are: at names this owner claims, as expired owners' do; at any
+	// other name, a record only they claim goes with their claims (unless a live claim there is on
+	// a key left unpublished), and their targets leave a record others claim, nothing else of it
+	// changing. Ungrouped owners' records and humans' are never touched. The batch passes
+	// registry.Zone.CheckCleanup.
+	CleanupGroups []string
 }
 
 // Result is a plan.
@@ -115,6 +124,11 @@ type Result struct {
 	// Withdrawn are the gone owners (Input.Expired, Input.LeaseExpired) whose claims the changes
 	// delete, sorted.
 	Withdrawn []string
+	// Retired are the owners of inactive failover groups (Input.CleanupGroups) whose claims the
+	// changes delete, sorted.
+	Retired []string
+	// RetiredNames are the names where the changes delete or take targets from records for them.
+	RetiredNames []string
 }
 
 // Conflict is one field of one record where this owner's wish is not what is published.
@@ -160,6 +174,9 @@ func Plan(in Input) (*Result, error) {
 	for _, name := range p.zone.Names(p.owner) {
 		names[name] = true
 	}
+	for _, name := range p.retiredNames() {
+		names[name] = true
+	}
 	for _, name := range sortedKeys(names) {
 		if err := p.planName(name); err != nil {
 			return nil, err
@@ -196,6 +213,11 @@ type planner struct {
 	// leaseExpired is Input.LeaseExpired; withdrawn the gone owners whose claims the plan deletes.
 	leaseExpired func(string) bool
 	withdrawn    map[string]bool
+	// active is Input.CleanupGroups; retired the owners of other groups whose claims the plan
+	// deletes, at retiredAt names.
+	active    []string
+	retired   map[string]bool
+	retiredAt map[string]bool
 
 	changes   batch.Changes
 	published []*v1alpha1.Endpoint
@@ -229,6 +251,9 @@ func newPlanner(in Input) (*planner, error) {
 		leaseExpired: in.LeaseExpired,
 		withdrawn:    map[string]bool{},
 		owners:       map[string]bool{},
+		active:       in.CleanupGroups,
+		retired:      map[string]bool{},
+		retiredAt:    map[string]bool{},
 	}
 	for _, o := range in.Expired {
 		if o == in.OwnerID {
@@ -320,7 +345,8 @@ func (p *planner) result() *Result {
 		}
 		return a.Field < b.Field
 	})
-	return &Result{Changes: &p.changes, Published: p.published, Conflicts: p.conflicts, Owners: sortedKeys(p.owners), Withdrawn: sortedKeys(p.withdrawn)}
+	return &Result{Changes: &p.changes, Published: p.published, Conflicts: p.conflicts, Owners: sortedKeys(p.owners), Withdrawn: sortedKeys(p.withdrawn),
+		Retired: sortedKeys(p.retired), RetiredNames: sortedKeys(p.retiredAt)}
 }
 
 func sortChanges(c *batch.Changes) {

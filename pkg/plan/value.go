@@ -137,6 +137,11 @@ func (p *planner) union(s *slot) v1alpha1.Targets {
 					explained[v1alpha1.NormalizeName(t)] = true
 				}
 			}
+			if p.isRetired(c) {
+				for _, t := range c.GroupTargets() {
+					explained[v1alpha1.NormalizeName(t)] = true
+				}
+			}
 		}
 		if prev := p.previous[s.key]; prev != nil {
 			for _, t := range prev.Targets {

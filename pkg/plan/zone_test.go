@@ -151,6 +151,8 @@ type owner struct {
 	published []*v1alpha1.Endpoint
 	local     func(string) bool
 	known     func(string, v1alpha1.EndpointKey) *v1alpha1.Endpoint
+	// active, when set, are the zone's active groups, for a plan that removes the others' records.
+	active []string
 }
 
 // step plans for one owner against the zone, checks the batch as the controller would, applies it
@@ -167,12 +169,12 @@ func step(t testing.TB, z strictZone, o *owner, desired []*v1alpha1.Endpoint, ex
 func tryStep(z strictZone, o *owner, desired []*v1alpha1.Endpoint, expired ...string) (*Result, error) {
 	current, previous := z.endpoints(), o.published
 	in := Input{OwnerID: o.id, ZoneName: "example.com", Current: current, Previous: previous, Desired: desired, Expired: expired,
-		Local: o.local, Known: o.known, Group: o.group}
+		Local: o.local, Known: o.known, Group: o.group, CleanupGroups: o.active}
 	res, err := Plan(in)
 	if err != nil {
 		return nil, fmt.Errorf("%s: Plan: %w", o.id, err)
 	}
-	if err := registry.Read(current).Check([]string{o.id}, expired, res.Changes); err != nil {
+	if err := registry.Read(current).CheckCleanup([]string{o.id}, expired, o.active, res.Changes); err != nil {
 		return nil, fmt.Errorf("%s: Check refused the plan: %w\n%s", o.id, err, describeChanges(res.Changes))
 	}
 	if err := z.apply(res.Changes); err != nil {

@@ -53,6 +53,10 @@ func (z *Zone) Check(owners []string, expired []string, changes *batch.Changes) 
 	if err != nil {
 		return err
 	}
+	return g.check(changes)
+}
+
+func (g *gate) check(changes *batch.Changes) error {
 	for _, e := range changes.Create {
 		if err := g.checkCreate(e); err != nil {
 			return err
@@ -69,7 +73,7 @@ func (z *Zone) Check(owners []string, expired []string, changes *batch.Changes) 
 		}
 	}
 	for _, e := range changes.Require {
-		if cur := z.endpoints[e.Key()]; cur == nil || !cur.SameValues(e) {
+		if cur := g.zone.endpoints[e.Key()]; cur == nil || !cur.SameValues(e) {
 			return refuse("requires %s", mismatch(e, cur))
 		}
 	}
@@ -100,6 +104,8 @@ type gate struct {
 	newNames  map[string]bool
 	// withdrawn are the claims the batch deletes.
 	withdrawn []*Claim
+	// active: the zone's active failover groups for a cleanup batch (CheckCleanup), else nil.
+	active []string
 }
 
 func (z *Zone) newGate(owners, expired []string, c *batch.Changes) (*gate, error) {
@@ -247,7 +253,7 @@ func (g *gate) checkUpdate(old, updated *v1alpha1.Endpoint) error {
 		return refuse("updates %s and leaves it without an owner", describe(old))
 	}
 	if !g.ownersClaim(r.Owners()) && !g.ownersClaim(after) {
-		return refuse("updates %s, which %s does not claim", describe(old), g.ownerList())
+		return g.checkRetiredUpdate(old, updated)
 	}
 	return nil
 }
@@ -264,7 +270,7 @@ func (g *gate) checkDelete(e *v1alpha1.Endpoint) error {
 		if claim == nil {
 			return refuse("deletes TXT %s, which is not an ownership record", e.DNSName)
 		}
-		if !g.owners[claim.Owner] && !g.expired[claim.Owner] {
+		if !g.owners[claim.Owner] && !g.expired[claim.Owner] && !g.retired(claim) {
 			return refuse("deletes TXT %s of owner %s", e.DNSName, claim.Owner)
 		}
 		return nil
@@ -282,6 +288,9 @@ func (g *gate) checkDelete(e *v1alpha1.Endpoint) error {
 	}
 	if len(after) > 0 && g.otherKindWins(e, after) {
 		return g.checkParty(e) // it lost a record-type conflict, as a party to the name sees
+	}
+	if len(after) == 0 && g.allRetired(r) {
+		return g.checkRetiredDelete(e) // only inactive groups held it (CheckCleanup)
 	}
 	if len(after) > 0 {
 		return refuse("deletes %s, which %v still claim", describe(e), after)
@@ -465,7 +474,8 @@ func (g *gate) checkWithdrawals() error {
 		}
 		if !g.owners[c.Owner] {
 			live := slices.ContainsFunc(owners, func(o string) bool { return !g.expired[o] })
-			if !live && !(g.deleted[c.Record] && g.goneMember(g.zone.records[c.Record])) {
+			retiredOnly := g.retired(c) && g.allRetired(g.zone.records[c.Record]) && !g.existsAfter(c.Record)
+			if !live && !retiredOnly && !(g.deleted[c.Record] && g.goneMember(g.zone.records[c.Record])) {
 				return refuse("withdraws expired owner %s from %s %s, which no live owner claims", c.Owner, c.Record.RecordType, c.Record.DNSName)
 			}
 		}

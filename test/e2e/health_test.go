@@ -207,6 +207,14 @@ func healthOf(t *testing.T, cl *conflictCluster) string {
 // returns a function that asks it for the host 40 times and returns the addresses answered, sorted.
 func serveZone(t *testing.T, read func() ([]*v1alpha1.Endpoint, error), zone, host string) func(t *testing.T) []string {
 	t.Helper()
+	_, answers := serveZoneAt(t, read, zone, host)
+	return answers
+}
+
+// serveZoneAt is serveZone, also returning the server's address (for a provider Secret's
+// NAMESERVERS: the controllers read the zone's active failover groups from it).
+func serveZoneAt(t *testing.T, read func() ([]*v1alpha1.Endpoint, error), zone, host string) (string, func(t *testing.T) []string) {
+	t.Helper()
 	server, err := dnsserver.New(dnsserver.Options{Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
@@ -245,7 +253,7 @@ func serveZone(t *testing.T, read func() ([]*v1alpha1.Endpoint, error), zone, ho
 			}
 		}
 	}()
-	return func(t *testing.T) []string {
+	return server.Addr().String(), func(t *testing.T) []string {
 		seen := map[string]bool{}
 		c := &dns.Client{Timeout: 2 * time.Second}
 		for range 40 {

@@ -87,6 +87,7 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 		recordOpts.MaxTTL = o.MaxTTL
 		recordOpts.DelegationRole = o.DelegationRole
 		recordOpts.Group = o.Group
+		recordOpts.FailoverOrder, recordOpts.FailoverAfter, recordOpts.FailoverHoldDown = o.FailoverOrder, o.FailoverAfter, o.FailoverHoldDown
 		recordOpts.Grants, recordOpts.GrantsAllBackends = o.Grants.Grants, o.Grants.AllBackends()
 		r := &dnsrecord.Reconciler{
 			Client:       mgr.GetClient(),
@@ -115,6 +116,11 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 				every = lease.DefaultEvery
 			}
 			popts.Leases = publish.Leases{Holder: holder, Every: every, Duration: o.OwnerLeases.Duration, Tolerance: lease.DefaultTolerance}
+			if len(o.FailoverOrder) > 0 {
+				// Automatic failover: the lease and a member record are renewed in every zone, so
+				// that the other groups' controllers can judge this one's group (docs/failover-groups.md).
+				popts.Leases.Group, popts.Leases.Healthy = o.Group, r.Healthy
+			}
 		}
 		r.Publisher = publish.New(popts)
 		// A stopped manager stops renewing: its leases age and expire at the other clusters.

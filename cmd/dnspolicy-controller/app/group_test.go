@@ -3,6 +3,7 @@ package app
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // --group as Kuadrant's: at most 16 characters, none of its separators; GROUP is Kuadrant's
@@ -40,5 +41,29 @@ func TestParseGroup(t *testing.T) {
 				t.Errorf("group %q, want %q", o.Group, tc.want)
 			}
 		})
+	}
+}
+
+// Automatic failover is off by default; --group-failover-order turns it on, and is refused without
+// --group, without this controller's group in it, or with a bad or repeated name.
+func TestParseGroupFailover(t *testing.T) {
+	o, err := Parse(nil, env(nil))
+	if err != nil || len(o.FailoverOrder) != 0 || o.FailoverAfter != time.Minute || o.FailoverHoldDown != 10*time.Minute {
+		t.Fatalf("defaults: order %v, after %v, hold-down %v, %v", o.FailoverOrder, o.FailoverAfter, o.FailoverHoldDown, err)
+	}
+	o, err = Parse([]string{"--group=g2", "--group-failover-order= g1, g2 ", "--group-failover-after=5s", "--group-failover-hold-down=40s"}, env(nil))
+	if err != nil || strings.Join(o.FailoverOrder, ",") != "g1,g2" || o.FailoverAfter != 5*time.Second || o.FailoverHoldDown != 40*time.Second {
+		t.Fatalf("order %v, after %v, hold-down %v, %v", o.FailoverOrder, o.FailoverAfter, o.FailoverHoldDown, err)
+	}
+	for _, bad := range [][]string{
+		{"--group-failover-order=g1,g2"},
+		{"--group=g3", "--group-failover-order=g1,g2"},
+		{"--group=g1", "--group-failover-order=g1,g1"},
+		{"--group=g1", "--group-failover-order=g1,a;b"},
+		{"--group=g1", "--group-failover-order=g1,g2", "--group-failover-after=0s"},
+	} {
+		if _, err := Parse(bad, env(nil)); err == nil || !strings.Contains(err.Error(), "--group-failover") {
+			t.Errorf("Parse(%v) = %v, want a --group-failover error", bad, err)
+		}
 	}
 }

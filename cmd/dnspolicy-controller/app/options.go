@@ -4,6 +4,7 @@
 package app
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -103,6 +104,11 @@ type Options struct {
 	// Group is the failover group of every record this controller reconciles (--group, Kuadrant's
 	// flag; its environment variable GROUP is read too): "" is ungrouped (package groups).
 	Group string
+	// FailoverOrder turns automatic failover on (--group-failover-order, groups.Decide): the
+	// groups in order of preference. FailoverAfter (--group-failover-after) and FailoverHoldDown
+	// (--group-failover-hold-down) are its delays (docs/failover-groups.md).
+	FailoverOrder                   []string
+	FailoverAfter, FailoverHoldDown time.Duration
 }
 
 // OwnerLeaseOptions set owner leases: each cluster renews a lease record in the zones where it shares
@@ -253,10 +259,35 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 // groupFlag defines --group (Kuadrant's GROUP sets it too, through kuadrantEnv); the function it
 // returns, called once the command line is parsed, validates it.
 func (o *Options) groupFlag(fs *flag.FlagSet) func() error {
+	order := fs.String("group-failover-order", "", "Comma-separated failover groups in order of preference: turns automatic failover on (needs --group). When the active group has had no live member for --group-failover-after, the next live group of the order is made active; an earlier one takes over again after --group-failover-hold-down. Empty: off.")
+	fs.DurationVar(&o.FailoverAfter, "group-failover-after", time.Minute, "How long the active failover group must have no live member (lease and health checks) before the next group of --group-failover-order is made active; also how long an earlier group must be alive before it takes over again.")
+	fs.DurationVar(&o.FailoverHoldDown, "group-failover-hold-down", 10*time.Minute, "Least time after a switch of the active failover groups before a group earlier in --group-failover-order takes over again.")
 	fs.StringVar(&o.Group, "group", o.Group, fmt.Sprintf("Failover group of every record this controller reconciles (at most %d characters, none of ;&,\"' or space): its records are published only while the zone's kuadrant-active-groups TXT lists it. Empty: ungrouped, always published. Kuadrant's variable %s is read too.", groups.MaxNameLength, KuadrantGroupEnv))
 	return func() error {
 		if err := groups.Validate(o.Group); err != nil {
 			return fmt.Errorf("--group: %w", err)
+		}
+		o.FailoverOrder = nil
+		for g := range strings.SplitSeq(*order, ",") {
+			if g = strings.TrimSpace(g); g == "" {
+				continue
+			}
+			if err := groups.Validate(g); err != nil {
+				return fmt.Errorf("--group-failover-order: %q: %w", g, err)
+			}
+			if slices.Contains(o.FailoverOrder, g) {
+				return fmt.Errorf("--group-failover-order: %q is listed twice", g)
+			}
+			o.FailoverOrder = append(o.FailoverOrder, g)
+		}
+		switch {
+		case len(o.FailoverOrder) == 0:
+		case o.Group == "":
+			return errors.New("--group-failover-order needs --group: an ungrouped controller is in no group to fail over")
+		case !slices.Contains(o.FailoverOrder, o.Group):
+			return fmt.Errorf("--group-failover-order %s does not list this controller's --group %s", strings.Join(o.FailoverOrder, ","), o.Group)
+		case o.FailoverAfter <= 0 || o.FailoverHoldDown < 0:
+			return errors.New("--group-failover-after must be positive and --group-failover-hold-down not negative")
 		}
 		return nil
 	}

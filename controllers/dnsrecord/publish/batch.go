@@ -16,7 +16,10 @@ type pendingBatch struct {
 	require       map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
 	owners        []string
 	expired       []string // owners the waiters withdraw as gone (plan.Result.Withdrawn)
-	waiters       []*planned
+	// active are the active groups of the waiters that remove inactive groups' records, nil when
+	// none does (registry.Zone.CheckCleanup).
+	active  []string
+	waiters []*planned
 	// changes is the batch sent: the sum of the waiters' changes, built when the batch closes.
 	changes *batch.Changes
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/batch"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/groups"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
@@ -19,15 +20,23 @@ func (q *queue) renewalWaiter(waiters []*waiter, prov providers.Provider) *waite
 	if l.Holder == "" || slices.ContainsFunc(waiters, func(w *waiter) bool { return w.req.renewal }) {
 		return nil
 	}
-	name := lease.RecordName(l.Holder, q.zone.DNSName)
-	return &waiter{prov: prov, done: make(chan result, 1), req: Request{OwnerID: l.Holder, renewal: true, Named: []string{name},
+	names := []string{lease.RecordName(l.Holder, q.zone.DNSName)}
+	if l.Group != "" {
+		names = append(names, groups.MemberRecordName(l.Holder, q.zone.DNSName))
+	}
+	return &waiter{prov: prov, done: make(chan result, 1), req: Request{OwnerID: l.Holder, renewal: true, Named: names,
 		Wish: func(*registry.Zone) (desired, named []*v1alpha1.Endpoint) {
 			// The lease is kept while a claim of this cluster names it (as of the last read, or
-			// written since), and goes with the last.
+			// written since), and goes with the last; with a failover group, always.
 			if q.renewal.Needed {
 				renewed := lease.Renew(l.Holder, q.now(), l.Every, l.Duration)
 				q.renewing = renewed.Renewed
-				return nil, []*v1alpha1.Endpoint{renewed.Record(q.zone.DNSName)}
+				named = []*v1alpha1.Endpoint{renewed.Record(q.zone.DNSName)}
+				if l.Group != "" {
+					m := groups.Member{Group: l.Group, Lease: lease.Key(l.Holder), Healthy: l.Healthy == nil || l.Healthy(q.zone.DNSName)}
+					named = append(named, m.Record(l.Holder, q.zone.DNSName))
+				}
+				return nil, named
 			}
 			q.renewing = time.Time{}
 			return nil, nil
@@ -142,8 +151,19 @@ func (q *queue) surveyLeases(v *view, eps []*v1alpha1.Endpoint) {
 	// Under q.mu for the metrics' snapshot (Publisher.Leases); the cycle, their only writer, reads
 	// them without.
 	q.mu.Lock()
-	q.contact, q.survey = v.at, survey
-	q.renewal.Needed = survey.Named[own] > 0
+	members := map[string]groups.Member{}
+	if l.Group != "" {
+		for _, ep := range eps {
+			if m, ok := groups.ParseMember(ep); ok && m.Lease != own {
+				members[m.Lease] = m
+			}
+		}
+	}
+	if q.firstRead.IsZero() {
+		q.firstRead = v.at
+	}
+	q.contact, q.survey, q.members = v.at, survey, members
+	q.renewal.Needed = survey.Named[own] > 0 || l.Group != ""
 	q.mu.Unlock()
 	var replan []string
 	for key, verdict := range q.survey.Verdicts {
@@ -253,4 +273,64 @@ func (q *queue) leases(now time.Time) (ZoneLeases, bool) {
 	}
 	sort.Slice(z.Leases, func(i, j int) bool { return z.Leases[i].Key < z.Leases[j].Key })
 	return z, true
+}
+
+// GroupsAlive returns, as the queue of account and zone last read it, whether each of groups is
+// alive: some cluster's member record (groups.Member) of it names a lease that is live by this
+// reader's clock and says healthy. A group no member record names counts as alive until the queue
+// has read the zone for a lease's duration and tolerance, as a lease first seen does: a reader that
+// has just started, or reads a view up to Options.MaxAge old, may not have seen a member that is
+// there. False when no queue serves the zone, it has not read the zone yet, or automatic failover
+// is off (Leases.Group).
+func (p *Publisher) GroupsAlive(account string, zone providers.Zone, groups []string) (map[string]bool, bool) {
+	p.mu.Lock()
+	q := p.queues[queueKey{account, zone.ID}]
+	p.mu.Unlock()
+	l := p.opts.Leases
+	if q == nil || l.Group == "" {
+		return nil, false
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.contact.IsZero() {
+		return nil, false
+	}
+	alive, named := map[string]bool{}, map[string]bool{}
+	for key, m := range q.members {
+		v, ok := q.survey.Verdicts[key]
+		alive[m.Group] = alive[m.Group] || ok && !v.Expired && m.Healthy
+		named[m.Group] = true
+	}
+	wait := l.Duration
+	if wait <= 0 {
+		wait = lease.DefaultDuration
+	}
+	for _, g := range groups {
+		if !named[g] {
+			alive[g] = p.now().Sub(q.firstRead) <= wait+l.Tolerance
+		}
+	}
+	return alive, true
+}
+
+// Keep holds the queue of account and zone for record, whose owner publishes nothing now (a record
+// of an inactive failover group), so that the queue goes on renewing this cluster's lease and
+// member record while automatic failover is on: other clusters judge the group alive by them. A
+// queue that has not read its zone yet starts a renewal cycle at once; the renewals then keep
+// themselves going. With automatic failover off it does nothing.
+func (p *Publisher) Keep(prov providers.Provider, account string, zone providers.Zone, record, owner string) {
+	if p.opts.Leases.Group == "" || p.opts.Leases.Holder == "" {
+		return
+	}
+	q := p.hold(account, zone, Request{Record: record, OwnerID: owner})
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.prov = prov
+	if q.contact.IsZero() && q.renewTimer == nil && !q.closed {
+		if w := q.renewalWaiter(q.pending, prov); w != nil {
+			q.pending = append(q.pending, w)
+			q.arrive()
+			q.start()
+		}
+	}
 }

@@ -35,6 +35,10 @@ func (p *planned) planAgainst(q *queue, z *registry.Zone, previous []*v1alpha1.E
 		}
 	}
 	res, err := plan.Plan(in)
+	if err == nil && len(p.req.CleanupGroups) > 0 && res.Changes.Empty() {
+		in.CleanupGroups = p.req.CleanupGroups
+		res, err = plan.Plan(in)
+	}
 	if err != nil || len(p.req.Named) == 0 {
 		return res, err
 	}
@@ -98,7 +102,7 @@ func (q *queue) planAll(v *view, waiters []*waiter, caps providers.Capabilities,
 			q.renewal.Needed = true
 			q.mu.Unlock()
 		}
-		if err := v.zone.Check([]string{w.req.OwnerID}, res.Withdrawn, res.Changes); err != nil {
+		if err := v.zone.CheckCleanup([]string{w.req.OwnerID}, res.Withdrawn, w.req.CleanupGroups, res.Changes); err != nil {
 			p.err = providers.NewError(providers.Permanent, err)
 			continue
 		}
@@ -106,7 +110,11 @@ func (q *queue) planAll(v *view, waiters []*waiter, caps providers.Capabilities,
 			p.err = providers.Errorf(providers.Permanent, "the record needs %d changes at once, more than the provider takes in one batch", res.Changes.Len())
 			continue
 		}
-		if limited && len(cur.waiters) > 0 && (isolate || !caps.Fits(cur.sum(v.zone, res.Changes))) {
+		// A batch is gated with one reading of the active groups (CheckCleanup): a plan that
+		// removes inactive groups' records with another reading starts a batch of its own.
+		cleanup := len(res.Retired) > 0
+		if len(cur.waiters) > 0 && cleanup && cur.active != nil && !slices.Equal(cur.active, w.req.CleanupGroups) ||
+			limited && len(cur.waiters) > 0 && (isolate || !caps.Fits(cur.sum(v.zone, res.Changes))) {
 			closeBatch() // this waiter's changes start the next batch
 		}
 		before := map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{}
@@ -119,6 +127,9 @@ func (q *queue) planAll(v *view, waiters []*waiter, caps providers.Capabilities,
 			continue
 		}
 		cur.add(p, before, v.zone)
+		if cleanup {
+			cur.active = w.req.CleanupGroups
+		}
 	}
 	closeBatch()
 	for i := len(batches) - 1; i >= 0; i-- {

@@ -57,6 +57,12 @@ type Request struct {
 	// KeepExpired turns lease expiry off for this owner (its Secret says so): it withdraws no owner
 	// whose lease ran out.
 	KeepExpired bool
+	// CleanupGroups, for an owner of an active failover group, are the zone's active groups: when
+	// the owner's own plan changes nothing (a quiet pass, Kuadrant's rule: the active group's
+	// records are in before the others' go), it is planned again removing what the other groups'
+	// owners published (plan.Input.CleanupGroups), and the batch passes the gate for that
+	// (registry.Zone.CheckCleanup).
+	CleanupGroups []string
 	// Record names the record the request is for (namespace/name). The queue is kept while some
 	// record that published through it holds it: until Release, or until the record publishes
 	// through another queue. A request with no Record holds nothing.
@@ -75,6 +81,9 @@ type Outcome struct {
 	// they deleted (Plan, re-made after the write to check it, has neither).
 	Written   *batch.Changes
 	Withdrawn []string
+	// Retired are the owners of inactive failover groups whose claims the applied changes deleted,
+	// at RetiredNames (Request.CleanupGroups).
+	Retired, RetiredNames []string
 	// Validated is true when the zone holds what the plan publishes: the backend accepted every
 	// batch with its preconditions and serves what it wrote (Route 53: INSYNC), or nothing needed
 	// writing.
@@ -104,6 +113,12 @@ type Leases struct {
 	// Every is the renewal period, Duration what the lease asks readers to wait (0: never expire
 	// us), Tolerance what this reader adds to others' durations.
 	Every, Duration, Tolerance time.Duration
+	// Group, set when automatic failover is on, is this cluster's failover group: every queue then
+	// renews the lease whether or not a claim names it, with a member record beside it
+	// (groups.Member) saying the group and Healthy's answer for the zone's domain (nil: healthy),
+	// and reads the other clusters' (Publisher.GroupsAlive).
+	Group   string
+	Healthy func(zone string) bool
 }
 
 // Options tune the queues.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/goroutine"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/groups"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/plan"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
@@ -64,8 +65,11 @@ type queue struct {
 	// them, and contact, under mu (Publisher.Leases reads them from the scrape).
 	survey  lease.Survey
 	renewal Renewal
-	// contact is when the zone was last read.
-	contact time.Time
+	// members are the other clusters' failover group member records the latest read found, by
+	// lease key (Leases.Group).
+	members map[string]groups.Member
+	// contact is when the zone was last read, firstRead when first.
+	contact, firstRead time.Time
 	// renewing is the period start of the lease value the cycle's renewal wanted, zero when it
 	// wanted none (the lease is not needed); the cycle's alone.
 	renewing time.Time
@@ -317,7 +321,7 @@ func (q *queue) call(ctx context.Context) (context.Context, context.CancelFunc) 
 func (q *queue) applyAll(ctx context.Context, prov providers.Provider, v *view, batches []*pendingBatch) ([]*planned, *pendingBatch, error) {
 	var done []*planned
 	for _, b := range batches {
-		if err := v.zone.Check(b.owners, b.expired, b.changes); err != nil {
+		if err := v.zone.CheckCleanup(b.owners, b.expired, b.active, b.changes); err != nil {
 			// Every plan in it passed the check alone: summing them went wrong.
 			return done, b, providers.NewError(providers.Permanent, fmt.Errorf("batch of %d records refused: %w", len(b.waiters), err))
 		}
@@ -398,6 +402,7 @@ func (q *queue) outcome(res *plan.Result, z *registry.Zone, wrote, validated boo
 // written adds to an outcome what the request's applied plan changed.
 func (q *queue) written(out Outcome, applied *plan.Result) Outcome {
 	out.Written, out.Withdrawn = applied.Changes, applied.Withdrawn
+	out.Retired, out.RetiredNames = applied.Retired, applied.RetiredNames
 	for _, e := range applied.Changes.Delete {
 		// A withdrawn owner's lease, as judged when it was withdrawn: its claims are gone now.
 		if c, ok := registry.ParseTXT(e); ok && slices.Contains(applied.Withdrawn, c.Owner) {

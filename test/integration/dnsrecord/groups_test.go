@@ -83,9 +83,9 @@ func claimLabels(t *testing.T, data map[string]string, zone, owner, host string)
 // third ungrouped. The active groups are read from the zone's kuadrant-active-groups TXT on the
 // nameserver the provider Secret's NAMESERVERS names. With no TXT only the ungrouped cluster
 // publishes, and the grouped records say MemberOfInactiveGroup with Kuadrant's messages; listing
-// east publishes east's target, its claim naming its group as Kuadrant's do; listing both publishes both; taking east out again leaves what it
-// published (removing an inactive group's records is not done yet) and turns it inactive. The group
-// metrics follow, and go with a deleted record.
+// east publishes east's target, its claim naming its group as Kuadrant's do; listing both publishes both; listing west alone turns
+// east inactive, and west's controller removes east's target and claim (the cleanup), never the
+// ungrouped owner's. The group metrics follow, and go with a deleted record.
 func TestFailoverGroupsGatePublishing(t *testing.T) {
 	factory := providers.NewFactory()
 	factory.Register(v1alpha1.SecretTypeRFC2136, rfc2136.New)
@@ -182,14 +182,24 @@ func TestFailoverGroupsGatePublishing(t *testing.T) {
 	})
 
 	setActiveGroups(t, data, z, "west")
+	// East turns inactive and writes nothing; west's controller, at its next quiet pass, removes
+	// east's target and claim (Kuadrant's cleanup); the ungrouped target stays.
 	eventually(t, 60*time.Second, func() string {
-		return firstOf(inactive(members[0]), active(members[1], "west"))
+		return firstOf(inactive(members[0]), active(members[1], "west"), zoneHolds("10.9.0.2,10.9.0.3"))
 	})
-	// East wrote nothing since: its target stays until it is withdrawn or its record deleted.
-	if msg := zoneHolds("10.9.0.1,10.9.0.2,10.9.0.3"); msg != "" {
-		t.Error(msg)
+	if l := claimLabels(t, data, z, members[0].cl.get(t, "web").Status.OwnerID, host); l != nil {
+		t.Errorf("east's claim is still in the zone: %v", l)
 	}
-	// A record of an inactive group still withdraws what it published when deleted.
+	if l := claimLabels(t, data, z, members[2].cl.get(t, "web").Status.OwnerID, host); l == nil {
+		t.Error("the ungrouped owner's claim is gone")
+	}
+	eventually(t, 20*time.Second, func() string {
+		if v, ok := testenv.Metric("dns_record_inactive_group_cleanup_total", map[string]string{"zone": z, "group": "west"}); !ok || v < 1 {
+			return fmt.Sprintf("dns_record_inactive_group_cleanup_total{group=west} %v (present %v)", v, ok)
+		}
+		return ""
+	})
+	// A record of an inactive group, deleted, withdraws nothing more and goes.
 	members[0].cl.delete(t, "web")
 	eventually(t, 60*time.Second, func() string { return zoneHolds("10.9.0.2,10.9.0.3") })
 	eventually(t, 20*time.Second, func() string {
