@@ -156,5 +156,4 @@ const (
 	MessageOwnerIDInUse = "Owner ID %s belongs to namespace %s in this cluster (a DNSRecord there used it first): this record publishes nothing, and withdraws nothing when deleted, until it uses another owner ID or no record there uses this one"
 	// MessageRoundRobin names the host; the leaves are in status.endpoints.
 	MessageRoundRobin = "The DNS provider serving the zone answers every client alike and holds no weighted or geo records: the load-balanced tree is published as one set of its healthy leaves at %s, a round robin without weights or geography"
-
 )

@@ -82,57 +82,8 @@ func (c *clusterID) Get(ctx context.Context) (string, error) {
 func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, recordOpts dnsrecord.Options) error {
 	cluster := &clusterID{reader: mgr.GetAPIReader()}
 	if o.EnableRecordController {
-		recordOpts.NoSecretWatch = o.NoProviderSecretWatch
-		recordOpts.KeepExpired = !o.OwnerLeases.Expiry
-		recordOpts.MaxTTL = o.MaxTTL
-		recordOpts.DelegationRole = o.DelegationRole
-		recordOpts.Group = o.Group
-		recordOpts.FailoverOrder, recordOpts.FailoverAfter, recordOpts.FailoverHoldDown = o.FailoverOrder, o.FailoverAfter, o.FailoverHoldDown
-		recordOpts.Grants, recordOpts.GrantsAllBackends = o.Grants.Grants, o.Grants.AllBackends()
-		r := &dnsrecord.Reconciler{
-			Client:       mgr.GetClient(),
-			SecretReader: mgr.GetAPIReader(),
-			Factory:      factory,
-			Recorder:     mgr.GetEventRecorder("dnsrecord-controller"),
-			Options:      recordOpts,
-			// The probes it makes accept any certificate (--insecure-health-checks).
-			InsecureHealthChecks: o.InsecureHealthChecks,
-			// A delegation primary writes delegating records into authoritative records through
-			// Kuadrant's endpoint backend, as Kuadrant's primaries do.
-			Authoritative: func(namespace, secret string) providers.Provider {
-				return &endpoint.Authoritative{Client: mgr.GetClient(), Namespace: namespace, Secret: secret,
-					Labels: func(root, _ string) map[string]string { return endpoint.AuthoritativeLabels(root) }}
-			},
-		}
-		popts := publish.DefaultOptions()
-		popts.Replan = r.Replan
-		popts.Log = mgr.GetLogger().WithName("publish")
-		if holder, err := cluster.Get(context.Background()); err != nil {
-			// Without an ID this cluster cannot name its lease: it renews none, and withdraws no one.
-			ctrl.Log.Error(err, "owner leases are off: cannot read the cluster ID (the UID of Namespace kube-system)")
-		} else {
-			every := o.OwnerLeases.Every
-			if every == 0 {
-				every = lease.DefaultEvery
-			}
-			popts.Leases = publish.Leases{Holder: holder, Every: every, Duration: o.OwnerLeases.Duration, Tolerance: lease.DefaultTolerance}
-			if len(o.FailoverOrder) > 0 {
-				// Automatic failover: the lease and a member record are renewed in every zone, so
-				// that the other groups' controllers can judge this one's group (docs/failover-groups.md).
-				popts.Leases.Group, popts.Leases.Healthy = o.Group, r.Healthy
-			}
-		}
-		r.Publisher = publish.New(popts)
-		// A stopped manager stops renewing: its leases age and expire at the other clusters.
-		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			<-ctx.Done()
-			r.Publisher.Close()
-			return nil
-		})); err != nil {
+		if err := addRecordController(mgr, o, factory, recordOpts, cluster); err != nil {
 			return err
-		}
-		if err := r.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("dnsrecord controller: %w", err)
 		}
 	}
 	if o.EnableRecordController && !o.NoHealthProbeController {
@@ -164,46 +115,111 @@ func AddControllers(mgr ctrl.Manager, o Options, factory *providers.Factory, rec
 		}
 	}
 	if o.DNSServerAddress != "" {
-		keys, err := o.DNSServer.tsigKeys(context.Background(), mgr.GetAPIReader())
+		if err := addDNSServer(mgr, o, cluster); err != nil {
+			return fmt.Errorf("dns server: %w", err)
+		}
+	}
+	return nil
+}
+
+// addRecordController adds the DNSRecord controller with its publisher.
+func addRecordController(mgr ctrl.Manager, o Options, factory *providers.Factory, recordOpts dnsrecord.Options, cluster *clusterID) error {
+	recordOpts.NoSecretWatch = o.NoProviderSecretWatch
+	recordOpts.KeepExpired = !o.OwnerLeases.Expiry
+	recordOpts.MaxTTL = o.MaxTTL
+	recordOpts.DelegationRole = o.DelegationRole
+	recordOpts.Group = o.Group
+	recordOpts.FailoverOrder, recordOpts.FailoverAfter, recordOpts.FailoverHoldDown = o.FailoverOrder, o.FailoverAfter, o.FailoverHoldDown
+	recordOpts.Grants, recordOpts.GrantsAllBackends = o.Grants.Grants, o.Grants.AllBackends()
+	r := &dnsrecord.Reconciler{
+		Client:       mgr.GetClient(),
+		SecretReader: mgr.GetAPIReader(),
+		Factory:      factory,
+		Recorder:     mgr.GetEventRecorder("dnsrecord-controller"),
+		Options:      recordOpts,
+		// The probes it makes accept any certificate (--insecure-health-checks).
+		InsecureHealthChecks: o.InsecureHealthChecks,
+		// A delegation primary writes delegating records into authoritative records through
+		// Kuadrant's endpoint backend, as Kuadrant's primaries do.
+		Authoritative: func(namespace, secret string) providers.Provider {
+			return &endpoint.Authoritative{Client: mgr.GetClient(), Namespace: namespace, Secret: secret,
+				Labels: func(root, _ string) map[string]string { return endpoint.AuthoritativeLabels(root) }}
+		},
+	}
+	popts := publish.DefaultOptions()
+	popts.Replan = r.Replan
+	popts.Log = mgr.GetLogger().WithName("publish")
+	if holder, err := cluster.Get(context.Background()); err != nil {
+		// Without an ID this cluster cannot name its lease: it renews none, and withdraws no one.
+		ctrl.Log.Error(err, "owner leases are off: cannot read the cluster ID (the UID of Namespace kube-system)")
+	} else {
+		every := o.OwnerLeases.Every
+		if every == 0 {
+			every = lease.DefaultEvery
+		}
+		popts.Leases = publish.Leases{Holder: holder, Every: every, Duration: o.OwnerLeases.Duration, Tolerance: lease.DefaultTolerance}
+		if len(o.FailoverOrder) > 0 {
+			// Automatic failover: the lease and a member record are renewed in every zone, so
+			// that the other groups' controllers can judge this one's group (docs/failover-groups.md).
+			popts.Leases.Group, popts.Leases.Healthy = o.Group, r.Healthy
+		}
+	}
+	r.Publisher = publish.New(popts)
+	// A stopped manager stops renewing: its leases age and expire at the other clusters.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		r.Publisher.Close()
+		return nil
+	})); err != nil {
+		return err
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return fmt.Errorf("dnsrecord controller: %w", err)
+	}
+	return nil
+}
+
+// addDNSServer adds the embedded DNS server and the controller that feeds it.
+func addDNSServer(mgr ctrl.Manager, o Options, cluster *clusterID) error {
+	keys, err := o.DNSServer.tsigKeys(context.Background(), mgr.GetAPIReader())
+	if err != nil {
+		return err
+	}
+	sopts := o.dnsServerOptions(keys)
+	sopts.Log = mgr.GetLogger().WithName("dnsserver")
+	server, err := dnsserver.New(sopts)
+	if err != nil {
+		return err
+	}
+	r := &dnsservercontroller.Reconciler{
+		Client:        mgr.GetClient(),
+		Server:        server,
+		Nameservers:   o.DNSNameservers,
+		Secondaries:   o.DNSSecondaries,
+		Grants:        o.Grants.Grants,
+		Exports:       o.DNSServer.exportedZones(),
+		LeaseEvery:    o.OwnerLeases.Every,
+		LeaseDuration: o.OwnerLeases.Duration,
+	}
+	if r.LeaseEvery <= 0 {
+		r.LeaseEvery = lease.DefaultEvery
+	}
+	if r.Signing, err = o.signing(mgr); err != nil {
+		return err
+	}
+	if len(r.Exports) > 0 || o.DNSServer.hasPeers() {
+		// Exports name this cluster and carry its lease: without its ID there is neither.
+		id, err := cluster.Get(context.Background())
 		if err != nil {
-			return fmt.Errorf("dns server: %w", err)
+			return fmt.Errorf("exports and peers need the cluster ID (the UID of Namespace kube-system): %w", err)
 		}
-		sopts := o.dnsServerOptions(keys)
-		sopts.Log = mgr.GetLogger().WithName("dnsserver")
-		server, err := dnsserver.New(sopts)
-		if err != nil {
-			return fmt.Errorf("dns server: %w", err)
+		r.ClusterID = id
+		if r.Peers, err = o.DNSServer.peerPool(keys, o.DNSServerAddress, o.OwnerLeases.Duration, r.PeersChanged, mgr.GetLogger().WithName("peers")); err != nil {
+			return err
 		}
-		r := &dnsservercontroller.Reconciler{
-			Client:        mgr.GetClient(),
-			Server:        server,
-			Nameservers:   o.DNSNameservers,
-			Secondaries:   o.DNSSecondaries,
-			Grants:        o.Grants.Grants,
-			Exports:       o.DNSServer.exportedZones(),
-			LeaseEvery:    o.OwnerLeases.Every,
-			LeaseDuration: o.OwnerLeases.Duration,
-		}
-		if r.LeaseEvery <= 0 {
-			r.LeaseEvery = lease.DefaultEvery
-		}
-		if r.Signing, err = o.signing(mgr); err != nil {
-			return fmt.Errorf("dns server: %w", err)
-		}
-		if len(r.Exports) > 0 || o.DNSServer.hasPeers() {
-			// Exports name this cluster and carry its lease: without its ID there is neither.
-			id, err := cluster.Get(context.Background())
-			if err != nil {
-				return fmt.Errorf("dns server: exports and peers need the cluster ID (the UID of Namespace kube-system): %w", err)
-			}
-			r.ClusterID = id
-			if r.Peers, err = o.DNSServer.peerPool(keys, o.DNSServerAddress, o.OwnerLeases.Duration, r.PeersChanged, mgr.GetLogger().WithName("peers")); err != nil {
-				return fmt.Errorf("dns server: %w", err)
-			}
-		}
-		if err := r.SetupWithManager(mgr); err != nil {
-			return fmt.Errorf("dns server: %w", err)
-		}
+	}
+	if err := r.SetupWithManager(mgr); err != nil {
+		return err
 	}
 	return nil
 }
