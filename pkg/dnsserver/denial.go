@@ -16,6 +16,12 @@ import (
 // noData answers that the name (n, at namePos) holds no set of the type asked: the SOA, and in a
 // signed answer the NSEC listing what it holds.
 func (r *responder) noData(snap *snapshot, n *node, name []byte, namePos int, wild bool) {
+	if r.sign != nil && r.req.qtype == dns.TypeNSEC {
+		// The NSEC of a name that exists is what was asked: an answer, not a denial (a denial
+		// listing NSEC in its own bitmap would contradict itself, and validators refuse it).
+		r.putProofIn(n, name, namePos, wild, 0)
+		return
+	}
 	r.negative(snap)
 	r.putProof(n, name, namePos, wild)
 }
@@ -95,6 +101,11 @@ func (n *node) types(extra ...uint16) []uint16 {
 // holds, to the authority section. n is its node; nil for a name that does not exist (NXNAME).
 // wild says the name was synthesised from the wildcard node n.
 func (r *responder) putProof(n *node, owner []byte, ownerPos int, wild bool) {
+	r.putProofIn(n, owner, ownerPos, wild, 1)
+}
+
+// putProofIn is putProof into section sec: the answer section when the NSEC itself was asked for.
+func (r *responder) putProofIn(n *node, owner []byte, ownerPos int, wild bool, sec int) {
 	z := r.sign
 	if z == nil || r.overflow {
 		return
@@ -125,7 +136,7 @@ func (r *responder) putProof(n *node, owner []byte, ownerPos int, wild bool) {
 		z.dynamic.put(key, sg, z.stats)
 	}
 	if sg.nsec != nil {
-		r.putSet(sg.nsec, ownerPos, 1)
-		r.putSet(sg.rrsig, ownerPos, 1)
+		r.putSet(sg.nsec, ownerPos, sec)
+		r.putSet(sg.rrsig, ownerPos, sec)
 	}
 }

@@ -19,9 +19,9 @@ import (
 // its refresh window, so what a resolver caches is always valid for a week or more. Inception is an
 // hour (plus jitter) in the past, for validators whose clocks run behind ours.
 const (
-	sigLifetime = 14 * 24 * time.Hour
 	sigRefresh  = 7 * 24 * time.Hour
-	sigBucket   = 24 * time.Hour
+	sigBucket   = 7 * 24 * time.Hour
+	sigLifetime = sigBucket + sigRefresh
 	sigSkew     = time.Hour
 	// dnskeyTTL is the TTL of the DNSKEY, CDS and CDNSKEY sets when the keys carry none.
 	dnskeyTTL = 3600
@@ -160,10 +160,12 @@ func signingProblem(name, origin string, rrtype uint16) string {
 }
 
 // validity is when a signature of an owner's set made at now (Unix seconds) starts and ends, and
-// when it is made again. Time is cut into day-long buckets whose boundaries are shifted per set by
-// a hash of zone, owner and type; inception and expiration are the bucket's start moved by a hash
-// that adds the bucket. So replicas signing the same set in the same bucket agree to the second,
-// and the zone's sets reach their refresh windows spread over a day rather than all at once.
+// when it is made again. Time is cut into week-long buckets whose boundaries are shifted per set by
+// a hash of zone, owner and type. A signature made in a bucket starts an hour or two (a hash of the
+// bucket) before the bucket, ends sigLifetime after the bucket's start, and is made again when the
+// bucket ends, a week before it expires. So every replica that signs the set in that bucket, at
+// whatever moment, gives the same inception and expiration, and all make it again together; and the
+// zone's sets reach their refresh spread over the week rather than all at once.
 func (z *zoneSigning) validity(owner []byte, rrtype uint16, now int64) (inception, expiration uint32, refresh int64) {
 	h := fnv.New64a()
 	h.Write([]byte(z.origin))
@@ -180,8 +182,7 @@ func (z *zoneSigning) validity(owner []byte, rrtype uint16, now int64) (inceptio
 	jitter := h.Sum64()
 	skew := int64(sigSkew / time.Second)
 	inc := start - skew - int64(jitter%uint64(skew))
-	exp := start + int64(sigLifetime/time.Second) + int64((jitter>>32)%uint64(bucket))
-	return uint32(inc), uint32(exp), exp - int64(sigRefresh/time.Second)
+	return uint32(inc), uint32(start + int64(sigLifetime/time.Second)), start + bucket
 }
 
 func floorDiv(a, b int64) int64 {

@@ -305,6 +305,24 @@ func TestSignedAnswersVerify(t *testing.T) {
 				verifySigned(t, m, keys, ks)
 				checkDenial(t, m, "www.example.com.", dns.TypeA, dns.TypeAAAA, dns.TypeRRSIG, dns.TypeNSEC)
 			})
+			t.Run("the NSEC of a name asked for", func(t *testing.T) {
+				// An answer, not a denial: a NODATA whose NSEC lists NSEC would contradict itself.
+				m := exchange(t, s, "www.example.com.", dns.TypeNSEC, doQuery())
+				if m.Rcode != dns.RcodeSuccess || len(m.Ns) != 0 {
+					t.Fatalf("%v", m)
+				}
+				verifySigned(t, m, keys, ks)
+				var nsec *dns.NSEC
+				for _, rr := range m.Answer {
+					if n, ok := rr.(*dns.NSEC); ok {
+						nsec = n
+					}
+				}
+				if nsec == nil || nsec.Hdr.Name != "www.example.com." ||
+					!slices.Equal(nsec.TypeBitMap, []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeRRSIG, dns.TypeNSEC}) {
+					t.Fatalf("answer %v: want www's NSEC", m.Answer)
+				}
+			})
 			t.Run("NODATA at the apex", func(t *testing.T) {
 				m := exchange(t, s, "example.com.", dns.TypeTXT, doQuery())
 				verifySigned(t, m, keys, ks)
