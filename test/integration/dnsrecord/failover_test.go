@@ -176,7 +176,11 @@ func TestAutomaticGroupFailoverAndFailBack(t *testing.T) {
 	g1.stop()
 	stopped := time.Now()
 	eventually(t, 90*time.Second, func() string { return p.serving(t, g2) })
-	t.Logf("g2 active and answering %v after g1's controller stopped", time.Since(stopped).Round(100*time.Millisecond))
+	took := time.Since(stopped)
+	t.Logf("g2 active and answering %v after g1's controller stopped", took.Round(100*time.Millisecond))
+	if took < 3*time.Second+2*time.Second {
+		t.Errorf("g2 took over %v after g1 stopped, before g1's lease (3 s) and failover-after (2 s) could have run out", took)
+	}
 	if v := failovers(p.zone, "g1", "g2"); v != 1 {
 		t.Errorf("dnspolicy_group_failovers_total{from=g1,to=g2} = %v, want 1", v)
 	}
