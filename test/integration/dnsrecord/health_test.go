@@ -421,9 +421,14 @@ func TestRefusedProbeTarget(t *testing.T) {
 		if p.Status.Healthy == nil || *p.Status.Healthy || p.Status.Reason != reason || p.Status.Status != 0 {
 			return fmt.Sprintf("refused probe status %+v", p.Status)
 		}
-		return same(records(t, store, z), []string{host + " A 60 127.0.0.8"})
+		if msg := same(records(t, store, z), []string{host + " A 60 127.0.0.8"}); msg != "" {
+			return msg
+		}
+		// Waited for too: on loaded cores the allowed gateway's probe can miss a check and list it
+		// for a moment (CI once saw both addresses here).
+		if h := condition(cl.get(t, "web"), v1alpha1.ConditionTypeHealthy); !strings.Contains(h, "Not healthy addresses: ["+refusedGateway+"]") {
+			return "Healthy " + h
+		}
+		return ""
 	})
-	if h := condition(cl.get(t, "web"), v1alpha1.ConditionTypeHealthy); !strings.Contains(h, "Not healthy addresses: ["+refusedGateway+"]") {
-		t.Errorf("Healthy %s", h)
-	}
 }
