@@ -14,7 +14,6 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnssec"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
-	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 )
 
 var keysPolicy = dnssec.Policy{Algorithm: dnssec.ECDSAP256SHA256, DNSKEYTTL: time.Hour, MaxZoneTTL: time.Hour,
@@ -24,17 +23,14 @@ var keysPolicy = dnssec.Policy{Algorithm: dnssec.ECDSAP256SHA256, DNSKEYTTL: tim
 // server's address.
 func servedZone(t *testing.T, ring dnssec.Keyring) string {
 	t.Helper()
-	var s *dnsserver.Server
-	for attempt := 0; ; attempt++ {
-		var err error
-		if s, err = dnsserver.New(dnsserver.Options{Addr: freeport.Addr(t)}); err != nil {
-			t.Fatal(err)
-		}
-		if err = s.Start(); err == nil {
-			break
-		} else if attempt == 5 {
-			t.Fatal(err)
-		}
+	// Port 0: the server takes one free port for UDP and TCP alike, so no other test can take it
+	// between a pick and the bind.
+	s, err := dnsserver.New(dnsserver.Options{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -2,7 +2,6 @@ package dnsrecord
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,7 +11,6 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
-	"github.com/dnspolicy/dnspolicy-controller/pkg/zone"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 )
 
@@ -77,17 +75,9 @@ func (r *Reconciler) connectDelegatedForDeletion(ctx context.Context, s *scope) 
 	if s.backend.Records != nil || s.backend.Hosts != nil {
 		return ctrl.Result{}, false, nil
 	}
-	z, err := r.chooseZone(ctx, s)
-	switch {
-	case errors.Is(err, zone.ErrNoZone):
-		// No zone holds the host, so no authoritative record published anything of it.
-		res, err := r.removeFinalizer(ctx, s)
-		return res, true, err
-	case err != nil:
-		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonDNSProviderError, err.Error())
-		return ctrl.Result{}, true, err
+	if res, done, err := r.zoneForDeletion(ctx, s); done {
+		return res, done, err
 	}
-	s.zone = z
 	if done, err := r.intoAuthoritative(s); done {
 		return ctrl.Result{}, true, err
 	}

@@ -88,6 +88,13 @@ func (r *Reconciler) connectForDeletion(ctx context.Context, s *scope) (ctrl.Res
 	}
 	// The status never recorded a zone, yet the record may have written to one: find it as a
 	// publish would.
+	return r.zoneForDeletion(ctx, s)
+}
+
+// zoneForDeletion finds, as a publish would, the zone a deleted record may have written to: none
+// holding its host releases it, a refusal that will not pass releases it after the grace, anything
+// else waits.
+func (r *Reconciler) zoneForDeletion(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	z, err := r.chooseZone(ctx, s)
 	switch {
 	case errors.Is(err, zone.ErrNoZone):

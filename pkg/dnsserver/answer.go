@@ -2,6 +2,7 @@ package dnsserver
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/miekg/dns"
 )
@@ -347,9 +348,9 @@ func (rs *routedSet) geoCandidates(loc location, buf []int) ([]int, int8) {
 			var hit bool
 			switch level {
 			case geoCountry:
-				hit = loc.country != 0 && contains(m.countries, loc.country)
+				hit = loc.country != 0 && slices.Contains(m.countries, loc.country)
 			case geoContinent:
-				hit = loc.continent != 0 && contains(m.continents, loc.continent)
+				hit = loc.continent != 0 && slices.Contains(m.continents, loc.continent)
 			case geoDefault:
 				hit = m.isDefault
 			default:
@@ -396,15 +397,6 @@ func (r *responder) geoSlot() int {
 		return geoDefaultSlot
 	}
 	return noGeoSlot
-}
-
-func contains(s []uint16, v uint16) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
 
 // location finds the client: the EDNS Client Subnet address when the query has one, else the

@@ -185,11 +185,7 @@ func (h *Authoritative) AwaitPropagation(ctx context.Context, _ providers.Zone, 
 // endpoint backend stores them: what the DNS server cannot route is reported on the authoritative
 // record (CheckEndpoints), not refused here.
 func (h *Authoritative) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.Endpoint, error) {
-	out := make([]*v1alpha1.Endpoint, len(endpoints))
-	for i, ep := range endpoints {
-		out[i] = ep.DeepCopy()
-	}
-	return out, nil
+	return copies(endpoints), nil
 }
 
 // record reads the authoritative record of a zone: nil when there is none yet.

@@ -116,11 +116,17 @@ func (p *Provider) AwaitPropagation(ctx context.Context, _ providers.Zone, state
 
 // AdjustEndpoints implements providers.Provider. This backend stores every property as given.
 func (p *Provider) AdjustEndpoints(endpoints []*v1alpha1.Endpoint) ([]*v1alpha1.Endpoint, error) {
+	return copies(endpoints), nil
+}
+
+// copies are deep copies of endpoints: the plan keeps what it passed in, and the backend stores
+// what it returns.
+func copies(endpoints []*v1alpha1.Endpoint) []*v1alpha1.Endpoint {
 	out := make([]*v1alpha1.Endpoint, len(endpoints))
 	for i, ep := range endpoints {
 		out[i] = ep.DeepCopy()
 	}
-	return out, nil
+	return out
 }
 
 // zoneRecord reads the DNSRecord of a zone and checks that it is still one.

@@ -92,7 +92,7 @@ func StartSecondaryZones(t testing.TB, addr string, primary netip.AddrPort, zone
 	dir := t.TempDir()
 	listen := netip.MustParseAddrPort(addr)
 	var conf strings.Builder
-	conf.WriteString(options(dir, listen.Port()))
+	conf.WriteString(Options(dir, listen.Port()))
 	keys := map[string]bool{}
 	for _, z := range zones {
 		alg := z.Algorithm
@@ -122,7 +122,7 @@ func StartPrimary(t testing.TB, addr, zone, db string) *Log {
 	if err := os.WriteFile(filepath.Join(dir, "primary.db"), []byte(db), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	conf := options(dir, netip.MustParseAddrPort(addr).Port()) + fmt.Sprintf("zone %q { type primary; file \"%s/primary.db\"; };\n", zone, dir)
+	conf := Options(dir, netip.MustParseAddrPort(addr).Port()) + fmt.Sprintf("zone %q { type primary; file \"%s/primary.db\"; };\n", zone, dir)
 	return Run(t, named, dir, conf)
 }
 
@@ -138,7 +138,7 @@ func StartDynamicPrimary(t testing.TB, addr, zone, keyName string) (secret strin
 	if err := os.WriteFile(filepath.Join(dir, "zone.db"), []byte(db), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	conf := options(dir, netip.MustParseAddrPort(addr).Port()) + fmt.Sprintf(`key %[1]q { algorithm hmac-sha256; secret %[2]q; };
+	conf := Options(dir, netip.MustParseAddrPort(addr).Port()) + fmt.Sprintf(`key %[1]q { algorithm hmac-sha256; secret %[2]q; };
 zone %[3]q { type primary; file "%[4]s/zone.db"; allow-transfer { key %[1]q; }; update-policy { grant %[1]q subdomain %[3]s.; }; };
 `, keyName, secret, zone, dir)
 	log := Run(t, named, dir, conf)
@@ -158,9 +158,9 @@ zone %[3]q { type primary; file "%[4]s/zone.db"; allow-transfer { key %[1]q; }; 
 	}
 }
 
-// options is named.conf's options for a server in dir listening on 127.0.0.1:port, with no
+// Options is named.conf's options for a server in dir listening on 127.0.0.1:port, with no
 // recursion, NOTIFY or control channel.
-func options(dir string, port uint16) string {
+func Options(dir string, port uint16) string {
 	return fmt.Sprintf(`options {
 	directory "%[1]s";
 	pid-file "%[1]s/named.pid";

@@ -49,14 +49,7 @@ func answersA(addr, host string) string {
 // about to switch them reads them.
 func activeGroupsOnBIND(t *testing.T, data map[string]string, zone string) string {
 	t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "reader"}, Data: map[string][]byte{}}
-	for k, v := range data {
-		s.Data[k] = []byte(v)
-	}
-	b, err := rfc2136.New(t.Context(), s, providers.Env{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := bindBackend(t, data)
 	view, err := b.Zones.Records(t.Context(), providers.Zone{ID: zone, DNSName: zone})
 	if err != nil {
 		return "read failed: " + err.Error()

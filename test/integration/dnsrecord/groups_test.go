@@ -28,14 +28,7 @@ import (
 // (groups.Target; no groups: the TXT deleted), through the rfc2136 backend.
 func setActiveGroups(t *testing.T, data map[string]string, zone string, active ...string) {
 	t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "writer"}, Data: map[string][]byte{}}
-	for k, v := range data {
-		s.Data[k] = []byte(v)
-	}
-	b, err := rfc2136.New(t.Context(), s, providers.Env{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := bindBackend(t, data)
 	z := providers.Zone{ID: zone, DNSName: zone}
 	view, err := b.Zones.Records(t.Context(), z)
 	if err != nil {
@@ -60,14 +53,7 @@ func setActiveGroups(t *testing.T, data map[string]string, zone string, active .
 // claimLabels reads the labels of owner's ownership TXT for the A record at host from BIND.
 func claimLabels(t *testing.T, data map[string]string, zone, owner, host string) map[string]string {
 	t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "reader"}, Data: map[string][]byte{}}
-	for k, v := range data {
-		s.Data[k] = []byte(v)
-	}
-	b, err := rfc2136.New(t.Context(), s, providers.Env{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := bindBackend(t, data)
 	view, err := b.Zones.Records(t.Context(), providers.Zone{ID: zone, DNSName: zone})
 	if err != nil {
 		t.Fatal(err)

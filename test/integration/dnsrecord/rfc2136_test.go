@@ -41,14 +41,7 @@ func startBINDZone(t *testing.T, zone, keyName string) map[string]string {
 // the apex NS as lines.
 func bindRecords(t *testing.T, data map[string]string, zone string) []string {
 	t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "reader"}, Data: map[string][]byte{}}
-	for k, v := range data {
-		s.Data[k] = []byte(v)
-	}
-	b, err := rfc2136.New(t.Context(), s, providers.Env{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := bindBackend(t, data)
 	view, err := b.Zones.Records(t.Context(), providers.Zone{ID: zone, DNSName: zone})
 	if err != nil {
 		return []string{"read failed: " + err.Error()}
@@ -238,14 +231,7 @@ func TestConflictsEndOnBIND(t *testing.T) {
 // bindZoneWithoutLeases is every record set of the zone but the clusters' lease records, as lines.
 func bindZoneWithoutLeases(t *testing.T, data map[string]string, zone string) []string {
 	t.Helper()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "reader"}, Data: map[string][]byte{}}
-	for k, v := range data {
-		s.Data[k] = []byte(v)
-	}
-	b, err := rfc2136.New(t.Context(), s, providers.Env{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := bindBackend(t, data)
 	view, err := b.Zones.Records(t.Context(), providers.Zone{ID: zone, DNSName: zone})
 	if err != nil {
 		t.Fatal(err)
@@ -258,4 +244,19 @@ func bindZoneWithoutLeases(t *testing.T, data map[string]string, zone string) []
 	}
 	slices.Sort(lines)
 	return lines
+}
+
+// bindBackend is the rfc2136 backend of the Secret data, as a controller builds it: the tests read
+// and write BIND's zone through it.
+func bindBackend(t *testing.T, data map[string]string) providers.Backend {
+	t.Helper()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "test", Name: "bind"}, Data: map[string][]byte{}}
+	for k, v := range data {
+		s.Data[k] = []byte(v)
+	}
+	b, err := rfc2136.New(t.Context(), s, providers.Env{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

@@ -4,6 +4,7 @@ package dnssec
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,7 +64,7 @@ func TestResolversValidate(t *testing.T) {
 					if nx.msg.Rcode != dns.RcodeSuccess || !nx.msg.AuthenticatedData || len(nx.msg.Answer) != 0 {
 						t.Errorf("a name that does not exist: want NOERROR, no answer, AD:\n%s", nx)
 					}
-					if n := nx.nsecAt("nowhere." + demo.Zone); n == nil || !hasType(n.TypeBitMap, dns.TypeNXNAME) {
+					if n := nx.nsecAt("nowhere." + demo.Zone); n == nil || !slices.Contains(n.TypeBitMap, dns.TypeNXNAME) {
 						t.Errorf("a name that does not exist: want an NSEC at it with NXNAME:\n%s", nx)
 					}
 					// The host's aliases lead to a leaf with no AAAA: the chain, and the leaf's NSEC.
@@ -192,15 +193,6 @@ func count(m *dns.Msg, rrtype uint16) int {
 		}
 	}
 	return n
-}
-
-func hasType(types []uint16, t uint16) bool {
-	for _, x := range types {
-		if x == t {
-			return true
-		}
-	}
-	return false
 }
 
 func hasTag(msgs []resolver.Message, tag string) bool {

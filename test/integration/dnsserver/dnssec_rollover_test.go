@@ -22,6 +22,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnssec"
 	"github.com/dnspolicy/dnspolicy-controller/test/bind"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
+	"github.com/dnspolicy/dnspolicy-controller/test/resolver"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -55,10 +56,10 @@ func TestDNSSECRolloversValidated(t *testing.T) {
 				o.DNSSEC.LookupDS = dnsservercontroller.ResolverDS(parent.addr.String(), time.Second)
 			})
 			server := netip.MustParseAddrPort(m.addr)
-			resolver := startValidatingResolver(t, parent.anchor, map[string]netip.AddrPort{"test.": parent.addr, c.zone + ".": server})
+			validator := resolver.StartBIND(t, resolver.Config{Anchors: []dns.RR{parent.anchor}, Zones: []resolver.Zone{{Name: "test.", Server: parent.addr}, {Name: c.zone + ".", Server: server}}})
 			// Signed but insecure while the parent holds no DS: the AD bit is the chain's.
 			testenv.Eventually(t, 30*time.Second, func() string {
-				if why := validated(resolver, host); why != "no AD" {
+				if why := validated(validator, host); why != "no AD" {
 					return "before the parent holds a DS: " + why
 				}
 				return ""
@@ -66,8 +67,8 @@ func TestDNSSECRolloversValidated(t *testing.T) {
 			stopSync := parent.syncDS(t, c.zone, server)
 			defer stopSync()
 			// Secure once the parent holds the first key's DS.
-			testenv.Eventually(t, 60*time.Second, func() string { return validated(resolver, host) })
-			w := watchValidation(resolver, host)
+			testenv.Eventually(t, 60*time.Second, func() string { return validated(validator, host) })
+			w := watchValidation(validator, host)
 			for _, roll := range c.rolls {
 				before, _, err := keyring(t, keysNS, c.zone)
 				if err != nil {
@@ -107,7 +108,7 @@ func TestDNSSECRolloversValidated(t *testing.T) {
 				t.Fatal(err)
 			}
 			testenv.Eventually(t, 30*time.Second, func() string {
-				if why := validated(resolver, host); why != "SERVFAIL" {
+				if why := validated(validator, host); why != "SERVFAIL" {
 					return "with a DS of no key of the zone: " + why
 				}
 				return ""
@@ -206,20 +207,10 @@ func startParent(t *testing.T, zone string, children ...string) *parentZone {
 	for _, c := range children {
 		fmt.Fprintf(&db, "%[1]s NS ns1.%[1]s\nns1.%[1]s A 127.0.0.1\n", c)
 	}
-	conf := fmt.Sprintf(`options {
-	directory "%[1]s";
-	pid-file "%[1]s/named.pid";
-	session-keyfile "%[1]s/session.key";
-	listen-on port %[2]d { 127.0.0.1; };
-	listen-on-v6 { none; };
-	recursion no;
-	notify no;
-};
-controls { };
-key "parent-update" { algorithm hmac-sha256; secret %[3]q; };
+	conf := bind.Options(dir, p.addr.Port()) + fmt.Sprintf(`key "parent-update" { algorithm hmac-sha256; secret %[2]q; };
 dnssec-policy "lab" { keys { csk lifetime unlimited algorithm ecdsap256sha256; }; dnskey-ttl 1; max-zone-ttl 60; };
-zone %[4]q { type primary; file "%[1]s/zone.db"; dnssec-policy "lab"; update-policy { grant "parent-update" subdomain %[4]s; }; };
-`, dir, p.addr.Port(), p.secret, zone)
+zone %[3]q { type primary; file "%[1]s/zone.db"; dnssec-policy "lab"; update-policy { grant "parent-update" subdomain %[3]s; }; };
+`, dir, p.secret, zone)
 	if err := os.WriteFile(filepath.Join(dir, "zone.db"), []byte(db.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -330,50 +321,6 @@ func ask(server netip.AddrPort, name string, qtype uint16) (*dns.Msg, error) {
 		return nil, fmt.Errorf("asking %s for %s %s: %w", server, name, dns.TypeToString[qtype], err)
 	}
 	return r, nil
-}
-
-// startValidatingResolver runs named as a validating resolver trusting only anchor, forwarding
-// each zone to its server, with no negative or SERVFAIL caching (a test asks again at once).
-func startValidatingResolver(t *testing.T, anchor *dns.DNSKEY, zones map[string]netip.AddrPort) netip.AddrPort {
-	t.Helper()
-	dir := t.TempDir()
-	addr := netip.MustParseAddrPort(freeport.Addr(t))
-	var conf strings.Builder
-	fmt.Fprintf(&conf, `options {
-	directory "%[1]s";
-	pid-file "%[1]s/named.pid";
-	session-keyfile "%[1]s/session.key";
-	managed-keys-directory "%[1]s";
-	listen-on port %[2]d { 127.0.0.1; };
-	listen-on-v6 { none; };
-	recursion yes;
-	allow-query { 127.0.0.1; };
-	allow-recursion { 127.0.0.1; };
-	dnssec-validation yes;
-	notify no;
-	qname-minimization off;
-	servfail-ttl 0;
-	max-ncache-ttl 0;
-};
-controls { };
-trust-anchors { %[3]s static-key %[4]d %[5]d %[6]d %[7]q; };
-`, dir, addr.Port(), anchor.Hdr.Name, anchor.Flags, anchor.Protocol, anchor.Algorithm, anchor.PublicKey)
-	names := make([]string, 0, len(zones))
-	for z := range zones {
-		names = append(names, z)
-	}
-	slices.Sort(names)
-	for _, z := range names {
-		fmt.Fprintf(&conf, "zone %q { type forward; forward only; forwarders { %s port %d; }; };\n", z, zones[z].Addr(), zones[z].Port())
-	}
-	log := bind.Run(t, bind.Tool(t, "named"), dir, conf.String())
-	testenv.Eventually(t, 30*time.Second, func() string {
-		if _, err := ask(addr, "version.bind", dns.TypeTXT); err != nil {
-			return err.Error() + "\n" + log.String()
-		}
-		return ""
-	})
-	return addr
 }
 
 // A secondary of a signed zone signs it itself, with the same keys (docs/dnssec.md): the private
