@@ -45,8 +45,8 @@ type queue struct {
 	running bool
 	// view is owned by the cycle running; nil when there is none or it may be wrong.
 	view *view
-	// parsed is the index of the latest read, kept after the view is dropped: the next read reuses
-	// its parsed ownership TXTs where they are unchanged.
+	// parsed is the index of the latest read, kept after the view is dropped: the next read brings
+	// it up to date in place (registry.Zone.ReadAgain). It is the view's zone while there is a view.
 	parsed *registry.Zone
 	// unclaimed are records no owner claims that a second read confirmed: a record a human made
 	// stays one, so the owners it conflicts with are not re-read for on every re-check.
@@ -103,11 +103,11 @@ func (q *queue) run() {
 }
 
 // serve runs one cycle. A cycle that panics fails its waiters, which their reconciles retry with
-// their backoff, and drops the view, which the cycle may have left half changed; the queue carries
+// their backoff, and drops the view and its index, which the cycle may have left half changed; the queue carries
 // on with the next cycle.
 func (q *queue) serve(waiters []*waiter) {
 	defer goroutine.Recover(goroutine.Publish, q.opts.Log.WithValues("zone", q.zone.DNSName, "zoneID", q.zone.ID), func(any) {
-		q.forget()
+		q.discard()
 		err := providers.Errorf(providers.Transient, "the publish cycle of zone %s failed on an internal error (logged by the controller)", q.zone.DNSName)
 		for _, w := range waiters {
 			select {

@@ -34,22 +34,39 @@ func (q *queue) currentView(ctx context.Context, prov providers.Provider, fresh 
 		q.forget()
 		return nil, err
 	}
+	// The index of the latest read is brought up to date in place, not built again beside it: at
+	// scale a second whole index alive beside the first and the read was the cycle's peak.
 	q.mu.Lock()
-	prev := q.parsed
+	z := q.parsed
+	q.view = nil
 	q.mu.Unlock()
-	v = &view{zone: registry.ReadAgain(prev, read.Endpoints), state: read.State, at: at}
+	if z == nil {
+		z = registry.Read(read.Endpoints)
+	} else {
+		z.ReadAgain(read.Endpoints)
+	}
+	v = &view{zone: z, state: read.State, at: at}
 	q.mu.Lock()
-	q.view, q.parsed = v, v.zone
+	q.view, q.parsed = v, z
 	q.mu.Unlock()
 	q.surveyLeases(v, read.Endpoints)
 	q.replanUnstated(v.zone)
 	return v, nil
 }
 
-// forget drops the view: it may no longer match the zone.
+// forget drops the view: it may no longer match the zone. Its index stays, to be brought up to date
+// by the next read.
 func (q *queue) forget() {
 	q.mu.Lock()
 	q.view = nil
+	q.mu.Unlock()
+}
+
+// discard drops the view and its index: a cycle that failed half way may have left the index
+// inconsistent with itself, which a read in place would not mend.
+func (q *queue) discard() {
+	q.mu.Lock()
+	q.view, q.parsed = nil, nil
 	q.mu.Unlock()
 }
 

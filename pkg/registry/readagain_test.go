@@ -1,0 +1,124 @@
+package registry
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+)
+
+// TestReadAgainAsRead: a zone read again in place answers every question as a zone read afresh from
+// the same endpoints, over a run of reads that add, drop and change records, version-1 and legacy
+// claims, plain TXTs, duplicates and nils, and holds the very endpoints read, as Read does.
+func TestReadAgainAsRead(t *testing.T) {
+	rng := rand.New(rand.NewPCG(23, 5))
+	pool := readAgainPool(t)
+	var z *Zone
+	for step := range 300 {
+		var read []*v1alpha1.Endpoint
+		for _, e := range pool {
+			if rng.IntN(3) > 0 {
+				read = append(read, copyEndpoint(e))
+			}
+		}
+		for range rng.IntN(3) {
+			// A backend that repeats a key, or lists a nil.
+			if len(read) > 0 && rng.IntN(2) == 0 {
+				read = append(read, copyEndpoint(read[rng.IntN(len(read))]))
+			} else {
+				read = append(read, nil)
+			}
+		}
+		rng.Shuffle(len(read), func(i, j int) { read[i], read[j] = read[j], read[i] })
+		if z == nil || step%50 == 0 {
+			z = Read(read)
+		} else {
+			z.ReadAgain(read)
+		}
+		if got, want := zoneAnswers(z, pool), zoneAnswers(Read(read), pool); got != want {
+			t.Fatalf("step %d: read again in place:\n%s\nread afresh:\n%s", step, got, want)
+		}
+	}
+}
+
+// readAgainPool is every endpoint a read may hold: records at a few names, their claims by three
+// owners (with and without a wish), legacy claims, plain TXTs, and other values of the same keys.
+func readAgainPool(t *testing.T) []*v1alpha1.Endpoint {
+	var pool []*v1alpha1.Endpoint
+	for i := range 4 {
+		name := fmt.Sprintf("h%d.example.org", i)
+		for _, rec := range []*v1alpha1.Endpoint{
+			ep(name, "A", "1.1.1.1"), ep(name, "A", "2.2.2.2", "1.1.1.1"), ep(name, "AAAA", "2001:db8::1"),
+			ep(name, "CNAME", "lb.example.net"), ep(name, "A", "3.3.3.3").WithSetIdentifier("eu"),
+			ep(strings.ToUpper(name), "A", "1.1.1.1"), // the same key, another spelling
+		} {
+			pool = append(pool, rec)
+			for _, owner := range []string{"owner1", "owner2", "owner3"} {
+				pool = append(pool, mustTXT(t, owner, rec), kuadrantTXT(owner, rec.RecordType, name))
+			}
+		}
+		pool = append(pool,
+			ep("kuadrant-a-"+name, "TXT", `"heritage=external-dns,external-dns/owner=owner1&&owner2"`),
+			ep("kuadrant-cname-"+name, "TXT", `"heritage=external-dns,external-dns/owner=owner3"`),
+			ep(name, "TXT", "random"), ep(name, "TXT", "other"))
+	}
+	lbl := ep("h0.example.org", "A", "1.1.1.1")
+	lbl.Labels = map[string]string{"k": "v"} // identical to another but for its labels
+	return append(pool, lbl)
+}
+
+func copyEndpoint(e *v1alpha1.Endpoint) *v1alpha1.Endpoint { return e.DeepCopy() }
+
+// zoneAnswers is what a zone answers about the keys and names of the pool, with the identity of the
+// endpoints it holds.
+func zoneAnswers(z *Zone, pool []*v1alpha1.Endpoint) string {
+	var b strings.Builder
+	for _, r := range z.Records() {
+		fmt.Fprintf(&b, "record %v endpoint %p", r.Key, r.Endpoint)
+		for _, c := range r.Claims {
+			fmt.Fprintf(&b, " claim %s legacy=%t txt=%p wish=%v", c.Owner, c.Legacy, c.TXT, c.Wish)
+		}
+		b.WriteString("\n")
+	}
+	names := map[string]bool{}
+	for _, e := range pool {
+		k := e.Key()
+		names[k.DNSName] = true
+		fmt.Fprintf(&b, "endpoint %v %p legacy %d redundant %t\n", k, z.Endpoint(k), len(z.LegacyTXT(k)), z.Redundant(k))
+	}
+	for _, name := range slices.Sorted(mapKeys(names)) {
+		var at []v1alpha1.EndpointKey
+		for _, r := range z.AtName(name) {
+			at = append(at, r.Key)
+		}
+		unclaimed := z.Unclaimed(name)
+		slices.SortFunc(unclaimed, func(a, b *v1alpha1.Endpoint) int { return compareKeys(a.Key(), b.Key()) })
+		fmt.Fprintf(&b, "name %s records %v unclaimed %s\n", name, at, pointers(unclaimed))
+	}
+	for _, owner := range []string{"owner1", "owner2", "owner3"} {
+		fmt.Fprintf(&b, "owner %s names %v\n", owner, z.Names(owner))
+	}
+	fmt.Fprintf(&b, "legacy %s\n", pointers(z.LegacyTXTs()))
+	return b.String()
+}
+
+func pointers(eps []*v1alpha1.Endpoint) string {
+	out := make([]string, len(eps))
+	for i, e := range eps {
+		out[i] = fmt.Sprintf("%p", e)
+	}
+	return strings.Join(out, " ")
+}
+
+func mapKeys(m map[string]bool) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
