@@ -66,8 +66,24 @@ type Zone struct {
 	claims map[v1alpha1.EndpointKey]*Claim
 	legacy map[v1alpha1.EndpointKey][]*Claim
 	// ownerNames counts each owner's claims at each record name.
-	ownerNames map[string]map[string]int
+	ownerNames map[string]ownerNames
 }
+
+// ownerNames counts one owner's claims at each record name: at a few names in a slice, at more in
+// a map. Most owners claim at one name (a DNSRecord's host), where a map per owner was a fifth of
+// a zone's index.
+type ownerNames struct {
+	few  []nameCount
+	many map[string]int
+}
+
+type nameCount struct {
+	name string
+	n    int
+}
+
+// fewNames is the most names an owner's claims are counted at in a slice.
+const fewNames = 8
 
 // Errors of Apply, told apart with errors.Is.
 var (
@@ -91,7 +107,7 @@ func Read(endpoints []*v1alpha1.Endpoint) *Zone {
 		atName:     make(map[string][]*v1alpha1.Endpoint, n),
 		claims:     make(map[v1alpha1.EndpointKey]*Claim, n/2),
 		legacy:     map[v1alpha1.EndpointKey][]*Claim{},
-		ownerNames: map[string]map[string]int{},
+		ownerNames: map[string]ownerNames{},
 	}
 	for _, e := range endpoints {
 		if e == nil {
@@ -234,18 +250,37 @@ func (z *Zone) refresh(r *Record) {
 }
 
 func (z *Zone) countClaim(c *Claim, delta int) {
-	names := z.ownerNames[c.Owner]
-	if names == nil {
-		names = map[string]int{}
-		z.ownerNames[c.Owner] = names
-	}
-	names[c.Record.DNSName] += delta
-	if names[c.Record.DNSName] <= 0 {
-		delete(names, c.Record.DNSName)
-		if len(names) == 0 {
-			delete(z.ownerNames, c.Owner)
+	on, name := z.ownerNames[c.Owner], c.Record.DNSName
+	if on.many != nil {
+		if on.many[name] += delta; on.many[name] <= 0 {
+			delete(on.many, name)
+			if len(on.many) == 0 {
+				delete(z.ownerNames, c.Owner)
+			}
 		}
+		return
 	}
+	switch i := slices.IndexFunc(on.few, func(nc nameCount) bool { return nc.name == name }); {
+	case i >= 0:
+		if on.few[i].n += delta; on.few[i].n <= 0 {
+			on.few = slices.Delete(on.few, i, i+1)
+		}
+	case delta <= 0:
+		return
+	case len(on.few) < fewNames:
+		on.few = append(on.few, nameCount{name: name, n: delta})
+	default:
+		on.many = make(map[string]int, 2*fewNames)
+		for _, nc := range on.few {
+			on.many[nc.name] = nc.n
+		}
+		on.many[name], on.few = delta, nil
+	}
+	if len(on.few) == 0 && on.many == nil {
+		delete(z.ownerNames, c.Owner)
+		return
+	}
+	z.ownerNames[c.Owner] = on
 }
 
 func (z *Zone) record(key v1alpha1.EndpointKey) *Record {
@@ -287,8 +322,12 @@ func (z *Zone) AtName(name string) []*Record {
 
 // Names returns the names of the records claimed by owner, sorted.
 func (z *Zone) Names(owner string) []string {
-	names := make([]string, 0, len(z.ownerNames[owner]))
-	for name := range z.ownerNames[owner] {
+	on := z.ownerNames[owner]
+	names := make([]string, 0, len(on.few)+len(on.many))
+	for _, nc := range on.few {
+		names = append(names, nc.name)
+	}
+	for name := range on.many {
 		names = append(names, name)
 	}
 	sort.Strings(names)
