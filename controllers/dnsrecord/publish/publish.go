@@ -188,7 +188,7 @@ type queueKey struct{ account, zoneID string }
 // New returns a publisher.
 func New(opts Options) *Publisher {
 	return &Publisher{opts: opts, now: time.Now, queues: map[queueKey]*queue{}, held: map[string]queueKey{},
-		cluster: &cluster{local: map[string]bool{}, wishes: map[string]map[v1alpha1.EndpointKey]*v1alpha1.Endpoint{}}}
+		cluster: &cluster{local: map[string]bool{}, wishes: map[string][]*v1alpha1.Endpoint{}}}
 }
 
 // Publish plans and applies req in zone and waits for the outcome. account identifies the

@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -12,10 +13,11 @@ type cluster struct {
 	mu sync.Mutex
 	// local are the owners whose requests came through the publisher.
 	local map[string]bool
-	// wishes are, by owner, what its latest plan that its zone holds wants, by key: the plans of the
-	// others read them where the owner's claims, written as Kuadrant writes them, do not say
-	// (plan.Input.Known).
-	wishes map[string]map[v1alpha1.EndpointKey]*v1alpha1.Endpoint
+	// wishes are, by owner, what its latest plan that its zone holds wants, sorted by key: the plans
+	// of the others read them where the owner's claims, written as Kuadrant writes them, do not say
+	// (plan.Input.Known). A sorted slice, not a map per owner: a map of one endpoint cost ten times
+	// its entry, and every DNSRecord is an owner.
+	wishes map[string][]*v1alpha1.Endpoint
 }
 
 func (c *cluster) isLocal(owner string) bool {
@@ -28,7 +30,11 @@ func (c *cluster) isLocal(owner string) bool {
 func (c *cluster) known(owner string, key v1alpha1.EndpointKey) *v1alpha1.Endpoint {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.wishes[owner][key]
+	w := c.wishes[owner]
+	if i, ok := slices.BinarySearchFunc(w, key, func(e *v1alpha1.Endpoint, k v1alpha1.EndpointKey) int { return compareKeys(e.Key(), k) }); ok {
+		return w[i]
+	}
+	return nil
 }
 
 // remember notes what a request whose plan the zone now holds wants.
@@ -42,9 +48,25 @@ func (c *cluster) remember(p *planned) {
 		delete(c.wishes, p.req.OwnerID)
 		return
 	}
-	w := make(map[v1alpha1.EndpointKey]*v1alpha1.Endpoint, len(p.desired))
-	for _, e := range p.desired {
-		w[e.Key()] = e
+	sorted := slices.Clone(p.desired)
+	slices.SortStableFunc(sorted, func(a, b *v1alpha1.Endpoint) int { return compareKeys(a.Key(), b.Key()) })
+	w := sorted[:0]
+	for _, e := range sorted {
+		if n := len(w); n > 0 && w[n-1].Key() == e.Key() {
+			w[n-1] = e // of two endpoints with one key the last stands, as in a map by key
+			continue
+		}
+		w = append(w, e)
 	}
-	c.wishes[p.req.OwnerID] = w
+	c.wishes[p.req.OwnerID] = slices.Clip(w)
+}
+
+func compareKeys(a, b v1alpha1.EndpointKey) int {
+	switch {
+	case less(a, b):
+		return -1
+	case less(b, a):
+		return 1
+	}
+	return 0
 }
