@@ -113,10 +113,7 @@ func TestTenancySigned(t *testing.T) {
 		}
 		var most float64
 		for part := range slices.Chunk(names, 1000) {
-			if err := e.flood(part); err != nil {
-				t.Fatal(err)
-			}
-			e.signedAnswer(t, keys, app, appAddr)
+			e.floodWhileSigned(t, part, keys, app, appAddr)
 			c := e.sigCache(t, token)
 			t.Logf("after %d more names: %+v", len(part), c)
 			if c.bytes > sigCacheBound {
@@ -205,12 +202,18 @@ func forgedKeys(t *testing.T) map[string][]byte {
 // of the zone's keys verifies.
 func (e *tenancy) signedAnswer(t *testing.T, keys []*dns.DNSKEY, name, addr string) {
 	t.Helper()
+	if err := e.checkSigned(keys, name, addr); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *tenancy) checkSigned(keys []*dns.DNSKEY, name, addr string) error {
 	m := new(dns.Msg)
 	m.SetQuestion(dns.Fqdn(name), dns.TypeA)
 	m.SetEdns0(1232, true)
 	r, _, err := (&dns.Client{Net: "tcp", Timeout: 5 * time.Second}).Exchange(m, e.dns)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	var set []dns.RR
 	var sigs []*dns.RRSIG
@@ -223,16 +226,52 @@ func (e *tenancy) signedAnswer(t *testing.T, keys []*dns.DNSKEY, name, addr stri
 		}
 	}
 	if len(set) != 1 || set[0].(*dns.A).A.String() != addr {
-		t.Fatalf("%s A: %v, want %s", name, set, addr)
+		return fmt.Errorf("%s A: %v, want %s", name, set, addr)
 	}
 	for _, sig := range sigs {
 		for _, k := range keys {
 			if k.KeyTag() == sig.KeyTag && sig.Verify(k, set) == nil && sig.ValidityPeriod(time.Now()) {
-				return
+				return nil
 			}
 		}
 	}
-	t.Fatalf("%s A: no RRSIG a key of the zone (%v) verifies among %v", name, keyTags(keys), sigs)
+	return fmt.Errorf("%s A: no RRSIG a key of the zone (%v) verifies among %v", name, keyTags(keys), sigs)
+}
+
+// floodWhileSigned runs the flood of names while asking for the name's signed answer, one after
+// another, until the flood ends: the answers must stay right and signed throughout.
+func (e *tenancy) floodWhileSigned(t *testing.T, names []string, keys []*dns.DNSKEY, name, addr string) {
+	t.Helper()
+	done := make(chan struct{})
+	checked := make(chan error, 1)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				if n == 0 {
+					checked <- fmt.Errorf("%s was never asked during the flood", name)
+				}
+				close(checked)
+				return
+			default:
+			}
+			if err := e.checkSigned(keys, name, addr); err != nil {
+				checked <- fmt.Errorf("during the flood: %w", err)
+				close(checked)
+				return
+			}
+			n++
+		}
+	}()
+	err := e.flood(names)
+	close(done)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-checked; err != nil {
+		t.Fatal(err)
+	}
 }
 
 // flood asks each name with DO set over TCP, on 4 connections at once, new ones before the
