@@ -272,7 +272,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	case isAuthoritative(rec) && rec.DeletionTimestamp != nil:
 		phases = r.authoritativeDeletionPhases(rec)
 	case isAuthoritative(rec):
-		phases = []phase{r.validateAuthoritative, r.connect, r.ensureFinalizer, r.publishAuthoritative}
+		phases = []phase{r.validateAuthoritative, r.checkOwner, r.connect, r.ensureFinalizer, r.publishAuthoritative}
 	case rec.Spec.Delegate:
 		phases = r.delegationPhases(rec)
 	case rec.DeletionTimestamp != nil:
