@@ -110,8 +110,10 @@ func (r *Reconciler) connectForDeletion(ctx context.Context, s *scope) (ctrl.Res
 // withdraw publishes nothing for this owner, then releases the record.
 func (r *Reconciler) withdraw(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	rec := s.record
-	if err := r.deleteProbes(ctx, rec); err != nil {
-		return ctrl.Result{}, true, err
+	if s.remote == nil {
+		if err := r.deleteProbes(ctx, rec); err != nil {
+			return ctrl.Result{}, true, err
+		}
 	}
 	if s.backend.Records != nil {
 		if err := s.backend.Records.RemoveRecord(ctx, rec.DeepCopy()); err != nil {

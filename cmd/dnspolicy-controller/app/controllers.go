@@ -176,6 +176,11 @@ func addRecordController(mgr ctrl.Manager, o Options, factory *providers.Factory
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("dnsrecord controller: %w", err)
 	}
+	if o.DelegationRole != dnsrecord.DelegationRoleSecondary && o.ClusterSecretNamespace != "" {
+		if err := addRemoteClusters(mgr, o, r, cluster); err != nil {
+			return fmt.Errorf("remote clusters: %w", err)
+		}
+	}
 	return nil
 }
 
