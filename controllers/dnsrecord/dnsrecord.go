@@ -29,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -387,6 +388,12 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result
 	if s.remote != nil {
 		// Another cluster's record is released by its own controller, once this primary says so.
 		return r.reportRemoved(s), nil
+	}
+	if holding := s.record.Status.PrimariesHoldingEndpoints(); s.record.Spec.Delegate && len(holding) > 0 {
+		// Withdrawn here, but other primaries still publish it (Kuadrant's rule: the finalizer goes
+		// when every entry says removed). Their write of their entry starts the next pass.
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonProviderEndpointsDeletion, waitingMessage(holding))
+		return ctrl.Result{RequeueAfter: pass.Jitter(r.Options.MinRecheck)}, nil
 	}
 	// Its probes go first, whichever way it is released: a record that never found a zone has
 	// probes too (probeWithoutZone).

@@ -68,6 +68,8 @@ func (rr *RemoteReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 		For(&v1alpha1.DNSRecord{}).
 		WatchesRawSource(rr.replanSource()).
 		WithOptions(mccontroller.Options{
+			// multicluster-runtime does not apply the manager's controller defaults.
+			SkipNameValidation:      mgr.GetLocalManager().GetControllerOptions().SkipNameValidation,
 			MaxConcurrentReconciles: o.MaxConcurrentReconciles,
 			RateLimiter:             workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](o.MinBackoff, o.MaxBackoff),
 		}).
