@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 	mcbuilder "sigs.k8s.io/multicluster-runtime/pkg/builder"
 	mccontroller "sigs.k8s.io/multicluster-runtime/pkg/controller"
@@ -65,7 +66,7 @@ func (rr *RemoteReconciler) SetupWithManager(mgr mcmanager.Manager) error {
 	o := rr.Records.Options
 	return mcbuilder.ControllerManagedBy(mgr).
 		Named("remotednsrecord").
-		For(&v1alpha1.DNSRecord{}).
+		For(&v1alpha1.DNSRecord{}, mcbuilder.WithPredicates(remoteRecordChanged)).
 		WatchesRawSource(rr.replanSource()).
 		WithOptions(mccontroller.Options{
 			// multicluster-runtime does not apply the manager's controller defaults.
@@ -198,6 +199,25 @@ func (r *Reconciler) patchRemoteStatus(ctx context.Context, s *scope) error {
 		return err
 	}
 	return nil
+}
+
+// remoteRecordChanged lets through the updates of another cluster's record that change what this
+// primary does with it: a new generation, its deletion, its own controller readying it, or its
+// owner lease (lease.go). The writes of the primaries' entries, this one's included, do not pass:
+// without this, each primary's write would start a pass on every other.
+var remoteRecordChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*v1alpha1.DNSRecord)
+		cur, okNew := e.ObjectNew.(*v1alpha1.DNSRecord)
+		if !okOld || !okNew {
+			return true
+		}
+		ready := func(r *v1alpha1.DNSRecord) bool {
+			return conditions.IsTrue(r.Status.Conditions, v1alpha1.ConditionTypeReadyForDelegation)
+		}
+		return old.Generation != cur.Generation || (old.DeletionTimestamp == nil) != (cur.DeletionTimestamp == nil) ||
+			ready(old) != ready(cur) || old.Annotations[v1alpha1.OwnerLeaseAnnotation] != cur.Annotations[v1alpha1.OwnerLeaseAnnotation]
+	},
 }
 
 // remoteKey is what a pass of another cluster's record is kept under in this process (memory,

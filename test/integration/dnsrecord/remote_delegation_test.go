@@ -260,8 +260,24 @@ func TestRemoteDelegation(t *testing.T) {
 		return d.answers(root, "10.20.0.1")
 	})
 
-	// The last contributor takes the authoritative record with it, on both primaries.
+	// The last contributor takes the authoritative record with it, on both primaries. A primary's
+	// own delegating record waits for the other primary's entry too.
+	d.stopP2()
 	d.p1.delete(t, "pri")
+	eventually(t, 30*time.Second, func() string {
+		if p1 := authoritative(t, d.p1); len(p1) > 0 {
+			return fmt.Sprintf("primary1's authoritative records left: %v", p1)
+		}
+		r, ok := d.p1.exists(t, "pri")
+		if !ok {
+			return "pri released while primary2 still publishes it"
+		}
+		if got := condition(r, v1alpha1.ConditionTypeReady); got != waiting {
+			return fmt.Sprintf("pri: Ready %q, want %q", got, waiting)
+		}
+		return ""
+	})
+	d.stopP2 = d.startP2()
 	eventually(t, 60*time.Second, func() string {
 		if _, ok := d.p1.exists(t, "pri"); ok {
 			return "pri still exists"
