@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnshealthcheckprobe"
@@ -225,6 +226,9 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	}
 	if err := finishGroup(); err != nil {
 		return o, err
+	}
+	if errs := validation.IsQualifiedName(o.ClusterSecretLabel); o.ClusterSecretNamespace != "" && len(errs) > 0 {
+		return o, fmt.Errorf("--cluster-secret-label %q: %s", o.ClusterSecretLabel, strings.Join(errs, "; "))
 	}
 	if err := finishDNSServer(); err != nil {
 		return o, err
