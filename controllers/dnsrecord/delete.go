@@ -126,9 +126,9 @@ func (r *Reconciler) withdraw(ctx context.Context, s *scope) (ctrl.Result, bool,
 		res, err := r.removeFinalizer(ctx, s)
 		return res, true, err
 	}
-	out, err := r.Publisher.Publish(ctx, s.provider, s.backend.Account, s.zone, publish.Request{
-		OwnerID: ownerID(rec), Previous: rec.Status.Endpoints, Named: statementNames(rec), Record: s.key.String(),
-	})
+	req := publish.Request{OwnerID: ownerID(rec), Previous: rec.Status.Endpoints, Named: statementNames(rec), Record: s.key.String()}
+	withLease(s, &req)
+	out, err := r.Publisher.Publish(ctx, s.provider, s.backend.Account, s.zone, req)
 	if err != nil {
 		permanent := providers.KindOf(err) == providers.Permanent
 		if r.zoneGone(ctx, s) {

@@ -51,6 +51,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/pkg/groups/resolve"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/health"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 )
 
@@ -103,6 +104,9 @@ type Options struct {
 	// DelegationRole is the part this cluster plays in delegation (delegation.go); empty means
 	// primary, Kuadrant's default.
 	DelegationRole DelegationRole
+	// OwnerLease is this cluster's owner lease (its Holder, Every and Duration; Holder "" when
+	// there is none): a secondary renews it on its delegating records (remote_lease.go).
+	OwnerLease lease.Lease
 	// Group is the failover group of every record reconciled (--group; "": ungrouped), and
 	// InactiveGroupRecheck how often a record of an inactive group looks again (0:
 	// DefaultInactiveGroupRecheck). See groups.go.
