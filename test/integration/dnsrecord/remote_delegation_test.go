@@ -41,6 +41,8 @@ type deleg struct {
 	p1ID, p2ID           string
 	startP1, startP2     func() func()
 	stopP2               func()
+	startSec             func() func()
+	stopSec              func()
 	secretsP1, secretsP2 string
 }
 
@@ -80,8 +82,9 @@ func clusterIDOf(t *testing.T, env *testenv.Env) string {
 	return string(ns.UID)
 }
 
-// startDeleg starts the plane: envs[0] and envs[1] primaries, envs[2] the secondary.
-func startDeleg(t *testing.T) *deleg {
+// startDeleg starts the plane: envs[0] and envs[1] primaries, envs[2] the secondary, whose owner
+// lease is renewed every secEvery and lasts secDuration (0: the defaults, no expiry).
+func startDeleg(t *testing.T, secEvery, secDuration time.Duration) *deleg {
 	t.Helper()
 	d := &deleg{ns: "rdeleg-" + rand.String(6), zone: "rdeleg.example.com"}
 	for _, e := range envs {
@@ -114,7 +117,8 @@ func startDeleg(t *testing.T) *deleg {
 				t.Fatal(err)
 			}
 			o := app.Options{EnableRecordController: true, NoHealthProbeController: true, DNSServerAddress: addr,
-				ClusterSecretNamespace: secrets, ClusterSecretLabel: app.DefaultClusterSecretLabel}
+				ClusterSecretNamespace: secrets, ClusterSecretLabel: app.DefaultClusterSecretLabel,
+				OwnerLeases: app.OwnerLeaseOptions{Expiry: true}}
 			o.Grants.Grants = grant.Grants{{Namespaces: []string{d.ns}, Domains: []string{d.zone}}}
 			return recordplane.StartIn(t, envs[i], d.ns, recordplane.Controller{App: o, Factory: f, Record: opts})
 		}
@@ -122,10 +126,14 @@ func startDeleg(t *testing.T) *deleg {
 	d.startP1, d.startP2 = primary(0, d.p1Addr, d.secretsP1), primary(1, d.p2Addr, d.secretsP2)
 	d.startP1()
 	d.stopP2 = d.startP2()
-	recordplane.StartIn(t, envs[2], d.ns, recordplane.Controller{
-		App:    app.Options{EnableRecordController: true, NoHealthProbeController: true, DelegationRole: dnsrecord.DelegationRoleSecondary},
-		Record: opts,
-	})
+	d.startSec = func() func() {
+		return recordplane.StartIn(t, envs[2], d.ns, recordplane.Controller{
+			App: app.Options{EnableRecordController: true, NoHealthProbeController: true, DelegationRole: dnsrecord.DelegationRoleSecondary,
+				OwnerLeases: app.OwnerLeaseOptions{Every: secEvery, Duration: secDuration, Expiry: true}},
+			Record: opts,
+		})
+	}
+	d.stopSec = d.startSec()
 	d.p1 = &cluster{name: "primary1", c: envs[0].Client, ns: d.ns}
 	d.p2 = &cluster{name: "primary2", c: envs[1].Client, ns: d.ns}
 	d.sec = &cluster{name: "secondary", c: envs[2].Client, ns: d.ns}
@@ -175,7 +183,7 @@ func authoritative(t *testing.T, cl *cluster) []string {
 // deleted delegating record keeps its finalizer until every primary has withdrawn it; the
 // authoritative record goes with its last contributor.
 func TestRemoteDelegation(t *testing.T) {
-	d := startDeleg(t)
+	d := startDeleg(t, 0, 0)
 	root := "app." + d.zone
 	d.p1.delegating(t, "pri", root, nil, a(root, 60, "10.20.0.1"))
 	d.sec.delegating(t, "sec", root, nil, a(root, 60, "10.20.0.2"))
@@ -293,4 +301,60 @@ func TestRemoteDelegation(t *testing.T) {
 	if _, ok := testenv.Metric("dns_provider_remote_record_reconcile_count", map[string]string{"cluster": "secondary", "dns_record_name": "denied", "dns_record_namespace": d.ns}); !ok {
 		t.Error("no dns_provider_remote_record_reconcile_count of the secondary's record denied")
 	}
+}
+
+// A secondary whose controller stops (its owner lease stops changing) leaves both primaries'
+// answers where it shares a name with a live owner, once its lease has expired, and keeps a name
+// it holds alone (a name never loses its last targets to expiry); its records say why in the
+// primaries' entries. Started again, it renews its lease and publishes again.
+func TestRemoteDelegationLeaseExpiry(t *testing.T) {
+	d := startDeleg(t, 5*time.Second, 10*time.Second)
+	root, solo := "app."+d.zone, "solo."+d.zone
+	d.p1.delegating(t, "pri", root, nil, a(root, 60, "10.21.0.1"))
+	d.sec.delegating(t, "sec", root, nil, a(root, 60, "10.21.0.2"))
+	d.sec.delegating(t, "alone", solo, nil, a(solo, 60, "10.21.0.3"))
+	eventually(t, 60*time.Second, func() string {
+		if msg := d.answers(root, "10.21.0.1,10.21.0.2"); msg != "" {
+			return msg
+		}
+		return d.answers(solo, "10.21.0.3")
+	})
+	lease := d.sec.get(t, "sec").Annotations[v1alpha1.OwnerLeaseAnnotation]
+	if !strings.HasPrefix(lease, "dnspolicy-lease=1 holder=") {
+		t.Fatalf("the secondary's record carries no owner lease: %q", lease)
+	}
+	eventually(t, 20*time.Second, func() string {
+		// Its claims in the authoritative records name the secondary's lease, whose record is there.
+		for _, cl := range []*cluster{d.p1, d.p2} {
+			if got := strings.Join(authoritative(t, cl), "\n"); !strings.Contains(got, "dnspolicy-lease-") || !strings.Contains(got, "claim-lease=") {
+				return fmt.Sprintf("%s's authoritative records hold no lease of the secondary:\n%s", cl.name, got)
+			}
+		}
+		return ""
+	})
+
+	stopped := time.Now()
+	d.stopSec()
+	eventually(t, 90*time.Second, func() string { return d.answers(root, "10.21.0.1") })
+	t.Logf("the stopped secondary left the shared name %v after its controller stopped (lease 10s, renewal 5s, tolerance 10s)", time.Since(stopped).Round(time.Second))
+	if msg := d.answers(solo, "10.21.0.3"); msg != "" {
+		t.Errorf("a name the expired owner holds alone must keep its targets: %s", msg)
+	}
+	eventually(t, 30*time.Second, func() string {
+		for _, id := range []string{d.p1ID, d.p2ID} {
+			if got := entry(d.sec.get(t, "sec"), id); !strings.HasPrefix(got, "False OwnerLeaseExpired: the owner lease ") {
+				return fmt.Sprintf("sec's entry of %s: %q", id, got)
+			}
+		}
+		return ""
+	})
+
+	d.stopSec = d.startSec()
+	eventually(t, 60*time.Second, func() string { return d.answers(root, "10.21.0.1,10.21.0.2") })
+	eventually(t, 30*time.Second, func() string {
+		if got := entry(d.sec.get(t, "sec"), d.p1ID); !strings.HasPrefix(got, "True ProviderSuccess") {
+			return "sec's entry of primary1: " + got
+		}
+		return ""
+	})
 }
