@@ -337,7 +337,7 @@ func (p *process) start(t *testing.T) {
 		select {
 		case err := <-exited:
 			exited <- err
-			return fmt.Sprintf("%s exited: %v (log: %s)", p.name, err, p.logPath)
+			t.Fatalf("%s exited: %v; its log (%s) ends:\n%s", p.name, err, p.logPath, p.tail(20))
 		default:
 		}
 		resp, err := http.Get("http://" + p.health + "/readyz")
