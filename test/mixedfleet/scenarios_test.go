@@ -197,13 +197,18 @@ func merge(t *testing.T, f *fleet, s *space) {
 		}
 		return ""
 	})
-	rec := f.get(t, f.secondary, onSecondary)
-	if !conditionIs(rec, "ReadyForDelegation", metav1.ConditionTrue) || !conditionIs(rec, "Ready", metav1.ConditionTrue) {
-		t.Errorf("the secondary's record: %v, want ReadyForDelegation and Ready True", rec.Status.Conditions)
-	}
-	if !slices.Contains(rec.Finalizers, v1alpha1.RecordFinalizer) {
-		t.Errorf("the secondary's record has finalizers %v, want %s", rec.Finalizers, v1alpha1.RecordFinalizer)
-	}
+	// Kuadrant's secondary writes ReadyForDelegation, then Ready on its next pass (5 s later): a
+	// primary may have published the record in between.
+	eventuallyT(t, func() string {
+		rec := f.get(t, f.secondary, onSecondary)
+		if !conditionIs(rec, "ReadyForDelegation", metav1.ConditionTrue) || !conditionIs(rec, "Ready", metav1.ConditionTrue) {
+			return fmt.Sprintf("the secondary's record: %v, want ReadyForDelegation and Ready True", rec.Status.Conditions)
+		}
+		if !slices.Contains(rec.Finalizers, v1alpha1.RecordFinalizer) {
+			return fmt.Sprintf("the secondary's record has finalizers %v, want %s", rec.Finalizers, v1alpha1.RecordFinalizer)
+		}
+		return ""
+	})
 	eventuallyT(t, func() string {
 		rec := f.get(t, f.primary, onPrimary)
 		if rec.Status.ZoneID != auth.Name {
