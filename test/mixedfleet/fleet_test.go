@@ -34,6 +34,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -174,6 +175,8 @@ type cluster struct {
 	id         string // the UID of kube-system, the key of a primary's remoteRecordStatuses entry
 	kubeconfig string // the operator's (admin) kubeconfig
 	proc       *process
+	dns        string   // a primary's: the address of the DNS server serving its authoritative records
+	dnsProc    *process // that server, when it is not the operator itself (on a Kuadrant primary)
 }
 
 // startCluster starts a control plane with the CRDs of op: Kuadrant's from the checkout, or ours
@@ -242,16 +245,17 @@ func kubeconfigBytes(name, server string, ca []byte, auth *clientcmdapi.AuthInfo
 	return clientcmd.Write(*kc)
 }
 
-// connect lets primary read secondary's DNSRecords as Kuadrant's add-cluster-secret sets it up: a
+// connect lets primary read secondary's (or another primary's) DNSRecords as Kuadrant's add-cluster-secret sets it up: a
 // ServiceAccount on the secondary bound to Kuadrant's remote role (get, list and watch on
 // dnsrecords; get, patch and update on their status; config/rbac/remote/role.yaml), and on the
 // primary a kubeconfig Secret holding its token.
 func connect(t *testing.T, primary, secondary *cluster) {
 	t.Helper()
 	ctx := context.Background()
+	// A cluster reached by several primaries has its ServiceAccount and role made once.
 	create := func(c client.Client, obj client.Object) {
 		t.Helper()
-		if err := c.Create(ctx, obj); err != nil {
+		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
 			t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
 		}
 	}
@@ -370,6 +374,20 @@ func (p *process) stop() {
 	}
 }
 
+func (p *process) running() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd != nil
+}
+
+// serving says whether a primary's DNS server runs: its own process, or its operator's.
+func (cl *cluster) serving() bool {
+	if cl.dnsProc != nil {
+		return cl.dnsProc.running()
+	}
+	return cl.dns != "" && cl.proc.running()
+}
+
 // tail returns the last lines of the process's log.
 func (p *process) tail(n int) string {
 	b, err := os.ReadFile(p.logPath)
@@ -465,6 +483,27 @@ func startOperator(t *testing.T, cl *cluster, role string, extra ...string) {
 		cl.proc.stop()
 		if t.Failed() {
 			t.Logf("last lines of %s:\n%s", cl.proc.logPath, cl.proc.tail(60))
+		}
+	})
+}
+
+// startDNSServer starts our binary as the DNS server of a Kuadrant primary, where Kuadrant runs
+// CoreDNS with its plugin: it serves the same records, the authoritative DNSRecords labelled with
+// their zone, read from the primary's API server, and runs no controller of records or policies.
+func startDNSServer(t *testing.T, p *cluster, dnsArgs []string) {
+	t.Helper()
+	health := freeport.Addr(t)
+	args := append([]string{
+		"--kubeconfig", p.kubeconfig, "--log-format", "console",
+		"--enable-record-controller=false", "--enable-policy-controller=false",
+		"--metrics-bind-address", "0", "--health-probe-bind-address", health,
+	}, dnsArgs...)
+	p.dnsProc = newProcess(p.name+"-dns", oursBin, health, args)
+	p.dnsProc.start(t)
+	t.Cleanup(func() {
+		p.dnsProc.stop()
+		if t.Failed() {
+			t.Logf("last lines of %s:\n%s", p.dnsProc.logPath, p.dnsProc.tail(40))
 		}
 	})
 }
