@@ -442,13 +442,13 @@ func printResults() {
 	}
 	sort.SliceStable(results, func(i, j int) bool { return results[i].direction < results[j].direction })
 	fmt.Printf("\nKuadrant dns-operator %.12s in mixed fleets with dnspolicy-controller\n", kuadrantKey)
-	fmt.Printf("%-18s %-28s %-6s %s\n", "direction", "scenario", "result", "time")
+	fmt.Printf("%-36s %-34s %-6s %s\n", "fleet", "scenario", "result", "time")
 	for _, r := range results {
 		verdict := "pass"
 		if !r.passed {
 			verdict = "FAIL"
 		}
-		fmt.Printf("%-18s %-28s %-6s %s\n", r.direction, r.scenario, verdict, r.took.Round(100*time.Millisecond))
+		fmt.Printf("%-36s %-34s %-6s %s\n", r.direction, r.scenario, verdict, r.took.Round(100*time.Millisecond))
 	}
 	fmt.Printf("logs: %s\n", outDir)
 }
