@@ -171,6 +171,11 @@ kuadrant-e2e: envtest ## Run Kuadrant's dns-operator e2e suite, unchanged, again
 	@test -n "$(DNS_OPERATOR)" || { echo "set DNS_OPERATOR to a checkout of Kuadrant's dns-operator"; exit 2; }
 	hack/kuadrant-e2e.sh "$(DNS_OPERATOR)"
 
+.PHONY: mixed-fleet
+mixed-fleet: envtest ## Kuadrant's delegation scenarios on mixed fleets: Kuadrant's dns-operator, built from DNS_OPERATOR=<checkout>, as primary with ours as secondary and the reverse; prints scenario x direction (docs/mixed-fleet.md; ARGS=-run=TestMixedFleet/kuadrant-primary). A measurement, not part of `make test`.
+	@test -n "$(DNS_OPERATOR)" || { echo "set DNS_OPERATOR to a checkout of Kuadrant's dns-operator"; exit 2; }
+	DNS_OPERATOR="$(DNS_OPERATOR)" go test -tags mixedfleet -count=1 -timeout 40m ./test/mixedfleet/ $(ARGS)
+
 .PHONY: envtest
 .PHONY: delegation
 delegation: ## Print the parent zone's NS and glue records delegating ZONE to every cluster's DNS server (PARENT=example.com SERVERS=ns1.example.com=192.0.2.1,...).

@@ -108,6 +108,12 @@ const (
 	// ReasonLeaseNotRenewed: Leases=False, the last renewal of this cluster's lease failed; other
 	// clusters withdraw this owner from shared names once the lease is older than its duration.
 	ReasonLeaseNotRenewed = "LeaseNotRenewed"
+	// ReasonOwnerLeaseExpired: Ready=False in a primary's entry of another cluster's delegating
+	// record (status.remoteRecordStatuses), when the owner lease the record carries
+	// (OwnerLeaseAnnotation) has not changed for its duration: its cluster's controller stopped.
+	// The primary publishes nothing more of it until the lease changes again; its endpoints leave
+	// the names it shares with live owners, and stay where it is alone.
+	ReasonOwnerLeaseExpired = "OwnerLeaseExpired"
 	// ReasonOwnerWithdrawn is the reason of the event on a record whose pass withdrew another
 	// cluster's owner, whose lease had expired, from a name they shared.
 	ReasonOwnerWithdrawn = "OwnerWithdrawn"

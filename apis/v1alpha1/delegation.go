@@ -12,6 +12,12 @@ import (
 // primary cluster reads it through a kubeconfig, publishes its endpoints, and writes what it did
 // into status.remoteRecordStatuses under its own cluster ID, in the shape of a DNSRecordStatus.
 
+// OwnerLeaseAnnotation holds, on a delegating record of a secondary of this project, its cluster's
+// owner lease (the value of a lease record, package lease), renewed every lease period: a primary
+// copies it into the authoritative record, so that the secondary's owners leave it when the lease
+// stops changing. A record without it (Kuadrant's secondary) names no lease and never expires.
+const OwnerLeaseAnnotation = "dnspolicy.io/owner-lease"
+
 // RemoteRecordStatus decodes the entry of one primary cluster. ok is false when there is no entry
 // or it is not a DNSRecordStatus.
 func (s *DNSRecordStatus) RemoteRecordStatus(clusterID string) (st DNSRecordStatus, ok bool) {

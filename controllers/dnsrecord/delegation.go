@@ -25,8 +25,8 @@ import (
 // until every primary's entry says the endpoints are withdrawn.
 //
 // On a primary, this cluster's delegating records are published into the authoritative record of
-// their root host (delegation_primary.go). Records of other clusters, read through kubeconfig
-// Secrets, are not merged yet.
+// their root host (delegation_primary.go), and so are other clusters' records, read through
+// kubeconfig Secrets (remote.go), with their clusters' owner leases (remote_lease.go).
 
 // DelegationRole is the part a cluster plays in delegation (--delegation-role).
 type DelegationRole string
@@ -62,22 +62,22 @@ func (r *Reconciler) delegationPhases(rec *v1alpha1.DNSRecord) []phase {
 	case rec.DeletionTimestamp != nil:
 		return []phase{r.releaseBorrowed, r.connectDelegatedForDeletion, r.withdraw}
 	case r.Options.secondary():
-		return []phase{r.validate, r.checkOwner, r.ensureFinalizer, r.ensureProbes, r.readyForDelegation}
+		return []phase{r.validate, r.checkOwner, r.ensureFinalizer, r.ensureProbes, r.readyForDelegation, r.renewOwnerLease}
 	default:
 		return []phase{r.validate, r.checkOwner, r.connectDelegated, r.ensureFinalizer, r.markReadyForDelegation, r.checkGroup, r.ensureProbes, r.publish}
 	}
 }
 
-// readyForDelegation ends the pass of a delegating record on a secondary with Kuadrant's
-// conditions: nothing is published from here, so there is nothing to re-check on a timer; a new
-// generation or a probe's result starts the next pass.
+// readyForDelegation gives a delegating record on a secondary Kuadrant's conditions. Nothing is
+// published from here: a new generation or a probe's result starts the next pass, and only the
+// owner lease (renewOwnerLease) comes back on a timer.
 func (r *Reconciler) readyForDelegation(_ context.Context, s *scope) (ctrl.Result, bool, error) {
 	rec := s.record
 	conditionOrder.Set(&rec.Status.Conditions, rec.Generation, metav1.Condition{
 		Type: v1alpha1.ConditionTypeReadyForDelegation, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonFinalizersSet,
 	})
 	r.setReady(s, metav1.ConditionTrue, v1alpha1.ReasonProviderSuccess, v1alpha1.MessageProviderSuccess)
-	return pass.Done(ctrl.Result{}, nil)
+	return ctrl.Result{}, false, nil
 }
 
 // releaseDelegated releases a deleted delegating record once no primary's entry in

@@ -105,12 +105,12 @@ func (r *Reconciler) publishAuthoritative(ctx context.Context, s *scope) (ctrl.R
 }
 
 // authoritativeDeletionPhases: an authoritative record a DNS server serves just goes; one that was
-// published into a zone withdraws from it first.
+// published into a zone withdraws from it first, unless its owner ID is another namespace's.
 func (r *Reconciler) authoritativeDeletionPhases(rec *v1alpha1.DNSRecord) []phase {
 	if rec.Labels[v1alpha1.CoreDNSZoneNameLabel] != "" {
 		return []phase{r.releaseAuthoritative}
 	}
-	return []phase{r.connectForDeletion, r.withdrawAuthoritative}
+	return []phase{r.releaseBorrowed, r.connectForDeletion, r.withdrawAuthoritative}
 }
 
 // withdrawAuthoritative withdraws a deleted authoritative record from the zone it was published in,

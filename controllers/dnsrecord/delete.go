@@ -117,8 +117,10 @@ func (r *Reconciler) zoneForDeletion(ctx context.Context, s *scope) (ctrl.Result
 // withdraw publishes nothing for this owner, then releases the record.
 func (r *Reconciler) withdraw(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	rec := s.record
-	if err := r.deleteProbes(ctx, rec); err != nil {
-		return ctrl.Result{}, true, err
+	if s.remote == nil {
+		if err := r.deleteProbes(ctx, rec); err != nil {
+			return ctrl.Result{}, true, err
+		}
 	}
 	if s.backend.Records != nil {
 		if err := s.backend.Records.RemoveRecord(ctx, rec.DeepCopy()); err != nil {
@@ -131,9 +133,9 @@ func (r *Reconciler) withdraw(ctx context.Context, s *scope) (ctrl.Result, bool,
 		res, err := r.removeFinalizer(ctx, s)
 		return res, true, err
 	}
-	out, err := r.Publisher.Publish(ctx, s.provider, s.backend.Account, s.zone, publish.Request{
-		OwnerID: ownerID(rec), Previous: rec.Status.Endpoints, Named: statementNames(rec), Record: s.key.String(),
-	})
+	req := publish.Request{OwnerID: ownerID(rec), Previous: rec.Status.Endpoints, Named: statementNames(rec), Record: s.key.String()}
+	withLease(s, &req)
+	out, err := r.Publisher.Publish(ctx, s.provider, s.backend.Account, s.zone, req)
 	if err != nil {
 		permanent := providers.KindOf(err) == providers.Permanent
 		if r.zoneGone(ctx, s) {

@@ -29,6 +29,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -39,6 +40,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	mcreconcile "sigs.k8s.io/multicluster-runtime/pkg/reconcile"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord/backends"
@@ -49,6 +51,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/pkg/groups/resolve"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/health"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 )
 
@@ -101,6 +104,9 @@ type Options struct {
 	// DelegationRole is the part this cluster plays in delegation (delegation.go); empty means
 	// primary, Kuadrant's default.
 	DelegationRole DelegationRole
+	// OwnerLease is this cluster's owner lease (its Holder, Every and Duration; Holder "" when
+	// there is none): a secondary renews it on its delegating records (remote_lease.go).
+	OwnerLease lease.Lease
 	// Group is the failover group of every record reconciled (--group; "": ungrouped), and
 	// InactiveGroupRecheck how often a record of an inactive group looks again (0:
 	// DefaultInactiveGroupRecheck). See groups.go.
@@ -162,6 +168,9 @@ type Reconciler struct {
 	// replans carries the passes the publisher asks for (Replan), and those a change of a zone's
 	// active groups asks for (failover.go), to the controller's queue.
 	replans atomic.Pointer[chan event.TypedGenericEvent[reconcile.Request]]
+	// remoteReplans carries the passes asked for other clusters' records to their controller
+	// (remote.go).
+	remoteReplans atomic.Pointer[chan event.TypedGenericEvent[mcreconcile.Request]]
 }
 
 // conditionOrder keeps a record's conditions in one order, so equal statuses compare equal.
@@ -231,6 +240,9 @@ type scope struct {
 	probing *probing
 	// activeGroups are the zone's active failover groups when the record is of one of them (checkGroup).
 	activeGroups []string
+	// remote, when set, is the other cluster the record was read from (remote.go): record is then
+	// a view of it whose status is this primary's entry of its status.remoteRecordStatuses.
+	remote *remoteRecord
 }
 
 // providerName is the provider label of the record: the name of what writes it, or of the backend
@@ -272,7 +284,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.
 	case isAuthoritative(rec) && rec.DeletionTimestamp != nil:
 		phases = r.authoritativeDeletionPhases(rec)
 	case isAuthoritative(rec):
-		phases = []phase{r.validateAuthoritative, r.connect, r.ensureFinalizer, r.publishAuthoritative}
+		phases = []phase{r.validateAuthoritative, r.checkOwner, r.connect, r.ensureFinalizer, r.publishAuthoritative}
 	case rec.Spec.Delegate:
 		phases = r.delegationPhases(rec)
 	case rec.DeletionTimestamp != nil:
@@ -330,6 +342,9 @@ func (r *Reconciler) ensureFinalizer(ctx context.Context, s *scope) (ctrl.Result
 // patchStatus writes the status once per pass, when it changed. A released record has no status to
 // write.
 func (r *Reconciler) patchStatus(ctx context.Context, s *scope) error {
+	if s.remote != nil {
+		return r.patchRemoteStatus(ctx, s)
+	}
 	rec := s.record
 	if rec.DeletionTimestamp != nil && !controllerutil.ContainsFinalizer(rec, v1alpha1.RecordFinalizer) {
 		return nil
@@ -374,6 +389,16 @@ func bookkept(st v1alpha1.DNSRecordStatus) v1alpha1.DNSRecordStatus {
 }
 
 func (r *Reconciler) removeFinalizer(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if s.remote != nil {
+		// Another cluster's record is released by its own controller, once this primary says so.
+		return r.reportRemoved(s), nil
+	}
+	if holding := s.record.Status.PrimariesHoldingEndpoints(); s.record.Spec.Delegate && len(holding) > 0 {
+		// Withdrawn here, but other primaries still publish it (Kuadrant's rule: the finalizer goes
+		// when every entry says removed). Their write of their entry starts the next pass.
+		r.setReady(s, metav1.ConditionFalse, v1alpha1.ReasonProviderEndpointsDeletion, waitingMessage(holding))
+		return ctrl.Result{RequeueAfter: pass.Jitter(r.Options.MinRecheck)}, nil
+	}
 	// Its probes go first, whichever way it is released: a record that never found a zone has
 	// probes too (probeWithoutZone).
 	if err := r.deleteProbes(ctx, s.record); err != nil {

@@ -21,7 +21,8 @@ import (
 // no credential), and every backend with GrantsAllBackends. A gated record with any name its
 // namespace is not granted publishes nothing: it gets no finalizer and writes nothing, so its
 // deletion withdraws nothing either (it could otherwise withdraw what an owner ID it borrowed
-// published). Authoritative records are the zone itself: the DNS server's side filters them.
+// published). Authoritative records a backend serves are the zone itself: the DNS server's side
+// filters them; those published into a zone (a delegation primary's) are gated as any record.
 
 // Namespaces' labels are read only when a grant selects namespaces by label; the rights to list
 // and watch Namespaces are granted apart, and only then (config/rbac/README.md).
@@ -35,7 +36,7 @@ func (r *Reconciler) grantsApply(b *backends.Backend) bool {
 // published. It runs once the backend is known, before a zone is looked for.
 func (r *Reconciler) checkGrants(ctx context.Context, s *scope) (ctrl.Result, bool, error) {
 	rec := s.record
-	if isAuthoritative(rec) || !r.grantsApply(s.backend) {
+	if (isAuthoritative(rec) && s.backend.Hosts != nil) || !r.grantsApply(s.backend) {
 		return ctrl.Result{}, false, nil
 	}
 	uncovered, err := r.ungranted(ctx, rec)

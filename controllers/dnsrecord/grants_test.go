@@ -20,7 +20,8 @@ type hostZones struct{ providers.HostZones }
 
 // Grants gate a zone-hosting backend's records, and every backend's with GrantsAllBackends; a
 // gated record with any name (root host or endpoint) not granted ends the pass NotGranted, for
-// good, naming the names; authoritative records are left to the DNS server.
+// good, naming the names; authoritative records a backend serves are left to the DNS server, those
+// published into a zone are gated.
 func TestCheckGrants(t *testing.T) {
 	grants := grant.Grants{{Namespaces: []string{"team-a"}, Domains: []string{"a.example.com"}}}
 	record := func(ns, root string, names ...string) *v1alpha1.DNSRecord {
@@ -49,6 +50,8 @@ func TestCheckGrants(t *testing.T) {
 		{"root host not granted", false, hosting, record("team-a", "example.com", "x.a.example.com"),
 			"namespace team-a has no grant for example.com (grants are set by the administrator: --grant, --grants-file); nothing of this record is published"},
 		{"authoritative", true, hosting, authoritative, ""},
+		{"authoritative record published into a zone, all scope", true, cloud, authoritative,
+			"namespace team-b has no grant for b.example.com (grants are set by the administrator: --grant, --grants-file); nothing of this record is published"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Reconciler{Options: Options{Grants: grants, GrantsAllBackends: tc.all}}

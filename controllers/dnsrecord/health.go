@@ -110,9 +110,10 @@ func (r *Reconciler) ensureProbes(ctx context.Context, s *scope) (ctrl.Result, b
 // probeWithoutZone ensures the probes of a record whose backend holds no zone for it (yet), as
 // Kuadrant's dns-operator makes a record's probes before it looks for a zone: each address is
 // checked, and seen to be, while the record waits for its zone. The finalizer comes first, so the
-// probes go with the record (removeFinalizer deletes them).
+// probes go with the record (removeFinalizer deletes them). Another cluster's record is probed
+// there, by its own controller.
 func (r *Reconciler) probeWithoutZone(ctx context.Context, s *scope) error {
-	if !probed(s.record) || s.backend.Records != nil {
+	if !probed(s.record) || s.backend.Records != nil || s.remote != nil {
 		return nil
 	}
 	if _, _, err := r.ensureFinalizer(ctx, s); err != nil {

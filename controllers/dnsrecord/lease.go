@@ -37,6 +37,7 @@ func (r *Reconciler) Replan(owners []string) {
 
 // requeue asks the records keys for a pass now. It never blocks.
 func (r *Reconciler) requeue(keys []types.NamespacedName) {
+	keys = r.requeueRemote(keys)
 	events := r.replans.Load()
 	if len(keys) == 0 || events == nil {
 		return

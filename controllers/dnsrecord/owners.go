@@ -30,11 +30,12 @@ import (
 // ownerIDField indexes DNSRecords by owner ID in the manager's cache, so the check is a lookup.
 const ownerIDField = "dnsrecord.ownerID"
 
-// indexOwnerID is the index function of ownerIDField. Authoritative records publish no claims, so
-// they hold no owner ID.
+// indexOwnerID is the index function of ownerIDField. Authoritative records are indexed too: one a
+// delegation primary publishes into a zone claims its names under its own owner ID, and anyone may
+// write a record shaped as one.
 func indexOwnerID(o client.Object) []string {
 	rec, ok := o.(*v1alpha1.DNSRecord)
-	if !ok || isAuthoritative(rec) {
+	if !ok {
 		return nil
 	}
 	return []string{ownerID(rec)}

@@ -216,3 +216,43 @@ func TestOwnerIDFreedRequeues(t *testing.T) {
 	}
 
 }
+
+// A record shaped as a delegation primary's authoritative record (anyone may write one) is
+// published into its zone like any record, so it borrows no owner ID either: refused while live,
+// released without touching the zone when deleted.
+func TestOwnerIDInUseByAuthoritativeRecord(t *testing.T) {
+	f := newOwnersFixture(t)
+	holder := f.record(t, "team-a", "web", 0, "192.0.2.1", false)
+	f.reconcile(t, holder)
+	published := f.zoneLines(t)
+	for i, finalizer := range []bool{false, true} {
+		rec := &v1alpha1.DNSRecord{
+			ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("authoritative-record-%d", i), Namespace: "team-b",
+				CreationTimestamp: metav1.NewTime(f.t0.Add(time.Minute)), Labels: map[string]string{v1alpha1.AuthoritativeRecordLabel: "true"}},
+			Spec: v1alpha1.DNSRecordSpec{OwnerID: "shared", RootHost: "www.example.com", ProviderRef: &v1alpha1.ProviderRef{Name: "provider"},
+				Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint("www.example.com", v1alpha1.RecordTypeA, 60, "203.0.113.66")}},
+		}
+		if finalizer {
+			controllerutil.AddFinalizer(rec, v1alpha1.RecordFinalizer)
+		}
+		if err := f.c.Create(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+		if finalizer {
+			if err := f.c.Delete(context.Background(), rec); err != nil {
+				t.Fatal(err)
+			}
+		}
+		f.reconcile(t, rec)
+		if finalizer {
+			if err := f.c.Get(context.Background(), client.ObjectKeyFromObject(rec), &v1alpha1.DNSRecord{}); !apierrors.IsNotFound(err) {
+				t.Fatalf("the deleted borrower was not released: %v", err)
+			}
+		} else if got := ready(f.get(t, rec)); !strings.Contains(got, v1alpha1.ReasonOwnerIDInUse) {
+			t.Fatalf("borrower: %s, want OwnerIDInUse", got)
+		}
+		if after := f.zoneLines(t); fmt.Sprint(after) != fmt.Sprint(published) {
+			t.Fatalf("the borrower (finalizer %v) changed the zone:\n  before %v\n  after  %v", finalizer, published, after)
+		}
+	}
+}

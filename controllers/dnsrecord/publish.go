@@ -127,6 +127,9 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, 
 	r.setProviderAccepted(s, desired, roundRobin)
 	req := publish.Request{OwnerID: rec.Status.OwnerID, Group: rec.Status.Group, Previous: rec.Status.Endpoints, Desired: desired, Named: statementNames(rec),
 		KeepExpired: r.keepExpired(s.backend), Record: s.key.String(), CleanupGroups: s.activeGroups}
+	if res, done := r.foreignLease(s, &req); done {
+		return res, true, nil
+	}
 	r.memory.remember(rec.Status.OwnerID, s.key)
 	var decision *health.Decision
 	if s.probing != nil {
@@ -180,7 +183,7 @@ func (r *Reconciler) publish(ctx context.Context, s *scope) (ctrl.Result, bool, 
 		// for a shared thing: the Conflicted condition says which.
 		r.setReady(s, metav1.ConditionTrue, v1alpha1.ReasonProviderSuccess, v1alpha1.MessageProviderSuccess)
 	}
-	res := r.recheck(s, out.Wrote)
+	res := leaseRecheck(r.recheck(s, out.Wrote), req)
 	if len(s.activeGroups) > 0 && (out.Wrote || len(r.Options.FailoverOrder) > 0) {
 		// The cleanup of inactive groups waits for a quiet pass (Kuadrant's rule): after a write it
 		// comes one ValidationRetry later rather than a MinRecheck. With automatic failover another

@@ -298,7 +298,7 @@ var (
 	descGeoAnswers  = prometheus.NewDesc("dnspolicy_dnsserver_geo_answers_total", "Answers chosen by a geo set, by zone and the geo code that matched (a country, GEO-<continent>, or * for the default).", []string{"zone", "geo"}, nil)
 	descSignatures  = prometheus.NewDesc("dnspolicy_dnsserver_dnssec_signatures_total", "RRSIGs made by a signed zone (each set is signed when first served and again when its signatures near expiry, once per signing key).", []string{"zone"}, nil)
 	descSigCache    = prometheus.NewDesc("dnspolicy_dnsserver_dnssec_cache_entries", "Entries in a signed zone's cache of signatures that depend on the query name (denials of names that do not exist, wildcard answers).", []string{"zone"}, nil)
-	descSigBytes    = prometheus.NewDesc("dnspolicy_dnsserver_dnssec_cache_bytes", "Bytes that cache holds; its bound is 16 MiB per signed zone (Options.DNSSECCacheBytes).", []string{"zone"}, nil)
+	descSigBytes    = prometheus.NewDesc("dnspolicy_dnsserver_dnssec_cache_bytes", "Bytes that cache holds; its bound per signed zone is --dnssec-signature-cache-bytes (16 MiB by default).", []string{"zone"}, nil)
 	descSigEvicted  = prometheus.NewDesc("dnspolicy_dnsserver_dnssec_cache_evictions_total", "Entries that cache let go to stay within its bound; a steady rate means a flood of names that do not exist, or a bound too small.", []string{"zone"}, nil)
 	descDuration    = prometheus.NewDesc("dnspolicy_dnsserver_query_duration_seconds", "Time from reading a query to writing its answer (zone transfers not included), by transport.", []string{"transport"}, nil)
 )

@@ -67,9 +67,14 @@ func Renew(holder string, now time.Time, every, duration time.Duration) Lease {
 
 // Record is the lease's record in zone.
 func (l Lease) Record(zone string) *v1alpha1.Endpoint {
-	value := fmt.Sprintf(`"dnspolicy-lease=1 holder=%s renewed=%d every=%d duration=%d"`,
+	return v1alpha1.NewEndpoint(RecordName(l.Holder, zone), v1alpha1.RecordTypeTXT, TTL, `"`+l.Value()+`"`)
+}
+
+// Value is the lease's value, as its record holds it (unquoted) and as a delegating record carries
+// it (v1alpha1.OwnerLeaseAnnotation).
+func (l Lease) Value() string {
+	return fmt.Sprintf("dnspolicy-lease=1 holder=%s renewed=%d every=%d duration=%d",
 		l.Holder, l.Renewed.Unix(), seconds(l.Every), seconds(l.Duration))
-	return v1alpha1.NewEndpoint(RecordName(l.Holder, zone), v1alpha1.RecordTypeTXT, TTL, value)
 }
 
 func seconds(d time.Duration) int64 { return int64(d / time.Second) }
@@ -79,7 +84,13 @@ func Parse(ep *v1alpha1.Endpoint) (Lease, bool) {
 	if ep == nil || ep.RecordType != v1alpha1.RecordTypeTXT || len(ep.Targets) != 1 {
 		return Lease{}, false
 	}
-	fields := strings.Fields(strings.Trim(ep.Targets[0], `"`))
+	l, ok := ParseValue(ep.Targets[0])
+	return l, ok && ep.DNSName == RecordName(l.Holder, zoneOf(ep.DNSName))
+}
+
+// ParseValue reads a lease's value (Value), quoted or not; false when it is none.
+func ParseValue(value string) (Lease, bool) {
+	fields := strings.Fields(strings.Trim(value, `"`))
 	if len(fields) != 5 || fields[0] != "dnspolicy-lease=1" {
 		return Lease{}, false
 	}
@@ -105,7 +116,7 @@ func Parse(ep *v1alpha1.Endpoint) (Lease, bool) {
 			return Lease{}, false
 		}
 	}
-	return l, l.Holder != "" && l.Every > 0 && ep.DNSName == RecordName(l.Holder, zoneOf(ep.DNSName))
+	return l, l.Holder != "" && l.Every > 0
 }
 
 // namePrefix begins every lease record's name.

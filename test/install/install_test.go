@@ -15,7 +15,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -61,20 +60,6 @@ func TestDefaultInstall(t *testing.T) {
 	want := sorted(controllerWrites("", true), controllerWrites("gateways", true), controllerWrites(controllerNamespace, true), ownNamespaceWrites(), metricsAuthWrites())
 	if d := diffLines(got, want); d != "" {
 		t.Errorf("the ServiceAccount's writes differ from what the controller needs:%s", d)
-	}
-}
-
-// bindProviderSecrets binds dnspolicy-controller-provider-secrets to the ServiceAccount in ns, as
-// docs/install.md tells an admin to for namespaces that use a default-provider Secret.
-func bindProviderSecrets(t *testing.T, c client.Client, ns string) {
-	t.Helper()
-	rb := &rbacv1.RoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "dnspolicy-controller-provider-secrets", Namespace: ns},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "dnspolicy-controller-provider-secrets"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "dnspolicy-controller", Namespace: controllerNamespace}},
-	}
-	if err := c.Create(context.Background(), rb); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -55,13 +55,15 @@ const (
 // team-a the zone, team-b the subtree b.demo.example.com, and team-c only shared.demo.example.com,
 // a name it shares with team-a.
 type tenancy struct {
-	cp    *controlPlane
-	dns   string // host:port of the embedded server (loopback)
-	proc  *exec.Cmd
-	teams map[string]client.Client
+	cp      *controlPlane
+	dns     string // host:port of the embedded server (loopback)
+	metrics string // host:port of the controller's secure metrics endpoint
+	proc    *exec.Cmd
+	teams   map[string]client.Client
 }
 
-func startTenancy(t *testing.T) *tenancy {
+// startTenancy starts the cluster; extra are more controller flags, after the ones it sets.
+func startTenancy(t *testing.T, extra ...string) *tenancy {
 	t.Helper()
 	cp := startControlPlane(t)
 	objs := golden(t, "kustomize-default.yaml")
@@ -75,10 +77,10 @@ func startTenancy(t *testing.T) *tenancy {
 		access{verb: "create", group: "kuadrant.io", resource: "dnsrecords", namespace: "team-c"})
 	port := freeport.PortOn(t, "127.0.0.1")
 	e.dns = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	e.proc, _ = startController(t, cp, find(t, objs, "Deployment", "dnspolicy-controller"),
-		"--dns-server-address="+e.dns,
-		"--dns-nameservers="+nsName, "--dns-nameserver-addresses="+nsName+"="+nsAddr,
-		"--grant=team-a="+demoZone, "--grant=team-b=b."+demoZone, "--grant=team-c=shared."+demoZone)
+	e.proc, e.metrics = startController(t, cp, find(t, objs, "Deployment", "dnspolicy-controller"), append([]string{
+		"--dns-server-address=" + e.dns,
+		"--dns-nameservers=" + nsName, "--dns-nameserver-addresses=" + nsName + "=" + nsAddr,
+		"--grant=team-a=" + demoZone, "--grant=team-b=b." + demoZone, "--grant=team-c=shared." + demoZone}, extra...)...)
 	// team-a publishes its application through the coredns backend, as any team would.
 	e.publish(t, "team-a", "app."+demoZone, v1alpha1.NewEndpoint("app."+demoZone, "A", 60, appAddr))
 	e.eventuallyAnswers(t, "app."+demoZone, dns.TypeA, "NOERROR "+appAddr)

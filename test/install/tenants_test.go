@@ -97,6 +97,20 @@ func (cp *controlPlane) addTenant(t *testing.T, ns string) client.Client {
 	return c
 }
 
+// bindProviderSecrets binds dnspolicy-controller-provider-secrets to the ServiceAccount in ns, as
+// docs/install.md tells an admin to for namespaces that use a default-provider Secret.
+func bindProviderSecrets(t *testing.T, c client.Client, ns string) {
+	t.Helper()
+	rb := &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "dnspolicy-controller-provider-secrets", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "dnspolicy-controller-provider-secrets"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "dnspolicy-controller", Namespace: controllerNamespace}},
+	}
+	if err := c.Create(context.Background(), rb); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // A namespace's team, bound to edit, manages our objects in its namespace (the install's
 // aggregated roles) and nowhere else, and never writes their status; view reads them.
 func TestTenantRoles(t *testing.T) {

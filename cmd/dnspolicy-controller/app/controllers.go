@@ -158,6 +158,7 @@ func addRecordController(mgr ctrl.Manager, o Options, factory *providers.Factory
 			every = lease.DefaultEvery
 		}
 		popts.Leases = publish.Leases{Holder: holder, Every: every, Duration: o.OwnerLeases.Duration, Tolerance: lease.DefaultTolerance}
+		r.Options.OwnerLease = lease.Lease{Holder: holder, Every: every, Duration: o.OwnerLeases.Duration}
 		if len(o.FailoverOrder) > 0 {
 			// Automatic failover: the lease and a member record are renewed in every zone, so
 			// that the other groups' controllers can judge this one's group (docs/failover-groups.md).
@@ -175,6 +176,11 @@ func addRecordController(mgr ctrl.Manager, o Options, factory *providers.Factory
 	}
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("dnsrecord controller: %w", err)
+	}
+	if o.DelegationRole != dnsrecord.DelegationRoleSecondary && o.ClusterSecretNamespace != "" {
+		if err := addRemoteClusters(mgr, o, r, cluster); err != nil {
+			return fmt.Errorf("remote clusters: %w", err)
+		}
 	}
 	return nil
 }

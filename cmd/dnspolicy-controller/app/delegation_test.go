@@ -41,3 +41,37 @@ func TestParseDelegationRole(t *testing.T) {
 		t.Errorf("DELEGATION_ROLE=Secondary: err %v", err)
 	}
 }
+
+// The kubeconfig Secrets of other clusters: Kuadrant's defaults, flags and variables
+// (CLUSTER_SECRET_NAMESPACE, CLUSTER_SECRET_LABEL), ours winning over Kuadrant's.
+func TestParseClusterSecrets(t *testing.T) {
+	for _, tc := range []struct {
+		name            string
+		args            []string
+		env             map[string]string
+		wantNS, wantLbl string
+	}{
+		{"default", nil, nil, "dns-operator-system", "kuadrant.io/multicluster-kubeconfig"},
+		{"flags", []string{"--cluster-secret-namespace=fleet", "--cluster-secret-label=example.com/kubeconfig"}, nil, "fleet", "example.com/kubeconfig"},
+		{"kuadrant variables", nil, map[string]string{"CLUSTER_SECRET_NAMESPACE": "fleet", "CLUSTER_SECRET_LABEL": "example.com/kubeconfig"}, "fleet", "example.com/kubeconfig"},
+		{"ours wins", nil, map[string]string{"CLUSTER_SECRET_NAMESPACE": "fleet", "DNSPOLICY_CLUSTER_SECRET_NAMESPACE": "ours"}, "ours", "kuadrant.io/multicluster-kubeconfig"},
+		{"off", []string{"--cluster-secret-namespace="}, nil, "", "kuadrant.io/multicluster-kubeconfig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := Parse(tc.args, env(tc.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if o.ClusterSecretNamespace != tc.wantNS || o.ClusterSecretLabel != tc.wantLbl {
+				t.Errorf("namespace %q, label %q; want %q, %q", o.ClusterSecretNamespace, o.ClusterSecretLabel, tc.wantNS, tc.wantLbl)
+			}
+		})
+	}
+}
+
+// A label that is not a label key is refused at start, not when the first Secret is looked for.
+func TestParseClusterSecretLabelInvalid(t *testing.T) {
+	if _, err := Parse([]string{"--cluster-secret-label=not a label"}, env(nil)); err == nil || !strings.Contains(err.Error(), "--cluster-secret-label") {
+		t.Errorf("err %v, want one naming --cluster-secret-label", err)
+	}
+}

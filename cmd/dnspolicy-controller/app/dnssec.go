@@ -13,6 +13,7 @@ import (
 
 	dnsservercontroller "github.com/dnspolicy/dnspolicy-controller/controllers/dnsserver"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnssec"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 )
 
 // DNSSECOptions say which zones of the embedded server are signed and how their keys are made and
@@ -31,6 +32,9 @@ type DNSSECOptions struct {
 	SecretNamespace string
 	// DSResolver (host:port) is asked for the parent's DS set; empty: the system resolver.
 	DSResolver string
+	// SignatureCacheBytes bounds, per signed zone, the server's cache of signatures that depend on
+	// the query name (--dnssec-signature-cache-bytes): what a flood of random names can hold.
+	SignatureCacheBytes int
 	// DNSKEYTTL, DSTTL and Propagation are the rollovers' waits (package dnssec, Policy).
 	DNSKEYTTL, DSTTL, Propagation time.Duration
 	// DSCheckEvery is how often the parent is asked while a key waits for its DS; Recheck how often
@@ -44,7 +48,7 @@ type DNSSECOptions struct {
 
 func defaultDNSSECOptions() DNSSECOptions {
 	return DNSSECOptions{Algorithm: int(dnssec.ECDSAP256SHA256), Keys: "csk", DNSKEYTTL: time.Hour, DSTTL: 24 * time.Hour,
-		Propagation: 5 * time.Minute, DSCheckEvery: 10 * time.Minute, Recheck: time.Minute}
+		Propagation: 5 * time.Minute, DSCheckEvery: 10 * time.Minute, Recheck: time.Minute, SignatureCacheBytes: dnsserver.DefaultDNSSECCacheBytes}
 }
 
 // dnssecFlags registers the flags and returns the check run once they are parsed.
@@ -58,6 +62,7 @@ func (d *DNSSECOptions) dnssecFlags(fs *flag.FlagSet) func() error {
 	fs.DurationVar(&d.DNSKEYTTL, "dnssec-dnskey-ttl", d.DNSKEYTTL, "TTL of the DNSKEY, CDS and CDNSKEY sets; rollovers wait for it.")
 	fs.DurationVar(&d.DSTTL, "dnssec-ds-ttl", d.DSTTL, "TTL of the DS set at the parent; a KSK or CSK rollover waits for it once the new DS is seen.")
 	fs.DurationVar(&d.Propagation, "dnssec-propagation", d.Propagation, "Time a change takes to reach every server of the zone and of the parent; added to every rollover wait.")
+	fs.IntVar(&d.SignatureCacheBytes, "dnssec-signature-cache-bytes", d.SignatureCacheBytes, "Bytes, per signed zone, of the cache of signatures that depend on the query name (denials of names that do not exist, wildcard answers); when full, random entries are evicted.")
 	return func() error {
 		d.Zones = nil
 		for _, z := range splitList(*zones) {
@@ -67,6 +72,9 @@ func (d *DNSSECOptions) dnssecFlags(fs *flag.FlagSet) func() error {
 			if _, _, err := net.SplitHostPort(d.DSResolver); err != nil {
 				return fmt.Errorf("--dnssec-ds-resolver: %q is not host:port", d.DSResolver)
 			}
+		}
+		if d.SignatureCacheBytes <= 0 {
+			return fmt.Errorf("--dnssec-signature-cache-bytes: %d must be positive", d.SignatureCacheBytes)
 		}
 		if _, err := d.policy(1); err != nil {
 			return err

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/dnspolicy/dnspolicy-controller/pkg/dnssec"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/dnsserver"
 )
 
 // The DNSSEC flags, from the command line and the environment, make the rollovers' policy; the
 // zone's largest TTL is --max-ttl's.
 func TestParseDNSSECFlags(t *testing.T) {
 	o, err := Parse([]string{"--dnssec-zones=Example.COM., b.example.org", "--dnssec-keys=ksk-zsk", "--dnssec-zsk-lifetime=720h",
-		"--dnssec-ds-resolver=127.0.0.1:5353", "--max-ttl=600"}, env(map[string]string{
+		"--dnssec-ds-resolver=127.0.0.1:5353", "--max-ttl=600", "--dnssec-signature-cache-bytes=1048576"}, env(map[string]string{
 		"DNSPOLICY_DNSSEC_ALGORITHM":        "15",
 		"DNSPOLICY_DNSSEC_SECRET_NAMESPACE": "keys",
 		"DNSPOLICY_DNSSEC_DS_TTL":           "2h",
@@ -23,6 +24,9 @@ func TestParseDNSSECFlags(t *testing.T) {
 	d := o.DNSSEC
 	if strings.Join(d.Zones, ",") != "example.com,b.example.org" || d.DSResolver != "127.0.0.1:5353" {
 		t.Fatalf("options %+v", d)
+	}
+	if got := o.dnsServerOptions(nil).DNSSECCacheBytes; got != 1<<20 {
+		t.Fatalf("the server's signature cache bound is %d, want the flag's 1048576", got)
 	}
 	p, err := d.policy(o.MaxTTL)
 	if err != nil {
@@ -48,16 +52,20 @@ func TestParseDNSSECFlags(t *testing.T) {
 	if p, err := o.DNSSEC.policy(o.MaxTTL); err != nil || p.Algorithm != dnssec.ECDSAP256SHA256 || p.Split || p.ZSKLifetime != 0 || len(o.DNSSEC.Zones) != 0 {
 		t.Fatalf("defaults %+v, %v", p, err)
 	}
+	if got := o.dnsServerOptions(nil).DNSSECCacheBytes; got != dnsserver.DefaultDNSSECCacheBytes {
+		t.Fatalf("the server's signature cache bound is %d by default, want %d", got, dnsserver.DefaultDNSSECCacheBytes)
+	}
 }
 
 func TestParseDNSSECRejectsBadValues(t *testing.T) {
 	for flag, want := range map[string]string{
-		"--dnssec-algorithm=8":         "--dnssec-algorithm: 8",
-		"--dnssec-keys=zsk":            `--dnssec-keys: "zsk"`,
-		"--dnssec-zsk-lifetime=720h":   "a ZSK lifetime needs a KSK and a ZSK",
-		"--dnssec-ds-resolver=1.2.3.4": "--dnssec-ds-resolver",
-		"--dnssec-dnskey-ttl=0s":       "must be positive",
-		"--dnssec-propagation=-1s":     "cannot be negative",
+		"--dnssec-algorithm=8":             "--dnssec-algorithm: 8",
+		"--dnssec-keys=zsk":                `--dnssec-keys: "zsk"`,
+		"--dnssec-zsk-lifetime=720h":       "a ZSK lifetime needs a KSK and a ZSK",
+		"--dnssec-ds-resolver=1.2.3.4":     "--dnssec-ds-resolver",
+		"--dnssec-dnskey-ttl=0s":           "must be positive",
+		"--dnssec-propagation=-1s":         "cannot be negative",
+		"--dnssec-signature-cache-bytes=0": "--dnssec-signature-cache-bytes: 0 must be positive",
 	} {
 		if _, err := Parse([]string{flag}, env(nil)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want one containing %q", flag, err, want)

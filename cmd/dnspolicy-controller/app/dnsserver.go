@@ -323,6 +323,7 @@ func (o Options) dnsServerOptions(keys []dnsserver.TSIGKey) dnsserver.Options {
 		Exports:                    d.exports(),
 		NameserverAddresses:        d.NameserverAddresses,
 		MaxTTL:                     o.MaxTTL,
+		DNSSECCacheBytes:           o.DNSSEC.SignatureCacheBytes,
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"go.uber.org/zap/zapcore"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnshealthcheckprobe"
@@ -99,8 +100,12 @@ type Options struct {
 	Grants GrantOptions
 	// DelegationRole is the part this cluster plays in delegation (--delegation-role, Kuadrant's
 	// flag and default): a secondary readies delegating records for a primary cluster to publish;
-	// a primary does not publish them yet (docs/delegation.md).
+	// a primary publishes its own and, through kubeconfig Secrets, other clusters' (docs/delegation.md).
 	DelegationRole dnsrecord.DelegationRole
+	// ClusterSecretNamespace and ClusterSecretLabel select the kubeconfig Secrets through which a
+	// primary reaches other clusters (--cluster-secret-namespace, --cluster-secret-label,
+	// Kuadrant's flags, variables and defaults); an empty namespace reaches none.
+	ClusterSecretNamespace, ClusterSecretLabel string
 	// Group is the failover group of every record this controller reconciles (--group, Kuadrant's
 	// flag; its environment variable GROUP is read too): "" is ungrouped (package groups).
 	Group string
@@ -146,6 +151,8 @@ func DefaultOptions() Options {
 		MaxTTL:                    v1alpha1.DefaultMaxTTL,
 		Grants:                    GrantOptions{Scope: GrantsScopeEmbedded},
 		DelegationRole:            dnsrecord.DelegationRolePrimary,
+		ClusterSecretNamespace:    DefaultClusterSecretNamespace,
+		ClusterSecretLabel:        DefaultClusterSecretLabel,
 	}
 }
 
@@ -185,6 +192,8 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	nameservers := fs.String("dns-nameservers", "", "Comma-separated NS names of every served zone (the first is the SOA's primary); empty: ns1.<zone>.")
 	fs.Int64Var(&o.MaxTTL, "max-ttl", o.MaxTTL, "Largest TTL, in seconds, of any record: a record with a larger one is refused (ValidationError; RecordsRefused on the embedded server). Up to 2147483647.")
 	fs.Var(&o.DelegationRole, "delegation-role", "The part this cluster plays in delegation: primary (the default, as Kuadrant's) or secondary, whose delegating records (delegate: true) a primary cluster publishes. Kuadrant's variable DELEGATION_ROLE sets it too.")
+	fs.StringVar(&o.ClusterSecretNamespace, "cluster-secret-namespace", o.ClusterSecretNamespace, "Namespace of the kubeconfig Secrets through which a primary reads other clusters' delegating records (Kuadrant's flag; its variable CLUSTER_SECRET_NAMESPACE sets it too). Empty: no other cluster is read.")
+	fs.StringVar(&o.ClusterSecretLabel, "cluster-secret-label", o.ClusterSecretLabel, "Label, set to \"true\", of those Secrets; their key kubeconfig holds the kubeconfig (Kuadrant's flag; CLUSTER_SECRET_LABEL sets it too).")
 	finishGroup := o.groupFlag(fs)
 	finishDNSServer := o.DNSServer.dnsServerFlags(fs)
 	finishDNSSEC := o.DNSSEC.dnssecFlags(fs)
@@ -217,6 +226,9 @@ func Parse(args []string, getenv func(string) (string, bool)) (Options, error) {
 	}
 	if err := finishGroup(); err != nil {
 		return o, err
+	}
+	if errs := validation.IsQualifiedName(o.ClusterSecretLabel); o.ClusterSecretNamespace != "" && len(errs) > 0 {
+		return o, fmt.Errorf("--cluster-secret-label %q: %s", o.ClusterSecretLabel, strings.Join(errs, "; "))
 	}
 	if err := finishDNSServer(); err != nil {
 		return o, err
@@ -344,8 +356,10 @@ func splitList(s string) []string {
 // kuadrantEnv are the environment variables of Kuadrant's dns-operator that set the flag of the same
 // meaning here, so its deployment's settings carry over. DNSPOLICY_ + the flag wins over them.
 var kuadrantEnv = map[string]string{
-	"delegation-role": "DELEGATION_ROLE",
-	"group":           KuadrantGroupEnv,
+	"delegation-role":          "DELEGATION_ROLE",
+	"group":                    KuadrantGroupEnv,
+	"cluster-secret-namespace": "CLUSTER_SECRET_NAMESPACE",
+	"cluster-secret-label":     "CLUSTER_SECRET_LABEL",
 }
 
 // EnvName is the environment variable of a flag.

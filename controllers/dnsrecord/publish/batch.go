@@ -118,8 +118,10 @@ func (b *pendingBatch) add(p *planned, before map[v1alpha1.EndpointKey]*v1alpha1
 	for _, e := range p.plan.Changes.Require {
 		b.require[e.Key()] = e
 	}
-	if !slices.Contains(b.owners, p.req.OwnerID) {
-		b.owners = append(b.owners, p.req.OwnerID)
+	for _, o := range p.req.owners() {
+		if !slices.Contains(b.owners, o) {
+			b.owners = append(b.owners, o)
+		}
 	}
 	for _, o := range p.plan.Withdrawn {
 		if !slices.Contains(b.expired, o) {

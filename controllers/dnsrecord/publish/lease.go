@@ -334,3 +334,19 @@ func (p *Publisher) Keep(prov providers.Provider, account string, zone providers
 		}
 	}
 }
+
+// ForeignLeaseExpired reports whether the queue of zone judges another cluster's lease expired at
+// the value l, that is, it has not changed since (a value the zone does not hold yet is a renewal).
+// It returns the verdict; false when no queue serves the zone or it has not read the lease.
+func (p *Publisher) ForeignLeaseExpired(account string, zone providers.Zone, l lease.Lease) (lease.Verdict, bool) {
+	p.mu.Lock()
+	q := p.queues[queueKey{account, zone.ID}]
+	p.mu.Unlock()
+	if q == nil {
+		return lease.Verdict{}, false
+	}
+	q.mu.Lock()
+	v, ok := q.survey.Verdicts[lease.Key(l.Holder)]
+	q.mu.Unlock()
+	return v, ok && v.Expired && v.Renewed.Equal(l.Renewed) && v.Every == l.Every && v.Duration == l.Duration
+}

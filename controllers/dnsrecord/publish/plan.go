@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -26,9 +27,16 @@ type planned struct {
 // that make its owner-named records what it wants appended.
 func (p *planned) planAgainst(q *queue, z *registry.Zone, previous []*v1alpha1.Endpoint) (*plan.Result, error) {
 	in := plan.Input{OwnerID: p.req.OwnerID, Group: p.req.Group, ZoneName: q.zone.DNSName, Zone: z, Previous: previous, Desired: p.desired, Known: q.cluster.known}
-	in.Local = q.isLocal
+	home := p.req.home()
+	in.Local = func(owner string) bool { return q.cluster.sameHome(owner, home) }
 	if l := q.opts.Leases; l.Holder != "" && !p.req.renewal {
 		in.Lease = lease.Key(l.Holder)
+		if p.req.Delegated {
+			in.Lease = ""
+			if home != "" {
+				in.Lease = lease.Key(home)
+			}
+		}
 		if !p.req.KeepExpired {
 			verdicts := q.survey.Verdicts
 			in.LeaseExpired = func(key string) bool { return verdicts[key].Expired }
@@ -39,14 +47,23 @@ func (p *planned) planAgainst(q *queue, z *registry.Zone, previous []*v1alpha1.E
 		in.CleanupGroups = p.req.CleanupGroups
 		res, err = plan.Plan(in)
 	}
-	if err != nil || len(p.req.Named) == 0 {
+	names, named := p.req.Named, p.named
+	if l := p.req.Lease; l != nil && q.opts.Leases.Holder != "" {
+		names, named = slices.Clone(names), slices.Clone(named)
+		at := cmp.Or(p.req.LeaseAt, q.zone.DNSName)
+		names = append(names, lease.RecordName(l.Holder, at))
+		if len(p.desired) > 0 || namedByOthers(z, p.req.OwnerID, lease.Key(l.Holder)) {
+			named = append(named, l.Record(at))
+		}
+	}
+	if err != nil || len(names) == 0 {
 		return res, err
 	}
 	want := map[string]*v1alpha1.Endpoint{}
-	for _, e := range p.named {
+	for _, e := range named {
 		want[v1alpha1.NormalizeName(e.DNSName)] = e
 	}
-	for _, name := range p.req.Named {
+	for _, name := range names {
 		name = v1alpha1.NormalizeName(name)
 		cur := z.Endpoint(v1alpha1.EndpointKey{DNSName: name, RecordType: v1alpha1.RecordTypeTXT})
 		switch w := want[name]; {
@@ -61,6 +78,20 @@ func (p *planned) planAgainst(q *queue, z *registry.Zone, previous []*v1alpha1.E
 		}
 	}
 	return res, nil
+}
+
+// namedByOthers reports whether a claim of another owner than owner names the lease key: the
+// lease record of another cluster stays while any of its owners' claims needs it, and goes with
+// the last.
+func namedByOthers(z *registry.Zone, owner, key string) bool {
+	for _, r := range z.Records() {
+		for _, c := range r.Claims {
+			if c.Owner != owner && c.Lease() == key {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // planAll plans the waiters one after another, each against the zone as the previous plans leave
@@ -102,7 +133,7 @@ func (q *queue) planAll(v *view, waiters []*waiter, caps providers.Capabilities,
 			q.renewal.Needed = true
 			q.mu.Unlock()
 		}
-		if err := v.zone.CheckCleanup([]string{w.req.OwnerID}, res.Withdrawn, w.req.CleanupGroups, res.Changes); err != nil {
+		if err := v.zone.CheckCleanup(w.req.owners(), res.Withdrawn, w.req.CleanupGroups, res.Changes); err != nil {
 			p.err = providers.NewError(providers.Permanent, err)
 			continue
 		}

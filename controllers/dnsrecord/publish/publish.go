@@ -67,8 +67,37 @@ type Request struct {
 	// record that published through it holds it: until Release, or until the record publishes
 	// through another queue. A request with no Record holds nothing.
 	Record string
+	// Delegated marks the request of a delegating record, written into the authoritative record of
+	// its root host: its claims name the lease of its own cluster, Lease, or none (not this
+	// cluster's), so that every primary building the authoritative record writes the same claims.
+	Delegated bool
+	// Lease, on a delegated request of another cluster's record, is that cluster's owner lease as
+	// the record carries it (v1alpha1.OwnerLeaseAnnotation): the request keeps its record in the
+	// zone with that value while the owner publishes, and this cluster's other owners judge it as
+	// any lease (package lease).
+	Lease *lease.Lease
+	// LeaseAt is the name the lease record sits at (lease.RecordName), the root host of the
+	// authoritative record (every name of one is under it); "" is the zone's apex.
+	LeaseAt string
 	// renewal marks the queue's own lease renewal, which no reconcile waits for.
 	renewal bool
+}
+
+// owners are those whose records the request may change: its owner's, and the lease record of
+// its cluster when that is another's (Request.Lease).
+func (r *Request) owners() []string {
+	if h := r.home(); h != "" {
+		return []string{r.OwnerID, h}
+	}
+	return []string{r.OwnerID}
+}
+
+// home is the lease holder of the request's cluster: "" for this cluster.
+func (r *Request) home() string {
+	if r.Lease == nil {
+		return ""
+	}
+	return r.Lease.Holder
 }
 
 // Outcome is what happened to a request.
@@ -188,7 +217,7 @@ type queueKey struct{ account, zoneID string }
 // New returns a publisher.
 func New(opts Options) *Publisher {
 	return &Publisher{opts: opts, now: time.Now, queues: map[queueKey]*queue{}, held: map[string]queueKey{},
-		cluster: &cluster{local: map[string]bool{}, wishes: map[string][]*v1alpha1.Endpoint{}}}
+		cluster: &cluster{local: map[string]bool{}, home: map[string]string{}, wishes: map[string][]*v1alpha1.Endpoint{}}}
 }
 
 // Publish plans and applies req in zone and waits for the outcome. account identifies the
@@ -201,6 +230,7 @@ func (p *Publisher) Publish(ctx context.Context, prov providers.Provider, accoun
 	q.local[req.OwnerID] = true
 	q.cluster.mu.Lock()
 	q.cluster.local[req.OwnerID] = true
+	q.cluster.home[req.OwnerID] = req.home()
 	q.cluster.mu.Unlock()
 	q.prov = prov
 	q.pending = append(q.pending, w)
@@ -343,6 +373,7 @@ func (p *Publisher) forgetOwnerLocked(owner string) {
 	}
 	p.cluster.mu.Lock()
 	delete(p.cluster.local, owner)
+	delete(p.cluster.home, owner)
 	delete(p.cluster.wishes, owner)
 	p.cluster.mu.Unlock()
 }

@@ -11,8 +11,10 @@ import (
 // lead to one zone, and an owner of either is this cluster's.
 type cluster struct {
 	mu sync.Mutex
-	// local are the owners whose requests came through the publisher.
+	// local are the owners whose requests came through the publisher, and home the lease holder
+	// of each one's cluster ("" for this cluster: Request.Lease).
 	local map[string]bool
+	home  map[string]string
 	// wishes are, by owner, what its latest plan that its zone holds wants, sorted by key: the plans
 	// of the others read them where the owner's claims, written as Kuadrant writes them, do not say
 	// (plan.Input.Known). A sorted slice, not a map per owner: a map of one endpoint cost ten times
@@ -24,6 +26,15 @@ func (c *cluster) isLocal(owner string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.local[owner]
+}
+
+// sameHome reports whether owner's requests came through the publisher from the cluster whose
+// lease holder is holder: such owners renew the same lease (plan.Input.Local).
+func (c *cluster) sameHome(owner, holder string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.home[owner]
+	return ok && h == holder
 }
 
 // known is plan.Input.Known: what another owner of this cluster wants for a key, as remembered.
