@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -113,7 +114,7 @@ func zoneAnswers(z *Zone, pool []*v1alpha1.Endpoint) string {
 		names[k.DNSName] = true
 		fmt.Fprintf(&b, "endpoint %v %p legacy %d redundant %t\n", k, z.Endpoint(k), len(z.LegacyTXT(k)), z.Redundant(k))
 	}
-	for _, name := range slices.Sorted(mapKeys(names)) {
+	for _, name := range slices.Sorted(maps.Keys(names)) {
 		var at []v1alpha1.EndpointKey
 		for _, r := range z.AtName(name) {
 			at = append(at, r.Key)
@@ -135,14 +136,4 @@ func pointers(eps []*v1alpha1.Endpoint) string {
 		out[i] = fmt.Sprintf("%p", e)
 	}
 	return strings.Join(out, " ")
-}
-
-func mapKeys(m map[string]bool) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
