@@ -31,30 +31,18 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
+	"github.com/dnspolicy/dnspolicy-controller/test/clustersecret"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
-)
-
-// Kuadrant's contract for reaching another cluster (cmd/main.go and add-cluster-secret there).
-const (
-	clusterSecretNamespace = "dns-operator-system"
-	clusterSecretLabel     = "kuadrant.io/multicluster-kubeconfig"
-	remoteServiceAccount   = "dns-operator-remote-cluster"
 )
 
 // The binaries, built once in TestMain.
@@ -227,7 +215,7 @@ func startCluster(t *testing.T, name string, op operator) *cluster {
 
 func writeKubeconfig(t *testing.T, path, name, server string, ca []byte, auth *clientcmdapi.AuthInfo) {
 	t.Helper()
-	b, err := kubeconfigBytes(name, server, ca, auth)
+	b, err := clustersecret.Kubeconfig(name, server, ca, auth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,63 +224,13 @@ func writeKubeconfig(t *testing.T, path, name, server string, ca []byte, auth *c
 	}
 }
 
-func kubeconfigBytes(name, server string, ca []byte, auth *clientcmdapi.AuthInfo) ([]byte, error) {
-	kc := clientcmdapi.NewConfig()
-	kc.Clusters[name] = &clientcmdapi.Cluster{Server: server, CertificateAuthorityData: ca}
-	kc.AuthInfos[name] = auth
-	kc.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
-	kc.CurrentContext = name
-	return clientcmd.Write(*kc)
-}
-
-// connect lets primary read secondary's (or another primary's) DNSRecords as Kuadrant's add-cluster-secret sets it up: a
-// ServiceAccount on the secondary bound to Kuadrant's remote role (get, list and watch on
-// dnsrecords; get, patch and update on their status; config/rbac/remote/role.yaml), and on the
-// primary a kubeconfig Secret holding its token.
+// connect lets primary read secondary's (or another primary's) DNSRecords as Kuadrant's
+// add-cluster-secret sets it up: only Kuadrant's remote role on secondary (package clustersecret).
 func connect(t *testing.T, primary, secondary *cluster) {
 	t.Helper()
-	ctx := context.Background()
-	// A cluster reached by several primaries has its ServiceAccount and role made once.
-	create := func(c client.Client, obj client.Object) {
-		t.Helper()
-		if err := c.Create(ctx, obj); err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
-		}
+	if err := clustersecret.Connect(context.Background(), primary.cfg, secondary.cfg, secondary.name); err != nil {
+		t.Fatalf("connecting %s to %s: %v", primary.name, secondary.name, err)
 	}
-	for _, cl := range []*cluster{primary, secondary} {
-		create(cl.c, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: clusterSecretNamespace}})
-	}
-	create(secondary.c, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: remoteServiceAccount, Namespace: clusterSecretNamespace}})
-	create(secondary.c, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "dns-operator-remote-cluster-role"},
-		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"kuadrant.io"}, Resources: []string{"dnsrecords"}, Verbs: []string{"get", "list", "watch"}},
-			{APIGroups: []string{"kuadrant.io"}, Resources: []string{"dnsrecords/status"}, Verbs: []string{"get", "patch", "update"}},
-		},
-	})
-	create(secondary.c, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "dns-operator-remote-cluster-rolebinding"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "dns-operator-remote-cluster-role"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: remoteServiceAccount, Namespace: clusterSecretNamespace}},
-	})
-	cs, err := kubernetes.NewForConfig(secondary.cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := cs.CoreV1().ServiceAccounts(clusterSecretNamespace).CreateToken(ctx, remoteServiceAccount, &authenticationv1.TokenRequest{
-		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(24 * 3600))},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kc, err := kubeconfigBytes(secondary.name, secondary.cfg.Host, secondary.cfg.CAData, &clientcmdapi.AuthInfo{Token: tok.Status.Token})
-	if err != nil {
-		t.Fatal(err)
-	}
-	create(primary.c, &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: secondary.name, Namespace: clusterSecretNamespace, Labels: map[string]string{clusterSecretLabel: "true"}},
-		Data:       map[string][]byte{"kubeconfig": kc},
-	})
 }
 
 // process is an operator (or DNS server) running as its own process, with its output appended to
@@ -454,7 +392,7 @@ func printResults() {
 }
 
 // startOperator starts op's binary on cl in role (primary or secondary). A primary reads the
-// secondaries of clusterSecretNamespace. extra are further arguments (ours: the DNS server's).
+// secondaries of clustersecret.Namespace. extra are further arguments (ours: the DNS server's).
 func startOperator(t *testing.T, cl *cluster, role string, extra ...string) {
 	t.Helper()
 	health := freeport.Addr(t)
@@ -462,7 +400,7 @@ func startOperator(t *testing.T, cl *cluster, role string, extra ...string) {
 	switch cl.op {
 	case kuadrant:
 		args = []string{
-			"--delegation-role=" + role, "--cluster-secret-namespace=" + clusterSecretNamespace,
+			"--delegation-role=" + role, "--cluster-secret-namespace=" + clustersecret.Namespace,
 			"--metrics-bind-address=" + freeport.Addr(t), "--health-probe-bind-address=" + health,
 			"--pprof-bind-address=0",
 		}
@@ -474,7 +412,7 @@ func startOperator(t *testing.T, cl *cluster, role string, extra ...string) {
 			"--enable-policy-controller=false",
 		}
 		if role == "primary" {
-			args = append(args, "--cluster-secret-namespace", clusterSecretNamespace)
+			args = append(args, "--cluster-secret-namespace", clustersecret.Namespace)
 		}
 		cl.proc = newProcess(cl.name+"-ours", oursBin, health, append(args, extra...))
 	}

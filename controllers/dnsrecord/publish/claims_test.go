@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/lease"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 )
@@ -98,5 +99,38 @@ func TestForeignOwnerGetsOurWish(t *testing.T) {
 	}
 	if c := got["a3 A t.example.com"]; c != kuadrantTXT("a3") {
 		t.Errorf("a3, alone at its name, claims %s, want Kuadrant's", c)
+	}
+}
+
+// On a delegation primary, this cluster's delegating record claims a name of the authoritative
+// record alone (Kuadrant's claim); then another cluster's delegating record, carrying that
+// cluster's lease, joins it through the same publisher. The two renew different leases, so the next
+// read of the zone asks ours to plan again and its claim then states its wish (and names no lease:
+// a delegated claim names only its own cluster's), as every primary building the authoritative
+// record writes it. Found by TestDelegationAcrossClusters (test/e2e): a secondary that returned
+// after its lease had expired left the primaries with different authoritative records.
+func TestDelegatedOwnerOfAnotherClusterGetsOurWish(t *testing.T) {
+	store, zone := newZone(t)
+	prov := provider(store)
+	replan := make(chan []string, 16)
+	p := New(leaseOptions("primary", replan))
+	t.Cleanup(p.Close)
+	ours := Request{OwnerID: "p1", Delegated: true, Desired: []*v1alpha1.Endpoint{a("s.example.com", "10.0.0.1")}}
+	out := publish(t, p, prov, zone, ours)
+	if got := claims(t, store, zone.ID)["p1 A s.example.com"]; got != kuadrantTXT("p1") {
+		t.Fatalf("p1 alone claims %s, want Kuadrant's", got)
+	}
+	l := lease.Renew("secondary", time.Now(), time.Second, 3*time.Second)
+	publish(t, p, prov, zone, Request{OwnerID: "s1", Delegated: true, Lease: &l, Desired: []*v1alpha1.Endpoint{a("s.example.com", "10.0.0.2")}})
+	if got := claims(t, store, zone.ID)["s1 A s.example.com"]; !strings.Contains(got, "claim-targets=10.0.0.2") || !strings.Contains(got, "claim-lease="+lease.Key("secondary")) {
+		t.Fatalf("s1 joins p1 and claims %s, want its wish and its cluster's lease stated", got)
+	}
+	p.Forget("account", zone)
+	publish(t, p, prov, zone, Request{OwnerID: "p3", Delegated: true, Desired: []*v1alpha1.Endpoint{a("t.example.com", "10.0.0.3")}})
+	awaitReplan(t, replan, "p1", 5*time.Second)
+	ours.Previous = out.Plan.Published
+	publish(t, p, prov, zone, ours)
+	if c := claims(t, store, zone.ID)["p1 A s.example.com"]; !strings.Contains(c, "claim-targets=10.0.0.1") || strings.Contains(c, "claim-lease=") {
+		t.Errorf("p1 after s1 joined claims %s, want its wish stated and no lease", c)
 	}
 }

@@ -100,7 +100,10 @@ func (q *queue) renewed(w *waiter) {
 // replanUnstated asks this cluster's owners to plan again whose claims do not state their wish at a
 // name where an owner of another cluster claims too (it joined since they planned): their plans
 // state it there (plan.Input.Local), so that the other cluster's owners can publish it when they
-// win no longer, or withdraw exactly our targets once our lease expires.
+// win no longer, or withdraw exactly our targets once our lease expires. "Another cluster" is what
+// the plan counts as one: an owner that renews another lease, also when its requests come through
+// this publisher (another cluster's delegating record on a primary), or every primary would build
+// a different authoritative record until the unstated owner's next pass.
 func (q *queue) replanUnstated(z *registry.Zone) {
 	if q.opts.Replan == nil {
 		return
@@ -125,7 +128,7 @@ func (q *queue) unstatedAbroad(z *registry.Zone, owner, name string) bool {
 			switch {
 			case c.Owner == owner:
 				unstated = unstated || c.Wish == nil && !c.Legacy
-			case !q.isLocal(c.Owner):
+			case !q.cluster.sameCluster(owner, c.Owner):
 				abroad = true
 			}
 		}

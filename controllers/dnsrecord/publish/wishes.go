@@ -37,6 +37,16 @@ func (c *cluster) sameHome(owner, holder string) bool {
 	return ok && h == holder
 }
 
+// sameCluster reports whether the owners a and b both came through the publisher and renew the same
+// lease, as plan.Input.Local counts them for a's plans.
+func (c *cluster) sameCluster(a, b string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ha, okA := c.home[a]
+	hb, okB := c.home[b]
+	return okA && okB && ha == hb
+}
+
 // known is plan.Input.Known: what another owner of this cluster wants for a key, as remembered.
 func (c *cluster) known(owner string, key v1alpha1.EndpointKey) *v1alpha1.Endpoint {
 	c.mu.Lock()
