@@ -826,11 +826,11 @@ func writeKubeconfig(t *testing.T, dir, name string, env *testenv.Env) string {
 // clusterID is the UID of env's kube-system Namespace, as the controller names its cluster.
 func clusterID(t *testing.T, env *testenv.Env) string {
 	t.Helper()
-	ns := &corev1.Namespace{}
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
+	id, err := env.ClusterID(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	return string(ns.UID)
+	return id
 }
 
 // startLogged starts cmd with its output in logPath and stops it when the test ends (SIGTERM, then

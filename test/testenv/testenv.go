@@ -67,6 +67,16 @@ func Start(opts Options) (*Env, error) {
 // Stop stops the control plane.
 func (e *Env) Stop() error { return e.env.Stop() }
 
+// ClusterID is the UID of the control plane's kube-system Namespace: how the controller (and
+// Kuadrant's) names its cluster, in owner leases and remoteRecordStatuses.
+func (e *Env) ClusterID(ctx context.Context) (string, error) {
+	ns := &corev1.Namespace{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
+		return "", err
+	}
+	return string(ns.UID), nil
+}
+
 // StartAll starts n control planes, for a TestMain that simulates n clusters. On error the ones
 // already started are stopped.
 func StartAll(n int, opts Options) ([]*Env, error) {

@@ -9,10 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
 	"github.com/dnspolicy/dnspolicy-controller/controllers/dnspolicy"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/builder"
@@ -23,11 +19,11 @@ import (
 
 func kubeSystemUID(t testing.TB, env *testenv.Env) string {
 	t.Helper()
-	ns := &corev1.Namespace{}
-	if err := env.Client.Get(context.Background(), client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
+	id, err := env.ClusterID(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
-	return string(ns.UID)
+	return id
 }
 
 // Two clusters, each a Gateway and a loadbalanced policy for one hostname (IE with defaultGeo, and

@@ -75,11 +75,11 @@ func clusterSecret(t *testing.T, env *testenv.Env, ns, name string, of *testenv.
 
 func clusterIDOf(t *testing.T, env *testenv.Env) string {
 	t.Helper()
-	ns := &corev1.Namespace{}
-	if err := env.Client.Get(t.Context(), client.ObjectKey{Name: metav1.NamespaceSystem}, ns); err != nil {
+	id, err := env.ClusterID(t.Context())
+	if err != nil {
 		t.Fatal(err)
 	}
-	return string(ns.UID)
+	return id
 }
 
 // startDeleg starts the plane: envs[0] and envs[1] primaries, envs[2] the secondary, whose owner
