@@ -51,6 +51,11 @@ type Capabilities struct {
 	// identifier, weight or geo-code as Permanent. The zero value is what every other backend
 	// does, so a backend declares only the lack.
 	NoRoutingPolicies bool
+	// ClaimsWithoutTTL: the zone is an authoritative record, where Kuadrant's dns-operator writes
+	// ownership TXTs with no TTL (0), so the engine writes its own so too and every primary builds
+	// the same record (see plan.Input.ClaimsWithoutTTL). A DNS server serves such a TXT with its
+	// default TTL. Elsewhere a claim has the TTL of the record it claims.
+	ClaimsWithoutTTL bool
 }
 
 // RoutedSet returns the first endpoint of the lists that belongs to a weighted or geo set (a set
