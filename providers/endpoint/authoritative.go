@@ -39,7 +39,9 @@ func AuthoritativeLabels(rootHost string) map[string]string {
 // DNSName is the zone every name of it is in. The coredns backend writes its records through it
 // (a DNS server serves the authoritative records), and a delegation primary writes delegating
 // records through it (the authoritative record is then published with the namespace's default
-// provider).
+// provider). It holds them as Kuadrant's dns-operator does, so that a Kuadrant primary and ours build
+// the same record: ownership TXTs without a TTL (Capabilities), and each record labelled with the
+// owners whose TXTs claim it (registry.LabelOwners).
 type Authoritative struct {
 	Client    client.Client
 	Namespace string
