@@ -6,12 +6,13 @@
 // (Zones, Records, Hosts, ZoneScope) rather than found by type assertion, so a backend implements
 // only what it does and a reader sees its shape in its constructor.
 //
-// A backend knows nothing about owners: it lists zones, reads a zone's record sets (ownership TXT
-// records included, as plain TXT) with the State it needs to write against them, and applies a
-// batch of changes to one zone atomically, refusing the whole batch as a stale view when the zone is
-// not what the batch assumes (the sets it deletes, updates and requires). It keeps no copy of a zone:
-// the engine owns the one view and hands the State back with every batch. Ownership, merging and
-// conflict resolution live in pkg/registry and pkg/plan.
+// A backend knows nothing about owners (but the authoritative-record backend labels each record with
+// the owners its claims name, as Kuadrant stores it): it lists zones, reads a zone's record sets
+// (ownership TXT records included, as plain TXT) with the State it needs to write against them, and
+// applies a batch of changes to one zone atomically, refusing the whole batch as a stale view when
+// the zone is not what the batch assumes (the sets it deletes, updates and requires). It keeps no
+// copy of a zone: the engine owns the one view and hands the State back with every batch.
+// Ownership, merging and conflict resolution live in pkg/registry and pkg/plan.
 package providers
 
 import (
@@ -51,6 +52,11 @@ type Capabilities struct {
 	// identifier, weight or geo-code as Permanent. The zero value is what every other backend
 	// does, so a backend declares only the lack.
 	NoRoutingPolicies bool
+	// ClaimsWithoutTTL: the zone is an authoritative record, where Kuadrant's dns-operator writes
+	// ownership TXTs with no TTL (0), so the engine writes its own so too and every primary builds
+	// the same record (see plan.Input.ClaimsWithoutTTL). A DNS server serves such a TXT with its
+	// default TTL. Elsewhere a claim has the TTL of the record it claims.
+	ClaimsWithoutTTL bool
 }
 
 // RoutedSet returns the first endpoint of the lists that belongs to a weighted or geo set (a set

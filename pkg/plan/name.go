@@ -276,6 +276,9 @@ func (p *planner) ourTXT(s *slot, v *value, lease string, wish bool) error {
 	if err != nil {
 		return invalid("%v", err)
 	}
+	if p.noClaimTTL {
+		txt.RecordTTL = 0
+	}
 	if s.ourClaim != nil && sameRecord(s.ourClaim.TXT, txt) {
 		txt = s.ourClaim.TXT
 	}

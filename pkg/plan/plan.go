@@ -97,6 +97,11 @@ type Input struct {
 	// Group is this owner's failover group ("" none): its claims carry it as Kuadrant's grouped
 	// controllers write them (registry.NewTXTInGroup), and a claim without it is rewritten with it.
 	Group string
+	// ClaimsWithoutTTL: the zone keeps ownership TXTs with no TTL (0), as Kuadrant's dns-operator
+	// writes them into a zone kept as a DNSRecord (providers.Capabilities.ClaimsWithoutTTL), so our
+	// claims are written so too, and a claim of ours with a TTL is rewritten without. Elsewhere a
+	// claim has the TTL of the record it claims.
+	ClaimsWithoutTTL bool
 	// CleanupGroups, when not empty, are the zone's active failover groups as this owner, a member
 	// of one of them, read them: the plan also removes what the owners of other groups published
 	// (registry.Claim.Retired), as Kuadrant's active controllers do after a quiet pass. Their claims
@@ -218,6 +223,8 @@ type planner struct {
 	active    []string
 	retired   map[string]bool
 	retiredAt map[string]bool
+	// noClaimTTL is Input.ClaimsWithoutTTL.
+	noClaimTTL bool
 
 	changes   batch.Changes
 	published []*v1alpha1.Endpoint
@@ -239,6 +246,7 @@ func newPlanner(in Input) (*planner, error) {
 	p := &planner{
 		owner:        in.OwnerID,
 		group:        in.Group,
+		noClaimTTL:   in.ClaimsWithoutTTL,
 		lease:        in.Lease,
 		local:        in.Local,
 		known:        in.Known,

@@ -845,3 +845,31 @@ func TestGoneOwnerNeverDecidesKind(t *testing.T) {
 	res = step(t, z, live, eps(rec("app.example.com", "A", 60, "192.0.2.1")))
 	expectConflicts(t, res, Conflict{DNSName: "app.example.com", RecordType: "A", Field: FieldType, Ours: "A", Published: "CNAME", WinnerOwner: "0"})
 }
+
+// In a zone that keeps ownership TXTs without a TTL (an authoritative record, as Kuadrant writes
+// it), claims are written with TTL 0 whatever the record's TTL, the records keep theirs, and a claim
+// written with a TTL before is rewritten without, the record left alone. The zone then settles.
+func TestClaimsWithoutTTL(t *testing.T) {
+	app := rec("app.example.com", "A", 300, "10.0.0.1")
+	old := mustTXT(t, "a", app) // TTL 300: written where claims take the record's TTL
+	z := newZone(app, old)
+	a := &owner{id: "a", published: eps(app), claimsWithoutTTL: true}
+	res := step(t, z, a, eps(app))
+	if len(res.Changes.Create)+len(res.Changes.Delete) != 0 || len(res.Changes.UpdateNew) != 1 {
+		t.Fatalf("want the claim rewritten alone:\n%s", describeChanges(res.Changes))
+	}
+	noTTL := old.DeepCopy()
+	noTTL.RecordTTL = 0
+	expectLines(t, "rewritten", lines(res.Changes.UpdateNew), lines(eps(noTTL)))
+
+	b := &owner{id: "b", claimsWithoutTTL: true}
+	res = step(t, z, b, eps(rec("app.example.com", "A", 300, "10.0.0.2"), rec("b.example.com", "CNAME", 60, "lb.example.net")))
+	expectLines(t, "zone", lines(z.endpoints()), []string{
+		"app.example.com A 300 10.0.0.1,10.0.0.2",
+		"b.example.com CNAME 60 lb.example.net",
+		"kuadrant-264yzvyj-a-app.example.com TXT 0 \"heritage=external-dns,external-dns/owner=a,external-dns/version=1\"",
+		"kuadrant-2i9rupgs-a-app.example.com TXT 0 \"heritage=external-dns,external-dns/claim-targets=10.0.0.2,external-dns/claim-ttl=300,external-dns/owner=b,external-dns/version=1\"",
+		"kuadrant-2i9rupgs-cname-b.example.com TXT 0 \"heritage=external-dns,external-dns/owner=b,external-dns/version=1\"",
+	})
+	expectConflicts(t, res)
+}

@@ -153,6 +153,8 @@ type owner struct {
 	known     func(string, v1alpha1.EndpointKey) *v1alpha1.Endpoint
 	// active, when set, are the zone's active groups, for a plan that removes the others' records.
 	active []string
+	// claimsWithoutTTL: the zone keeps ownership TXTs without a TTL (an authoritative record).
+	claimsWithoutTTL bool
 }
 
 // step plans for one owner against the zone, checks the batch as the controller would, applies it
@@ -169,7 +171,7 @@ func step(t testing.TB, z strictZone, o *owner, desired []*v1alpha1.Endpoint, ex
 func tryStep(z strictZone, o *owner, desired []*v1alpha1.Endpoint, expired ...string) (*Result, error) {
 	current, previous := z.endpoints(), o.published
 	in := Input{OwnerID: o.id, ZoneName: "example.com", Current: current, Previous: previous, Desired: desired, Expired: expired,
-		Local: o.local, Known: o.known, Group: o.group, CleanupGroups: o.active}
+		Local: o.local, Known: o.known, Group: o.group, CleanupGroups: o.active, ClaimsWithoutTTL: o.claimsWithoutTTL}
 	res, err := Plan(in)
 	if err != nil {
 		return nil, fmt.Errorf("%s: Plan: %w", o.id, err)

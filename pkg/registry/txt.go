@@ -390,8 +390,9 @@ type Claim struct {
 	Legacy bool
 }
 
-// legacyOwnerSeparator joined the owners of one record in Kuadrant's pre-version-1 TXT values.
-const legacyOwnerSeparator = "&&"
+// ownerSeparator joins several owners in one value, as Kuadrant's dns-operator joins them: the
+// owners of one record in its pre-version-1 TXT values, and in its owner label (LabelOwners).
+const ownerSeparator = "&&"
 
 // ParseLegacyTXT reads a TXT of Kuadrant's format before version 1, which its dns-operator wrote
 // from commit 37e342d (March 2024) until 18549be "txt records per hostname and owner" (July 2025):
@@ -436,7 +437,7 @@ func ParseLegacyTXT(txt *v1alpha1.Endpoint) ([]*Claim, bool) {
 	if _, versioned := labels[VersionKey]; versioned || labels[OwnerKey] == "" {
 		return nil, false
 	}
-	owners := strings.Split(labels[OwnerKey], legacyOwnerSeparator)
+	owners := strings.Split(labels[OwnerKey], ownerSeparator)
 	for _, o := range owners {
 		if ValidOwnerID(o) != nil {
 			return nil, false

@@ -558,3 +558,39 @@ func compareKeys(a, b v1alpha1.EndpointKey) int {
 	}
 	return strings.Compare(a.SetIdentifier, b.SetIdentifier)
 }
+
+// OwnerLabel is the endpoint label in which Kuadrant's dns-operator lists the owners of a record it
+// writes into a zone kept as a DNSRecord (external-dns's endpoint.OwnerLabelKey).
+const OwnerLabel = "owner"
+
+// LabelOwners returns endpoints with every record that owners claim labelled with them, as
+// Kuadrant's dns-operator labels the records it writes into a zone kept as a DNSRecord (an
+// authoritative record): OwnerLabel is the claimants' owner IDs, sorted, joined by "&&". Its TXT
+// registry gives a record the owners of the TXTs that claim it and its plan adds the writer, whose
+// TXT the same write adds; so the label is the claims the zone holds after the write, which every
+// owner computes alike. Ownership TXTs and records nobody claims keep their labels. An endpoint whose
+// label changes is returned as a copy; the others are the ones given.
+func LabelOwners(endpoints []*v1alpha1.Endpoint) []*v1alpha1.Endpoint {
+	z := Read(endpoints)
+	out := slices.Clone(endpoints)
+	for i, e := range out {
+		if e == nil {
+			continue
+		}
+		r := z.Record(e.Key())
+		if r == nil || r.Endpoint != e || !r.Owned() {
+			continue
+		}
+		owners := strings.Join(slices.Compact(r.Owners()), ownerSeparator)
+		if e.Labels[OwnerLabel] == owners {
+			continue
+		}
+		e = e.DeepCopy()
+		if e.Labels == nil {
+			e.Labels = v1alpha1.Labels{}
+		}
+		e.Labels[OwnerLabel] = owners
+		out[i] = e
+	}
+	return out
+}

@@ -125,3 +125,58 @@ func TestRead(t *testing.T) {
 		}
 	}
 }
+
+// LabelOwners labels each claimed record as Kuadrant's dns-operator labels what it writes into an
+// authoritative record: owner=<owner IDs, sorted, joined by "&&">, legacy owners included, on the
+// record alone. Claims, records nobody claims, and other labels stay as they are; what it changes is
+// a copy.
+func TestLabelOwners(t *testing.T) {
+	shared := ep("app.example.com", "A", "10.0.0.1", "10.0.0.2", "10.0.0.3")
+	shared.Labels = v1alpha1.Labels{"team": "web"}
+	weighted := ep("w.example.com", "CNAME", "lb.example.net")
+	weighted.SetIdentifier = "lb"
+	alone := ep("one.example.com", "AAAA", "2001:db8::1")
+	alone.Labels = v1alpha1.Labels{OwnerLabel: "cluster-b"} // as Kuadrant left it: already right
+	human := ep("human.example.com", "A", "192.0.2.1")
+	claimWeighted := kuadrantTXT("cluster-c", "CNAME", "w.example.com")
+	claimWeighted.SetIdentifier = "lb"
+	in := []*v1alpha1.Endpoint{
+		shared, weighted, alone, human, nil,
+		// Owners in no order; the Kuadrant-form and the wish-stating claims count alike.
+		kuadrantTXT("cluster-c", "A", "app.example.com"),
+		mustTXT(t, "cluster-a", shared),
+		kuadrantTXT("cluster-b", "A", "app.example.com"),
+		claimWeighted,
+		kuadrantTXT("cluster-b", "AAAA", "one.example.com"),
+		// A legacy TXT names owners that wrote no version-1 claim, and one that did (cluster-a).
+		ep("kuadrant-a-app.example.com", "TXT", `"heritage=external-dns,external-dns/owner=cluster-a&&cluster-d"`),
+	}
+	before := make([]*v1alpha1.Endpoint, len(in))
+	for i, e := range in {
+		before[i] = e.DeepCopy()
+	}
+	out := LabelOwners(in)
+	if !reflect.DeepEqual(in, before) {
+		t.Fatal("LabelOwners changed its input")
+	}
+	if len(out) != len(in) {
+		t.Fatalf("%d endpoints out of %d", len(out), len(in))
+	}
+	want := map[int]v1alpha1.Labels{
+		0: {"team": "web", OwnerLabel: "cluster-a&&cluster-b&&cluster-c&&cluster-d"},
+		1: {OwnerLabel: "cluster-c"},
+	}
+	for i, e := range out {
+		w, changed := want[i]
+		switch {
+		case changed && !reflect.DeepEqual(e.Labels, w):
+			t.Errorf("%s: labels %v, want %v", e.DNSName, e.Labels, w)
+		case changed && e == in[i]:
+			t.Errorf("%s: labelled in place, not on a copy", e.DNSName)
+		case changed && (e.Key() != before[i].Key() || !e.SameValues(before[i])):
+			t.Errorf("%s: more than its labels changed: %v", e.DNSName, e)
+		case !changed && e != in[i]:
+			t.Errorf("endpoint %d (%v) replaced, want it as given", i, in[i])
+		}
+	}
+}

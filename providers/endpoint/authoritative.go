@@ -13,6 +13,7 @@ import (
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/pkg/hash"
+	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 )
 
@@ -38,7 +39,9 @@ func AuthoritativeLabels(rootHost string) map[string]string {
 // DNSName is the zone every name of it is in. The coredns backend writes its records through it
 // (a DNS server serves the authoritative records), and a delegation primary writes delegating
 // records through it (the authoritative record is then published with the namespace's default
-// provider).
+// provider). It holds them as Kuadrant's dns-operator does, so that a Kuadrant primary and ours build
+// the same record: ownership TXTs without a TTL (Capabilities), and each record labelled with the
+// owners whose TXTs claim it (registry.LabelOwners).
 type Authoritative struct {
 	Client    client.Client
 	Namespace string
@@ -58,9 +61,10 @@ var _ providers.Provider = (*Authoritative)(nil)
 func (h *Authoritative) Name() string { return ProviderName }
 
 // Capabilities implements providers.Provider: the DNS server routes geo and weighted sets itself,
-// and the root host may be the zone's apex.
+// and the root host may be the zone's apex. Ownership TXTs have no TTL, as Kuadrant writes them
+// here.
 func (h *Authoritative) Capabilities() providers.Capabilities {
-	return providers.Capabilities{ApexRecords: true}
+	return providers.Capabilities{ApexRecords: true, ClaimsWithoutTTL: true}
 }
 
 // Zones implements providers.Provider: the authoritative records of the namespace in the Secret's
@@ -124,6 +128,9 @@ func (h *Authoritative) Apply(ctx context.Context, z providers.Zone, state provi
 	if err != nil || changes.Empty() {
 		return err
 	}
+	// Each record names its claimants in its owner label, as in the authoritative records Kuadrant's
+	// dns-operator writes: they are the same record, whichever primary wrote it.
+	endpoints = registry.LabelOwners(endpoints)
 	writes := providers.ObjectWritesOf(state)
 	where := fmt.Sprintf("authoritative record %s/%s", h.Namespace, z.ID)
 	switch {

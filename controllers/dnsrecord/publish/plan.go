@@ -23,10 +23,11 @@ type planned struct {
 	wrote bool
 }
 
-// planAgainst plans the request's wish against z: the plan of its desired endpoints, with the changes
-// that make its owner-named records what it wants appended.
-func (p *planned) planAgainst(q *queue, z *registry.Zone, previous []*v1alpha1.Endpoint) (*plan.Result, error) {
-	in := plan.Input{OwnerID: p.req.OwnerID, Group: p.req.Group, ZoneName: q.zone.DNSName, Zone: z, Previous: previous, Desired: p.desired, Known: q.cluster.known}
+// planAgainst plans the request's wish against z, a zone of a backend of caps: the plan of its
+// desired endpoints, with the changes that make its owner-named records what it wants appended.
+func (p *planned) planAgainst(q *queue, z *registry.Zone, previous []*v1alpha1.Endpoint, caps providers.Capabilities) (*plan.Result, error) {
+	in := plan.Input{OwnerID: p.req.OwnerID, Group: p.req.Group, ZoneName: q.zone.DNSName, Zone: z, Previous: previous, Desired: p.desired, Known: q.cluster.known,
+		ClaimsWithoutTTL: caps.ClaimsWithoutTTL}
 	home := p.req.home()
 	in.Local = func(owner string) bool { return q.cluster.sameHome(owner, home) }
 	if l := q.opts.Leases; l.Holder != "" && !p.req.renewal {
@@ -119,7 +120,7 @@ func (q *queue) planAll(v *view, waiters []*waiter, caps providers.Capabilities,
 		if w.req.Wish != nil {
 			p.desired, p.named = w.req.Wish(v.zone)
 		}
-		res, err := p.planAgainst(q, v.zone, w.req.Previous)
+		res, err := p.planAgainst(q, v.zone, w.req.Previous, caps)
 		if err != nil {
 			p.err = providers.NewError(providers.Permanent, err)
 			continue

@@ -296,7 +296,7 @@ func (q *queue) await(ctx context.Context, prov providers.Provider, written []*p
 			p.done <- result{outcome: Outcome{Plan: p.plan, Wrote: true}, err: err}
 			continue
 		}
-		again, perr := p.planAgainst(q, after.zone, p.plan.Published)
+		again, perr := p.planAgainst(q, after.zone, p.plan.Published, prov.Capabilities())
 		if perr != nil || !again.Changes.Empty() {
 			p.done <- result{outcome: q.written(q.outcome(p.plan, after.zone, true, false), p.plan)}
 			continue

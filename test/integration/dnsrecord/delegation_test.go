@@ -4,6 +4,7 @@ package dnsrecord_test
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -278,4 +279,84 @@ func defaultSecret(t *testing.T, cl *cluster, zones string) {
 
 func hasEndpoint(eps []*v1alpha1.Endpoint, name string) bool {
 	return slices.ContainsFunc(eps, func(e *v1alpha1.Endpoint) bool { return v1alpha1.NormalizeName(e.DNSName) == name })
+}
+
+// A primary builds the authoritative record as Kuadrant's dns-operator builds it, so that a Kuadrant
+// primary and ours hold the same one (docs/mixed-fleet.md): its contributors' ownership TXTs have no
+// TTL (recordTTL 0), and each record is labelled owner=<its claimants' owner IDs, sorted, joined by
+// "&&">, following them as they come and go. The zone the authoritative record is published into
+// gets what it got before: the records with their TTLs and the authoritative record's own claims
+// with the records' TTL, none of its contributors' claims.
+func TestDelegationAuthoritativeRecordAsKuadrant(t *testing.T) {
+	store := inmemory.NewStore()
+	cl := startRole(t, "", store)
+	const z = "kuadrant-form.example.com"
+	root := "app." + z
+	www := "www." + root
+	defaultSecret(t, cl, z)
+	cl.delegating(t, "east", root, nil, a(root, 300, "10.9.1.1"))
+	cl.delegating(t, "west", root, nil, a(root, 300, "10.9.1.2"), a(www, 300, "10.9.1.3"))
+	authName := "authoritative-record-" + hash.Base36(root, 8)
+	cl.waitReady(t, "east", "west", authName)
+	east, west := cl.get(t, "east").Status.OwnerID, cl.get(t, "west").Status.OwnerID
+	both := []string{east, west}
+	slices.Sort(both)
+	eventually(t, 20*time.Second, func() string {
+		return kuadrantForm(cl.get(t, authName), map[string]string{root + " A": strings.Join(both, "&&"), www + " A": west})
+	})
+	authOwner := cl.get(t, authName).Status.OwnerID
+	eventually(t, 20*time.Second, func() string {
+		if got, want := records(t, store, z), []string{root + " A 300 10.9.1.1,10.9.1.2", www + " A 300 10.9.1.3"}; !slices.Equal(got, want) {
+			return fmt.Sprintf("zone %v, want %v", got, want)
+		}
+		lines := zone(t, store, z)
+		for _, name := range []string{root, www} {
+			claim := registry.TXTName(authOwner, "A", name) + " TXT 300 "
+			if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, claim) }) {
+				return fmt.Sprintf("zone lacks the authoritative record's claim %q...:\n%s", claim, strings.Join(lines, "\n"))
+			}
+		}
+		for _, l := range lines {
+			if strings.Contains(l, registry.TXTName(east, "A", root)) || strings.Contains(l, " TXT 0 ") {
+				return "zone holds a contributor's claim, or a TXT without a TTL: " + l
+			}
+		}
+		return ""
+	})
+
+	cl.delete(t, "west")
+	eventually(t, 20*time.Second, func() string {
+		return kuadrantForm(cl.get(t, authName), map[string]string{root + " A": east})
+	})
+}
+
+// kuadrantForm says how an authoritative record differs from the form Kuadrant's dns-operator
+// writes: its ownership TXTs without a TTL, and its records exactly owners' keys ("<name> <type>"),
+// each with its TTL (300 here) and the one label owner=owners[key].
+func kuadrantForm(rec *v1alpha1.DNSRecord, owners map[string]string) string {
+	var keys []string
+	for _, e := range rec.Spec.Endpoints {
+		if _, ok := registry.ParseTXT(e); ok {
+			if e.RecordTTL != 0 {
+				return fmt.Sprintf("ownership TXT %s has TTL %d, want none", e.DNSName, e.RecordTTL)
+			}
+			continue
+		}
+		if e.RecordType == v1alpha1.RecordTypeTXT {
+			continue // a cluster's lease record
+		}
+		key := e.DNSName + " " + e.RecordType
+		want, ok := owners[key]
+		switch {
+		case !ok:
+			return "unexpected record " + e.String()
+		case !maps.Equal(e.Labels, v1alpha1.Labels{registry.OwnerLabel: want}) || e.RecordTTL != 300:
+			return fmt.Sprintf("%s: TTL %d, labels %v; want 300, owner=%s", key, e.RecordTTL, e.Labels, want)
+		}
+		keys = append(keys, key)
+	}
+	if len(keys) != len(owners) {
+		return fmt.Sprintf("records %v, want those of %v", keys, owners)
+	}
+	return ""
 }

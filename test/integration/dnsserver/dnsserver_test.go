@@ -249,6 +249,14 @@ func TestCoreDNSRecordIsServed(t *testing.T) {
 	if got := answer(r); !strings.HasPrefix(got, "NOERROR heritage=external-dns,") || !strings.Contains(got, "external-dns/owner="+owner+",") {
 		t.Errorf("ownership TXT of the root host: %q", got)
 	}
+	// Records are answered with their TTLs; the ownership TXT, written without one as Kuadrant
+	// writes it into an authoritative record, with the server's default, as any record without one.
+	if got := ttls(r); !slices.Equal(got, []uint32{60}) {
+		t.Errorf("ownership TXT of the root host answered with TTLs %v, want [60]", got)
+	}
+	if r, err := query(m.addr, "app.e.example.com", dns.TypeA, clientIE); err != nil || !slices.Equal(ttls(r), []uint32{300, 300, 60}) {
+		t.Errorf("app.e.example.com answered %v (%v), want the TTLs 300, 300, 60 of its chain", r, err)
+	}
 
 	auth := &v1alpha1.DNSRecord{}
 	key := client.ObjectKey{Namespace: ns, Name: coredns.RecordName("app.e.example.com")}
@@ -261,6 +269,12 @@ func TestCoreDNSRecordIsServed(t *testing.T) {
 	pinAuthoritative(t, auth, "e.example.com", "coredns", []string{owner})
 	if !slices.ContainsFunc(auth.Spec.Endpoints, func(ep *v1alpha1.Endpoint) bool { return ep.DNSName == txt("app.e.example.com", "cname").DNSName }) {
 		t.Errorf("authoritative record lacks the ownership TXT of its root host: %v", auth.Spec.Endpoints)
+	}
+	// As Kuadrant writes an authoritative record: claims without a TTL, records labelled with their owners.
+	for _, ep := range auth.Spec.Endpoints {
+		if ep.RecordType == v1alpha1.RecordTypeTXT && ep.RecordTTL != 0 || ep.RecordType != v1alpha1.RecordTypeTXT && ep.Labels["owner"] != owner {
+			t.Errorf("authoritative record holds %v with labels %v; want claims without a TTL, records labelled owner=%s", ep, ep.Labels, owner)
+		}
 	}
 	// The record itself is published as Kuadrant publishes it: through the endpoint provider into
 	// the authoritative record of its root host, which is its zone.

@@ -153,6 +153,15 @@ func answer(r *dns.Msg) string {
 	return strings.Join(parts, " ")
 }
 
+// ttls are the TTLs of a response's answer, in order.
+func ttls(r *dns.Msg) []uint32 {
+	var out []uint32
+	for _, rr := range r.Answer {
+		out = append(out, rr.Header().Ttl)
+	}
+	return out
+}
+
 // eventually polls until the server answers want, or fails after timeout with the last answer.
 func eventually(t *testing.T, timeout time.Duration, addr, name string, qtype uint16, from netip.Addr, want string) time.Duration {
 	t.Helper()
