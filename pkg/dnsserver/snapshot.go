@@ -18,7 +18,9 @@ const (
 	soaRetry   = 60
 	soaExpire  = 604800
 	soaMinimum = 60
-	// defaultTTL is used for endpoints without a TTL, as Kuadrant's CoreDNS plugin does.
+	// defaultTTL is used for endpoints without a TTL (an authoritative record's ownership TXTs, as
+	// Kuadrant writes them). Kuadrant's CoreDNS plugin serves those with TTL 0, which no resolver
+	// caches; a minute keeps them cacheable like the SOA's negative answers.
 	defaultTTL = 60
 	// maxChain bounds how many CNAMEs one answer follows, so a loop in the data ends.
 	maxChain = 8
