@@ -77,7 +77,7 @@ zones through the provider Secrets the controller uses.`,
 	c.config = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(c.loading, c.overrides)
 
 	root.AddCommand(c.ownersCommand(), c.recordsCommand(), c.explainCommand(), c.removeOwnerCommand(), c.pruneLegacyCommand(),
-		c.addActiveGroupCommand(), c.removeActiveGroupCommand(), c.getActiveGroupsCommand(), c.dnssecCommand())
+		c.addActiveGroupCommand(), c.removeActiveGroupCommand(), c.getActiveGroupsCommand(), c.dnssecCommand(), c.addClusterSecretCommand())
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(stderr, "Error:", err)
 		return 1
