@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/netip"
 	"slices"
 	"sort"
 	"strings"
@@ -308,6 +309,9 @@ func (d *delegation) origins(r answer) (lines, clusters, records []string) {
 	for _, key := range r.Keys {
 		_, ms := d.mergedAt(r.Owners, key)
 		for _, target := range targets {
+			if !ofType(key.RecordType, target) {
+				continue
+			}
 			var from []string
 			for _, m := range ms {
 				if !m.wants(target) {
@@ -329,6 +333,19 @@ func (d *delegation) origins(r answer) (lines, clusters, records []string) {
 		}
 	}
 	return lines, clusters, records
+}
+
+// ofType reports whether target can be a target of a record of type: an A record's targets are
+// IPv4 addresses, an AAAA record's IPv6 ones.
+func ofType(recordType, target string) bool {
+	ip, err := netip.ParseAddr(target)
+	switch recordType {
+	case v1alpha1.RecordTypeA:
+		return err == nil && ip.Is4()
+	case v1alpha1.RecordTypeAAAA:
+		return err == nil && ip.Is6()
+	}
+	return true
 }
 
 func appendNew(list []string, s string) []string {
