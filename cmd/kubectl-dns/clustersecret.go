@@ -128,6 +128,9 @@ func (c *cli) addClusterSecret(ctx context.Context, log io.Writer, f clusterSecr
 	if errs := validation.IsDNS1123Subdomain(f.name); len(errs) > 0 {
 		return fmt.Errorf("%q cannot name a Secret (%s): give one with --name", f.name, strings.Join(errs, "; "))
 	}
+	if errs := validation.IsQualifiedName(f.label); len(errs) > 0 {
+		return fmt.Errorf("--cluster-secret-label %q: %s", f.label, strings.Join(errs, "; "))
+	}
 	if f.saNamespace == "" {
 		f.saNamespace = f.namespace
 	}
@@ -138,6 +141,7 @@ func (c *cli) addClusterSecret(ctx context.Context, log io.Writer, f clusterSecr
 	if err != nil {
 		return err
 	}
+	cfg.UserAgent = "kubectl-dns"
 	var primary *kubernetes.Clientset
 	if f.apply {
 		if primary, err = c.primaryClient(cfg, f.primaryContext); err != nil {

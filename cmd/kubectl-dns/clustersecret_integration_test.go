@@ -148,6 +148,7 @@ func TestAddClusterSecret(t *testing.T) {
 		{[]string{"add-cluster-secret"}, "--context is required"},
 		{[]string{"add-cluster-secret", "-c", "read", "--name", "Read_Cluster"}, `"Read_Cluster" cannot name a Secret`},
 		{args("--token-duration", "1m"), "no token shorter than 10m"},
+		{args("--cluster-secret-label", "not a label"), `--cluster-secret-label "not a label"`},
 		{args("--apply", "--primary-context", "read"), "the cluster to be read: choose the primary with --primary-context"},
 		// No such ClusterRole on the cluster read: nothing is created.
 		{args("--cluster-role", "no-such-role"), "nor ClusterRole no-such-role to bind a new one to"},
