@@ -37,6 +37,8 @@ type answer struct {
 	// Owners are the owners claiming the records that answer (the leaf's addresses, or the last
 	// CNAME on the way), sorted.
 	Owners []string
+	// Keys are the records that answer (the leaf's address records, or the last CNAME on the way).
+	Keys []v1alpha1.EndpointKey
 	// Notes say what the zone shows against the row: an owner stating that its leaves fail their
 	// health checks, a claim whose record is not published, a chain that ends nowhere.
 	Notes []string
@@ -205,6 +207,7 @@ func (w *walker) add(row answer, recs ...*registry.Record) {
 		if r == nil {
 			continue
 		}
+		row.Keys = append(row.Keys, r.Key)
 		for _, o := range r.Owners() {
 			if !slices.Contains(row.Owners, o) {
 				row.Owners = append(row.Owners, o)

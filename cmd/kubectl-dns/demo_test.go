@@ -140,7 +140,7 @@ func TestExplainDemo(t *testing.T) {
 	out := map[string][]byte{}
 	for _, format := range []string{"table", "svg", "html"} {
 		var b bytes.Buffer
-		if err := explainAs(format, &b, tg, z, demo.Host, now); err != nil {
+		if err := explainAs(format, &b, tg, z, nil, demo.Host, now); err != nil {
 			t.Fatal(err)
 		}
 		out[format] = b.Bytes()
@@ -150,7 +150,7 @@ func TestExplainDemo(t *testing.T) {
 	golden(t, "explain-demo.html", out["html"])
 
 	// What the golden files say, checked in words: each geo's one leaf and its address.
-	view, _ := answersOf(tg, z, demo.Host)
+	view, _ := answersOf(tg, z, nil, demo.Host)
 	want := map[string]string{"IE": "172.31.1.10", "US": "172.31.2.10", "*": "172.31.1.10"}
 	if len(view.Rows) != len(want) {
 		t.Fatalf("demo answers: %+v", view.Rows)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -17,11 +18,14 @@ import (
 
 func (c *cli) explainCommand() *cobra.Command {
 	var output string
+	var secrets clusterSecretsFlags
 	cmd := c.hostCommand("explain HOST", "Explain what the zone holds at HOST: who answers which clients, claimants, wishes, winners, conflicts, expired leases, human records",
-		func(w io.Writer, t *target, z *registry.Zone, host string, now time.Time) error {
-			return explainAs(output, w, t, z, host, now)
+		func(ctx context.Context, w io.Writer, t *target, z *registry.Zone, host string, now time.Time) error {
+			return explainAs(output, w, t, z, delegationOf(ctx, t, secrets), host, now)
 		})
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table (all of the explanation, the answers as a table), svg (a picture of the answers) or html (a page with the picture and the table)")
+	cmd.Flags().StringVar(&secrets.namespace, "cluster-secret-namespace", defaultClusterSecretNamespace, "on a delegation primary: namespace of the kubeconfig Secrets through which it reads other clusters (its --cluster-secret-namespace), read to name the clusters of an authoritative record's contributors; empty: none is read")
+	cmd.Flags().StringVar(&secrets.label, "cluster-secret-label", defaultClusterSecretLabel, "label, set to \"true\", of those Secrets (the primary's --cluster-secret-label)")
 	cmd.PreRunE = func(*cobra.Command, []string) error {
 		if output != "table" && output != "svg" && output != "html" {
 			return fmt.Errorf("-o %s: want table, svg or html", output)
@@ -33,29 +37,32 @@ func (c *cli) explainCommand() *cobra.Command {
 
 // explainAs prints explain's output for host in one format: table (the whole explanation), svg or
 // html (the answers alone).
-func explainAs(output string, w io.Writer, t *target, z *registry.Zone, host string, now time.Time) error {
+func explainAs(output string, w io.Writer, t *target, z *registry.Zone, d *delegation, host string, now time.Time) error {
 	switch output {
 	case "svg", "html":
-		view, wh := answersOf(t, z, host)
+		view, wh := answersOf(t, z, d, host)
 		title := "Who answers " + view.Host
 		if output == "svg" {
 			return writeSVG(w, title, view, wh)
 		}
 		return writeHTML(w, title, t.header(), view, wh)
 	}
-	printExplain(w, t, z, host, now)
+	printExplain(w, t, z, d, host, now)
 	return nil
 }
 
-// answersOf is the answers view of host in the zone as read, with what is known of its owners.
-func answersOf(t *target, z *registry.Zone, host string) (answerView, whose) {
+// answersOf is the answers view of host in the zone as read, with what is known of its owners and,
+// where an authoritative record answers, of its contributors (d, nil when not looked for).
+func answersOf(t *target, z *registry.Zone, d *delegation, host string) (answerView, whose) {
 	zoneName := v1alpha1.NormalizeName(t.zone.DNSName)
 	view := answers(z, zoneName, host)
 	var owners []string
 	for _, r := range view.Rows {
 		owners = append(owners, r.Owners...)
 	}
-	return view, describeOwners(z, zoneName, owners, t.records, t.cluster)
+	wh := describeOwners(z, zoneName, owners, t.records, t.cluster)
+	wh.delegated = d
+	return view, wh
 }
 
 // ownerPlan is what the controller's planner says about one owner that wants what its claims say.
@@ -146,7 +153,7 @@ func pendingAt(c *batch.Changes, names map[string]bool) []string {
 	return out
 }
 
-func printExplain(w io.Writer, t *target, z *registry.Zone, host string, now time.Time) {
+func printExplain(w io.Writer, t *target, z *registry.Zone, d *delegation, host string, now time.Time) {
 	zoneName := v1alpha1.NormalizeName(t.zone.DNSName)
 	names := hostNames(z, zoneName, host)
 	nameSet := map[string]bool{}
@@ -157,8 +164,13 @@ func printExplain(w io.Writer, t *target, z *registry.Zone, host string, now tim
 	fmt.Fprintln(w, t.header())
 	fmt.Fprintf(w, "names: %s\n", strings.Join(names, ", "))
 	fmt.Fprintln(w)
-	view, described := answersOf(t, z, host)
+	view, described := answersOf(t, z, d, host)
 	printAnswers(w, view, described)
+	if d != nil {
+		for _, n := range d.notes {
+			fmt.Fprintln(w, "  ! "+n)
+		}
+	}
 
 	// Leases, as far as one reading tells: the age is an estimate on this machine's clock.
 	leases := map[string]string{}
@@ -186,6 +198,7 @@ func printExplain(w io.Writer, t *target, z *registry.Zone, host string, now tim
 		for _, r := range z.AtName(n) {
 			fmt.Fprintf(w, "\n%s\n", keyString(r.Key))
 			explainRecord(w, r, plans, expired, named)
+			explainMerged(w, d, r)
 		}
 		// Owners' statements about the name sit at names of their own.
 		for _, o := range owners {

@@ -1,6 +1,7 @@
 // Command kubectl-dns is a kubectl plugin (`kubectl dns ...`) that shows who publishes what in a
 // zone shared by several clusters, why the zone holds what it holds, and withdraws a dead owner by
-// hand. It reads and writes zones through the same provider Secrets and backends as the controller
+// hand; it makes the kubeconfig Secret through which a delegation primary reads another cluster. It
+// reads and writes zones through the same provider Secrets and backends as the controller
 // (package providers/builtin), and explains the zone with the controller's own planner and ownership
 // gate (packages plan and registry), so what it says is what the controllers compute. docs/cli.md is
 // its guide.
@@ -63,8 +64,9 @@ cluster's DNSRecords (records), why the zone holds what it holds (explain), and 
 owner by hand (remove-owner), and deletes Kuadrant's legacy ownership TXTs once their owners wrote
 version-1 claims (prune-legacy); it lists and changes the zone's active failover groups
 (get-active-groups, add-active-group, remove-active-group); for the zones the embedded server signs,
-it prints the DS for the parent, the keys' states, and asks for key rollovers (dnssec). It reaches
-zones through the provider Secrets the controller uses.`,
+it prints the DS for the parent, the keys' states, and asks for key rollovers (dnssec); it makes the
+kubeconfig Secret through which a delegation primary reads another cluster (add-cluster-secret). It
+reaches zones through the provider Secrets the controller uses.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
@@ -77,7 +79,7 @@ zones through the provider Secrets the controller uses.`,
 	c.config = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(c.loading, c.overrides)
 
 	root.AddCommand(c.ownersCommand(), c.recordsCommand(), c.explainCommand(), c.removeOwnerCommand(), c.pruneLegacyCommand(),
-		c.addActiveGroupCommand(), c.removeActiveGroupCommand(), c.getActiveGroupsCommand(), c.dnssecCommand())
+		c.addActiveGroupCommand(), c.removeActiveGroupCommand(), c.getActiveGroupsCommand(), c.dnssecCommand(), c.addClusterSecretCommand())
 	if err := root.ExecuteContext(ctx); err != nil {
 		fmt.Fprintln(stderr, "Error:", err)
 		return 1

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -14,7 +15,7 @@ import (
 
 func (c *cli) ownersCommand() *cobra.Command {
 	return c.hostCommand("owners HOST", "List the owners publishing HOST (and its loadbalanced tree), their leases and what each claims",
-		func(w io.Writer, t *target, z *registry.Zone, host string, now time.Time) error {
+		func(_ context.Context, w io.Writer, t *target, z *registry.Zone, host string, now time.Time) error {
 			printOwners(w, t, z, host, now)
 			return nil
 		})
@@ -78,7 +79,7 @@ func claimLine(r *registry.Record, cl *registry.Claim) string {
 
 // hostCommand is a command that reads the zone publishing its one argument, HOST, and prints what
 // show makes of it (owners, explain).
-func (c *cli) hostCommand(use, short string, show func(io.Writer, *target, *registry.Zone, string, time.Time) error) *cobra.Command {
+func (c *cli) hostCommand(use, short string, show func(context.Context, io.Writer, *target, *registry.Zone, string, time.Time) error) *cobra.Command {
 	var f zoneFlags
 	cmd := &cobra.Command{
 		Use:   use,
@@ -97,7 +98,7 @@ func (c *cli) hostCommand(use, short string, show func(io.Writer, *target, *regi
 			if err != nil {
 				return err
 			}
-			return show(c.out, t, z, args[0], c.now())
+			return show(cmd.Context(), c.out, t, z, args[0], c.now())
 		},
 	}
 	f.bind(cmd, "zone ID or domain (default: the zone the DNSRecord publishing HOST is in, or the one the Secret's backend holds HOST in)", "publishes HOST")

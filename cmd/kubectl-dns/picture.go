@@ -27,6 +27,9 @@ type whose struct {
 	owners map[string]ownerInfo
 	// cluster is this cluster's ID (the UID of its kube-system namespace), "" when unknown.
 	cluster string
+	// delegated tells the contributors of the authoritative records among the owners; nil when
+	// none was looked for.
+	delegated *delegation
 }
 
 // ownerInfo is what the plugin can tell of an owner beyond its ID.
@@ -101,6 +104,8 @@ func (wh whose) clusterOf(r answer) string {
 type answerCells struct {
 	Geo, Weight, Share, Addresses, Owner, Cluster, Gateway, Leaf string
 	Notes                                                        []string
+	// From says, for a row an authoritative record holds, which contributor each target comes from.
+	From []string
 	// Fraction is the row's share, for the picture.
 	Fraction float64
 }
@@ -128,6 +133,10 @@ func cells(r answer, wh whose) answerCells {
 		c.Gateway = dash(strings.Join(gateways, ","))
 	}
 	c.Cluster = wh.clusterOf(r)
+	if from, clusters, records := wh.delegated.origins(r); len(from) > 0 {
+		// A delegation primary's answer: the clusters and records it was merged from.
+		c.From, c.Cluster, c.Gateway = from, strings.Join(clusters, ","), dash(strings.Join(records, ","))
+	}
 	return c
 }
 
@@ -144,7 +153,7 @@ func percent(f float64) string {
 }
 
 // legend explains the columns that the rows use.
-func legend(v answerView) []string {
+func legend(v answerView, wh whose) []string {
 	var geo, weighted bool
 	for _, r := range v.Rows {
 		geo = geo || r.Geo != ""
@@ -160,7 +169,11 @@ func legend(v answerView) []string {
 	if weighted {
 		out = append(out, "SHARE: the part of that geo's clients a leaf gets, its weight over the sum of the geo's weights")
 	}
-	return append(out, "CLUSTER: the cluster ID the owner's claims name (its lease), else the one the leaf's name starts with (hash6 of the ID); GATEWAY: this cluster's Gateway (or DNSRecord) with the owner's ID")
+	out = append(out, "CLUSTER: the cluster ID the owner's claims name (its lease), else the one the leaf's name starts with (hash6 of the ID); GATEWAY: this cluster's Gateway (or DNSRecord) with the owner's ID")
+	if slices.ContainsFunc(v.Rows, func(r answer) bool { f, _, _ := wh.delegated.origins(r); return len(f) > 0 }) {
+		out = append(out, "<-: an answer a delegation primary merged into an authoritative record: which contributor (owner ID) each target comes from, its cluster (the name of the kubeconfig Secret the primary reads it through, and its ID) and DNSRecord; CLUSTER and GATEWAY then name the contributors'")
+	}
+	return out
 }
 
 // printAnswers prints the answers view as a table, each row's notes under it.
@@ -178,9 +191,12 @@ func printAnswers(w io.Writer, v answerView, wh whose) {
 		for _, n := range c.Notes {
 			fmt.Fprintln(tw, "    ! "+n)
 		}
+		for _, f := range c.From {
+			fmt.Fprintln(tw, "    <- "+f)
+		}
 	}
 	_ = tw.Flush() // the writer's errors are the output's, as for every other line
-	for _, l := range legend(v) {
+	for _, l := range legend(v, wh) {
 		fmt.Fprintln(w, "  "+l)
 	}
 }
@@ -272,7 +288,7 @@ func writeBox(b *bytes.Buffer, x int, y, h float64, fill string, c answerCells) 
 	// The notes right after the addresses: a small box still shows that something is wrong.
 	lines := slices.Concat([]string{c.Share + " of these clients, weight " + c.Weight, c.Addresses}, c.Notes,
 		[]string{"owner " + c.Owner, "cluster " + c.Cluster, "gateway " + c.Gateway})
-	full := append(slices.Clone(lines), "leaf "+c.Leaf)
+	full := slices.Concat(lines, []string{"leaf " + c.Leaf}, c.From)
 	b.WriteString("<g>\n")
 	fmt.Fprintf(b, "<title>%s</title>\n", esc(strings.Join(full, "\n")))
 	fmt.Fprintf(b, `<rect x="%d" y="%s" width="%d" height="%s" fill="%s" stroke="%s" stroke-width="1.5"%s/>`+"\n", x, num(y), svgColumn, num(h), fill, stroke, dash)
@@ -319,6 +335,7 @@ td.note { color: #cc0000; }
 <tr><th>GEO</th><th>WEIGHT</th><th>SHARE</th><th>ADDRESSES</th><th>OWNER</th><th>CLUSTER</th><th>GATEWAY</th><th>LEAF</th></tr>
 {{range .Rows}}<tr><td>{{.Geo}}</td><td>{{.Weight}}</td><td>{{.Share}}</td><td>{{.Addresses}}</td><td>{{.Owner}}</td><td>{{.Cluster}}</td><td>{{.Gateway}}</td><td>{{.Leaf}}</td></tr>
 {{range .Notes}}<tr><td class="note" colspan="8">{{.}}</td></tr>
+{{end}}{{range .From}}<tr><td colspan="8">&lt;- {{.}}</td></tr>
 {{end}}{{end}}</table>
 {{end}}<ul>
 {{range .Legend}}<li>{{.}}</li>
@@ -337,7 +354,7 @@ func writeHTML(w io.Writer, title, header string, v answerView, wh whose) error 
 	for _, r := range v.Rows {
 		rows = append(rows, cells(r, wh))
 	}
-	legendLines := legend(v)
+	legendLines := legend(v, wh)
 	if len(rows) == 0 {
 		legendLines = nil
 	}

@@ -279,6 +279,39 @@ func TestPublishesInCoreDNSZone(t *testing.T) {
 	}
 }
 
+// A delegation primary's authoritative record, published into a zone of its default provider,
+// publishes what its contributors put there, as any record of that zone does; one a DNS server
+// serves is the zone, whose contributors publish.
+func TestPublishesDelegatedAuthoritative(t *testing.T) {
+	merged := &v1alpha1.DNSRecord{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "authoritative-record-abcd1234", Labels: map[string]string{
+			v1alpha1.AuthoritativeRecordLabel: "true", v1alpha1.ProviderNameLabel: "aws"}},
+		Spec:   v1alpha1.DNSRecordSpec{RootHost: "app.example.com", Endpoints: []*v1alpha1.Endpoint{v1alpha1.NewEndpoint("api.app.example.com", "A", 60, "10.0.0.1")}},
+		Status: v1alpha1.DNSRecordStatus{ZoneID: "Z1", ZoneDomainName: "example.com"},
+	}
+	served := merged.DeepCopy()
+	served.Labels[v1alpha1.ProviderNameLabel] = "coredns"
+	if zones := authoritativeZones([]v1alpha1.DNSRecord{*merged, *served}); len(zones) != 1 || zones["ns/"+served.Name] != "example.com" {
+		t.Errorf("authoritativeZones = %v, want only the served record's zone", zones)
+	}
+	for _, tc := range []struct {
+		rec        *v1alpha1.DNSRecord
+		host, zone string
+		want       bool
+	}{
+		{merged, "app.example.com", "", true},
+		{merged, "api.app.example.com", "Z1", true},
+		{merged, "app.example.com", "example.com", true},
+		{merged, "app.example.com", "other.example.org", false},
+		{merged, "web.example.com", "", false},
+		{served, "app.example.com", "", false},
+	} {
+		if got := publishes(tc.rec, tc.host, tc.zone, ""); got != tc.want {
+			t.Errorf("publishes(%s, %q, --zone %q) = %v, want %v", tc.rec.Labels[v1alpha1.ProviderNameLabel], tc.host, tc.zone, got, tc.want)
+		}
+	}
+}
+
 func TestRecordsTable(t *testing.T) {
 	var out bytes.Buffer
 	rows := []recordRow{

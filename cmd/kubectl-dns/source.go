@@ -45,6 +45,8 @@ type target struct {
 	// cluster is this cluster's ID (its kube-system namespace's UID) when it could be read: a leaf
 	// of the tree is named from it.
 	cluster string
+	// kc is the client of this cluster the zone was found with.
+	kc client.Client
 }
 
 func (t *target) header() string {
@@ -98,13 +100,26 @@ func (c *cli) resolve(ctx context.Context, kc client.Client, host string, f zone
 		// hostZone is the coredns zone of a record written into its root host's authoritative
 		// record, "" for any other.
 		hostZone string
+		// zoneID is the zone the record is published in: its status's, or, for a delegation
+		// primary's delegating record, that of the authoritative record it is merged into.
+		zoneID string
 	}
 	hostZones := authoritativeZones(list.Items)
+	merged := map[string]string{}
+	for i := range list.Items {
+		if r := &list.Items[i]; zonePublishedAuthoritative(r) {
+			merged[r.Namespace+"/"+r.Name] = r.Status.ZoneID
+		}
+	}
 	var found []candidate
 	seen := map[string]bool{}
 	for i := range list.Items {
 		rec := &list.Items[i]
 		hostZone := hostZones[rec.Namespace+"/"+rec.Status.ZoneID]
+		zoneID := rec.Status.ZoneID
+		if id, ok := merged[rec.Namespace+"/"+zoneID]; ok {
+			zoneID = id
+		}
 		if !publishes(rec, host, f.zone, hostZone) {
 			continue
 		}
@@ -113,13 +128,13 @@ func (c *cli) resolve(ctx context.Context, kc client.Client, host string, f zone
 			return nil, fmt.Errorf("DNSRecord %s/%s publishes %s: %w", rec.Namespace, rec.Name, orZone(host, f.zone), err)
 		}
 		// Records of one coredns zone with different root hosts are in one zone of the Secret.
-		key := s.Namespace + "/" + s.Name + " " + rec.Status.ZoneID
+		key := s.Namespace + "/" + s.Name + " " + zoneID
 		if hostZone != "" {
 			key = s.Namespace + "/" + s.Name + " " + hostZone
 		}
 		if !seen[key] {
 			seen[key] = true
-			found = append(found, candidate{rec, s, hostZone})
+			found = append(found, candidate{rec, s, hostZone, zoneID})
 		}
 	}
 	switch len(found) {
@@ -140,7 +155,7 @@ func (c *cli) resolve(ctx context.Context, kc client.Client, host string, f zone
 			// The Secret's backend lists the coredns zones, not the authoritative records.
 			zoneFlag = found[0].hostZone
 		}
-		t, err := choose(ctx, kc, found[0].secret, want, zoneFlag, rec.Status.ZoneID, via)
+		t, err := choose(ctx, kc, found[0].secret, want, zoneFlag, found[0].zoneID, via)
 		if err != nil {
 			return nil, err
 		}
@@ -168,14 +183,15 @@ func orZone(host, zoneFlag string) string {
 	return "zone " + zoneFlag
 }
 
-// authoritativeZones maps each authoritative record among records (namespace/name) to the coredns
-// zone it is served in: its zone label, else the zone its status names (a record Kuadrant made and
-// has not reconciled yet).
+// authoritativeZones maps each authoritative record among records (namespace/name) that a DNS
+// server serves to the coredns zone it is served in: its zone label, else the zone its status
+// names (a record Kuadrant made and has not reconciled yet). A delegation primary's, published
+// into a zone, is left out: it is a record of that zone.
 func authoritativeZones(records []v1alpha1.DNSRecord) map[string]string {
 	zones := map[string]string{}
 	for i := range records {
 		r := &records[i]
-		if r.Labels[v1alpha1.AuthoritativeRecordLabel] != "true" {
+		if !isAuthoritativeRecord(r) || zonePublishedAuthoritative(r) {
 			continue
 		}
 		z := r.Labels[v1alpha1.CoreDNSZoneNameLabel]
@@ -194,9 +210,11 @@ func authoritativeZones(records []v1alpha1.DNSRecord) map[string]string {
 // hold them, or, for a record written into its root host's authoritative record (whose name and
 // root host those are), the coredns zone hostZone that record is served in.
 func publishes(rec *v1alpha1.DNSRecord, host, zoneFlag, hostZone string) bool {
-	if rec.Labels[v1alpha1.AuthoritativeRecordLabel] == "true" {
+	if isAuthoritativeRecord(rec) && !zonePublishedAuthoritative(rec) {
 		// A coredns zone's (or root host's) authoritative record holds what its contributors
-		// publish; the contributors are the records that publish the host.
+		// publish; the contributors are the records that publish the host. A delegation
+		// primary's publishes into its zone like any record, what other clusters' records
+		// contributed too.
 		return false
 	}
 	if zoneFlag != "" && rec.Status.ZoneID != zoneFlag && v1alpha1.NormalizeName(rec.Status.ZoneDomainName) != v1alpha1.NormalizeName(zoneFlag) &&
@@ -255,7 +273,7 @@ func choose(ctx context.Context, kc client.Client, s *corev1.Secret, host, zoneF
 	if err != nil {
 		return nil, fmt.Errorf("listing the zones of secret %s/%s: %w", s.Namespace, s.Name, err)
 	}
-	t := &target{secret: s, provider: p, via: via}
+	t := &target{secret: s, provider: p, via: via, kc: kc}
 	if zoneFlag != "" {
 		t.zone, err = matchZone(zones, zoneFlag)
 		if err != nil {

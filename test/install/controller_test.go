@@ -29,6 +29,7 @@ import (
 	dnsv1 "github.com/dnspolicy/dnspolicy-controller/apis/v1"
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
 	"github.com/dnspolicy/dnspolicy-controller/cmd/dnspolicy-controller/app"
+	"github.com/dnspolicy/dnspolicy-controller/controllers/dnsrecord"
 	"github.com/dnspolicy/dnspolicy-controller/hack/controlplane"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
@@ -67,9 +68,11 @@ func runController(t *testing.T, cp *controlPlane, deployment *unstructured.Unst
 func startController(t *testing.T, cp *controlPlane, deployment *unstructured.Unstructured, extra ...string) (cmd *exec.Cmd, metrics string) {
 	t.Helper()
 	args, _ := containerArgs(t, deployment)
-	if _, err := app.Parse(args, func(string) (string, bool) { return "", false }); err != nil {
+	o, err := app.Parse(args, func(string) (string, bool) { return "", false })
+	if err != nil {
 		t.Fatalf("the Deployment's args %v do not parse: %v", args, err)
 	}
+	expectClusterSecretsReadable(t, cp, o)
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	cfg := clientcmdapi.NewConfig()
 	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cp.cfg.Host, CertificateAuthorityData: cp.cfg.CAData}
@@ -100,6 +103,22 @@ func startController(t *testing.T, cp *controlPlane, deployment *unstructured.Un
 		}
 	})
 	return cmd, metrics
+}
+
+// expectClusterSecretsReadable fails the test unless the ServiceAccount may read the kubeconfig
+// Secrets of the namespace a delegation primary started with these options reads other clusters
+// through: without list and watch there its Secret cache never syncs, and the manager stops after
+// the cache-sync timeout (two minutes), at every start.
+func expectClusterSecretsReadable(t *testing.T, cp *controlPlane, o app.Options) {
+	t.Helper()
+	if !o.EnableRecordController || o.DelegationRole == dnsrecord.DelegationRoleSecondary || o.ClusterSecretNamespace == "" {
+		return
+	}
+	for _, verb := range []string{"get", "list", "watch"} {
+		if a := (access{verb: verb, resource: "secrets", namespace: o.ClusterSecretNamespace}); !cp.allowed(t, a) {
+			t.Errorf("the controller reads other clusters through Secrets of namespace %s (--cluster-secret-namespace), but its ServiceAccount may not %s", o.ClusterSecretNamespace, a)
+		}
+	}
 }
 
 var (

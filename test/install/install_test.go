@@ -104,7 +104,7 @@ func TestNamespacedInstall(t *testing.T) {
 // template carries what its values asked for.
 func TestRendersAreAccepted(t *testing.T) {
 	cp := startControlPlane(t)
-	cp.namespaces(t, "gateways", "team-b")
+	cp.namespaces(t, "gateways", "team-b", "clusters")
 	cp.apply(t, prometheusOperatorCRDs())
 
 	t.Run("record-only", func(t *testing.T) {
@@ -169,6 +169,7 @@ func TestRendersAreAccepted(t *testing.T) {
 			"--dns-rrl-responses-per-second=50", "--dns-rrl-slip=3", "--metrics-secure=true",
 			"--leader-election-namespace=dnspolicy-system",
 			"--health-check-allowed-cidrs=10.0.5.0/24", "--health-check-denied-cidrs=10.0.5.7/32,2001:db8::/32",
+			"--cluster-secret-namespace=clusters",
 		} {
 			if !slices.Contains(args, want) {
 				t.Errorf("args %v lack %s", args, want)
@@ -223,7 +224,7 @@ func deploymentArgs(t *testing.T, cp *controlPlane) []string {
 	if err := cp.c.Get(context.Background(), client.ObjectKey{Namespace: controllerNamespace, Name: "dnspolicy-controller"}, d); err != nil {
 		t.Fatal(err)
 	}
-	podOptions(t, cp, d)
+	expectClusterSecretsReadable(t, cp, podOptions(t, cp, d))
 	return d.Spec.Template.Spec.Containers[0].Args
 }
 

@@ -26,7 +26,10 @@ const (
 )
 
 // Reading those Secrets' data takes get, list and watch on Secrets in --cluster-secret-namespace
-// only: config/rbac/base/cluster_secrets_role.yaml, a Role there.
+// only: a RoleBinding there of the ClusterRole dnspolicy-controller-provider-secrets (the chart's
+// delegation.clusterSecretNamespace makes it). Without it the Secret cache never syncs and the
+// manager stops at the cache-sync timeout, so the installs run with the namespace empty until it is
+// granted (config/rbac/README.md).
 
 // addRemoteClusters adds, on a primary, the controller of other clusters' delegating records:
 // multicluster-runtime's kubeconfig provider engages a cluster for each labelled Secret of
