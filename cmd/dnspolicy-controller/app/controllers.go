@@ -177,10 +177,20 @@ func addRecordController(mgr ctrl.Manager, o Options, factory *providers.Factory
 	if err := r.SetupWithManager(mgr); err != nil {
 		return fmt.Errorf("dnsrecord controller: %w", err)
 	}
-	if o.DelegationRole != dnsrecord.DelegationRoleSecondary && o.ClusterSecretNamespace != "" {
-		if err := addRemoteClusters(mgr, o, r, cluster); err != nil {
-			return fmt.Errorf("remote clusters: %w", err)
-		}
+	if o.DelegationRole == dnsrecord.DelegationRoleSecondary || o.ClusterSecretNamespace == "" {
+		return nil
+	}
+	denied, err := clusterSecretsReadable(context.Background(), mgr.GetConfig(), o.ClusterSecretNamespace)
+	if err != nil {
+		return fmt.Errorf("remote clusters: %w", err)
+	}
+	if len(denied) > 0 {
+		mgr.GetLogger().Error(nil, "other clusters are not read: this controller may not read the kubeconfig Secrets of --cluster-secret-namespace; bind the ClusterRole dnspolicy-controller-provider-secrets there (config/rbac/README.md) and restart it, or set the flag empty",
+			"namespace", o.ClusterSecretNamespace, "deniedVerbs", denied)
+		return nil
+	}
+	if err := addRemoteClusters(mgr, o, r, cluster); err != nil {
+		return fmt.Errorf("remote clusters: %w", err)
 	}
 	return nil
 }

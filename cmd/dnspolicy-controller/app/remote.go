@@ -4,8 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -27,9 +31,36 @@ const (
 
 // Reading those Secrets' data takes get, list and watch on Secrets in --cluster-secret-namespace
 // only: a RoleBinding there of the ClusterRole dnspolicy-controller-provider-secrets (the chart's
-// delegation.clusterSecretNamespace makes it). Without it the Secret cache never syncs and the
-// manager stops at the cache-sync timeout, so the installs run with the namespace empty until it is
-// granted (config/rbac/README.md).
+// delegation.clusterSecretNamespace makes it). The installs run with the namespace empty until it is
+// granted (config/rbac/README.md); a primary started with a namespace it may not read reads no other
+// cluster and logs why (clusterSecretsReadable), rather than stopping at the cache-sync timeout.
+
+// clusterSecretVerbs are what the Secret cache of --cluster-secret-namespace needs.
+var clusterSecretVerbs = []string{"get", "list", "watch"}
+
+// clusterSecretsReadable returns the verbs of clusterSecretVerbs this process is not allowed on
+// Secrets in ns, asking the API server (a SelfSubjectAccessReview each). Without all of them the
+// cache of kubeconfig Secrets would never sync, and the manager, waiting for it, would stop.
+func clusterSecretsReadable(ctx context.Context, cfg *rest.Config, ns string) (denied []string, err error) {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	for _, verb := range clusterSecretVerbs {
+		review, err := cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Namespace: ns, Verb: verb, Resource: "secrets",
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("asking whether Secrets in %s may be %s: %w", ns, verb, err)
+		}
+		if !review.Status.Allowed {
+			denied = append(denied, verb)
+		}
+	}
+	return denied, nil
+}
 
 // addRemoteClusters adds, on a primary, the controller of other clusters' delegating records:
 // multicluster-runtime's kubeconfig provider engages a cluster for each labelled Secret of
