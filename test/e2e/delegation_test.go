@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +22,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/pkg/registry"
 	"github.com/dnspolicy/dnspolicy-controller/test/clustersecret"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
+	"github.com/dnspolicy/dnspolicy-controller/test/resolver"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -240,7 +240,7 @@ func (f *delegFleet) secondaryKilled(t *testing.T) {
 	eventually(t, 3*bound, func() string {
 		for _, b := range f.backends {
 			for _, addr := range b.servers() {
-				if got := delegAnswer(addr, b.host("solo")); got != "10.24.0.3" && !strings.HasPrefix(got, "query failed") {
+				if got := resolver.AnswersA(addr, b.host("solo")); got != "10.24.0.3" && !strings.HasPrefix(got, "query failed") {
 					t.Fatalf("%s: %s answers %s with %q: a name the dead secondary holds alone lost its target", b.name, addr, b.host("solo"), got)
 				}
 			}
@@ -421,7 +421,7 @@ func (f *delegFleet) answers(label string, want ...string) string {
 	slices.Sort(want)
 	for _, b := range f.backends {
 		for _, addr := range b.servers() {
-			if got := delegAnswer(addr, b.host(label)); got != strings.Join(want, ",") {
+			if got := resolver.AnswersA(addr, b.host(label)); got != strings.Join(want, ",") {
 				return fmt.Sprintf("%s: %s answers %s with %q, want %q", b.name, addr, b.host(label), got, strings.Join(want, ","))
 			}
 		}
@@ -437,25 +437,6 @@ func (f *delegFleet) waitAgreed(t *testing.T, label string, want ...string) {
 func (f *delegFleet) waitAnswers(t *testing.T, timeout time.Duration, label string, want ...string) {
 	t.Helper()
 	eventually(t, timeout, func() string { return f.answers(label, want...) })
-}
-
-// delegAnswer asks the DNS server at addr for host's A records: their addresses, sorted and joined
-// by commas ("" for none).
-func delegAnswer(addr, host string) string {
-	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(host), dns.TypeA)
-	in, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, addr)
-	if err != nil {
-		return "query failed: " + err.Error()
-	}
-	var ips []string
-	for _, rr := range in.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			ips = append(ips, a.A.String())
-		}
-	}
-	slices.Sort(ips)
-	return strings.Join(ips, ",")
 }
 
 // route53Wishes are the ownership TXTs in the Route 53 zone claiming host's A records, each as

@@ -9,6 +9,7 @@ package resolver
 import (
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -159,4 +160,23 @@ func Eventually(t testing.TB, within time.Duration, check func() error) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// AnswersA asks the nameserver at addr for the A records of host, as a stub resolver would, and
+// returns the addresses sorted and joined by "," ("" for none), or "query failed: " and the error.
+func AnswersA(addr, host string) string {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(host), dns.TypeA)
+	in, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, addr)
+	if err != nil {
+		return "query failed: " + err.Error()
+	}
+	var ips []string
+	for _, rr := range in.Answer {
+		if a, ok := rr.(*dns.A); ok {
+			ips = append(ips, a.A.String())
+		}
+	}
+	slices.Sort(ips)
+	return strings.Join(ips, ",")
 }

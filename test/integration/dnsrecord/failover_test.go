@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/miekg/dns"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,27 +21,9 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/providers"
 	"github.com/dnspolicy/dnspolicy-controller/providers/rfc2136"
 	"github.com/dnspolicy/dnspolicy-controller/test/integration/internal/recordplane"
+	"github.com/dnspolicy/dnspolicy-controller/test/resolver"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
-
-// answersA asks the nameserver at addr for the A records of host, as a resolver would, and returns
-// the addresses sorted and joined by ",", or what went wrong.
-func answersA(addr, host string) string {
-	m := new(dns.Msg)
-	m.SetQuestion(dns.Fqdn(host), dns.TypeA)
-	in, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, addr)
-	if err != nil {
-		return "query failed: " + err.Error()
-	}
-	var ips []string
-	for _, rr := range in.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			ips = append(ips, a.A.String())
-		}
-	}
-	slices.Sort(ips)
-	return strings.Join(ips, ",")
-}
 
 // activeGroupsOnBIND reads the zone's active groups through the rfc2136 backend, as a controller
 // about to switch them reads them.
@@ -128,7 +108,7 @@ func (p *failoverPlane) serving(t *testing.T, m *failoverMember) string {
 	if got := activeGroupsOnBIND(t, p.data, p.zone); got != m.group {
 		return "active groups " + got + ", want " + m.group
 	}
-	if got := answersA(p.nameserver, p.host); got != m.target {
+	if got := resolver.AnswersA(p.nameserver, p.host); got != m.target {
 		return "BIND answers " + got + ", want " + m.target
 	}
 	return ""

@@ -24,6 +24,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/providers/inmemory"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 	"github.com/dnspolicy/dnspolicy-controller/test/integration/internal/recordplane"
+	"github.com/dnspolicy/dnspolicy-controller/test/resolver"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -143,7 +144,7 @@ func startDeleg(t *testing.T, secEvery, secDuration time.Duration) *deleg {
 // answers are both primaries' DNS answers for host's A records, or why they differ from want.
 func (d *deleg) answers(host, want string) string {
 	for _, addr := range []string{d.p1Addr, d.p2Addr} {
-		if got := answersA(addr, host); got != want {
+		if got := resolver.AnswersA(addr, host); got != want {
 			return fmt.Sprintf("%s at %s: %q, want %q", host, addr, got, want)
 		}
 	}
@@ -223,7 +224,7 @@ func TestRemoteDelegation(t *testing.T) {
 		}
 		return ""
 	})
-	if got := answersA(d.p1Addr, plain); got != "" {
+	if got := resolver.AnswersA(d.p1Addr, plain); got != "" {
 		t.Errorf("plain (delegate: false) answered by primary1: %q", got)
 	}
 	if got := entry(d.sec.get(t, "plain"), d.p1ID); got != "none" {
@@ -245,7 +246,7 @@ func TestRemoteDelegation(t *testing.T) {
 	waiting := "False ProviderEndpointsDeletion: DNS records are being deleted from provider: waiting for primary clusters " + d.p2ID +
 		" to report them removed in status.remoteRecordStatuses"
 	eventually(t, 30*time.Second, func() string {
-		if got := answersA(d.p1Addr, root); got != "10.20.0.1" {
+		if got := resolver.AnswersA(d.p1Addr, root); got != "10.20.0.1" {
 			return "primary1 answers " + got
 		}
 		r, ok := d.sec.exists(t, "sec")
