@@ -261,7 +261,7 @@ type phase = pass.Phase[*scope]
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (res ctrl.Result, err error) {
 	start := time.Now()
 	defer func() { reconcileDuration.Observe(time.Since(start).Seconds()) }()
-	recordPasses.WithLabelValues(req.Namespace, req.Name).Inc()
+	recordSeries.pass(req.NamespacedName)
 
 	rec := &v1alpha1.DNSRecord{}
 	if err := r.Client.Get(ctx, req.NamespacedName, rec); err != nil {

@@ -103,14 +103,12 @@ func (m *memory) recordsOf(owners []string) []types.NamespacedName {
 	return keys
 }
 
-// forget drops everything kept about key, and its metric series (a pass counts in recordPasses
+// forget drops everything kept about key, and its metric series (a pass counts in recordSeries
 // before it knows whether the record is there, so those go even for a record never remembered).
 func (m *memory) forget(key types.NamespacedName) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	recordWrites.DeleteLabelValues(key.Namespace, key.Name)
-	recordPasses.DeleteLabelValues(key.Namespace, key.Name)
-	kuadrantWriteCounter.DeleteLabelValues(key.Name, key.Namespace)
+	recordSeries.forget(key)
 	groupLabels := prometheus.Labels{"dns_record_namespace": key.Namespace, "dns_record_name": key.Name}
 	groupInfo.DeletePartialMatch(groupLabels)
 	groupActive.DeletePartialMatch(groupLabels)

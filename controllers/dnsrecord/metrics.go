@@ -24,16 +24,6 @@ var (
 		Help:    "Time to reconcile one DNSRecord, provider calls included.",
 		Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
 	})
-	// Passes per record make a hot loop visible: a record whose count climbs without its spec
-	// changing is retrying too fast.
-	recordPasses = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "dnspolicy_dnsrecord_reconciles_total",
-		Help: "Reconcile passes of a DNSRecord.",
-	}, []string{"namespace", "name"})
-	recordWrites = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "dnspolicy_dnsrecord_writes_total",
-		Help: "Batches applied to a zone on behalf of a DNSRecord.",
-	}, []string{"namespace", "name"})
 	conflicts = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dnspolicy_dnsrecord_conflicts_total",
 		Help: "Reconciles that found this owner's wish not published because another owner's won, by field.",
@@ -51,16 +41,9 @@ var (
 // Kuadrant's dns-operator metrics (its internal/metrics/metrics.go), with its names, help, labels
 // and values, so that dashboards and alerts written for it work unchanged. Kuadrant reports every
 // DNSRecord in its cache at each scrape; here the record controller sets them at the end of each
-// pass, from the status as the API server then holds it, and drops them with the record.
+// pass, from the status as the API server then holds it, and drops them with the record. Its
+// write counter and readiness, which every record has, are in the table of series.go.
 var (
-	kuadrantWriteCounter = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "dns_provider_write_counter",
-		Help: "Counts DNS provider write operations for a current generation of the DNS record",
-	}, []string{"dns_record_name", "dns_record_namespace"})
-	kuadrantRecordReady = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "dns_provider_record_ready",
-		Help: "Reports the ready state of the dns record. 0 - not ready, 1 - ready. It also provides some metadata of the record in question",
-	}, []string{"dns_record_name", "dns_record_namespace", "dns_record_root_host", "dns_record_is_delegating"})
 	kuadrantAuthoritativeSpec = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dns_provider_authoritative_record_spec_info",
 		Help: "Provides intformation aboutauthoritative DNS records, indentiffied by label values.", // sic, Kuadrant's text
@@ -161,8 +144,8 @@ func registerLeaseMetrics(p *publish.Publisher) error {
 }
 
 func init() {
-	metrics.Registry.MustRegister(reconcileDuration, recordPasses, recordWrites, conflicts, ownersWithdrawn, recordsByReason,
-		kuadrantWriteCounter, kuadrantRecordReady, kuadrantAuthoritativeSpec, groupInfo, groupActive, inactiveGroupCleanups, groupFailovers)
+	metrics.Registry.MustRegister(reconcileDuration, recordSeries, conflicts, ownersWithdrawn, recordsByReason,
+		kuadrantAuthoritativeSpec, groupInfo, groupActive, inactiveGroupCleanups, groupFailovers)
 	// Every field's series exists from the start, so an alert or panel on its increase sees the
 	// first conflict (a series born at 1 shows no increase).
 	for _, f := range []string{plan.FieldTargets, plan.FieldTTL, plan.FieldType, plan.FieldProviderSpecific, plan.FieldOwnership} {
@@ -170,11 +153,11 @@ func init() {
 	}
 }
 
-// kuadrantSeries are the label values of one record's Kuadrant series whose labels can change, and
-// the generation the spec's hash was taken of.
+// kuadrantSeries are the label values of an authoritative record's spec series, and the generation
+// the spec's hash was taken of.
 type kuadrantSeries struct {
-	ready, spec []string
-	generation  int64
+	spec       []string
+	generation int64
 }
 
 // observe sets the Kuadrant series of a record at the end of a pass. written says whether the pass
@@ -184,13 +167,12 @@ func (m *memory) observe(key types.NamespacedName, rec *v1alpha1.DNSRecord, befo
 	if written {
 		counter = rec.Status.WriteCounter
 	}
-	kuadrantWriteCounter.WithLabelValues(key.Name, key.Namespace).Set(float64(counter))
-	next := kuadrantSeries{ready: []string{key.Name, key.Namespace, rec.RootHost(), strconv.FormatBool(rec.Spec.Delegate)}}
 	ready := 0.0
 	if c := conditions.Get(rec.Status.Conditions, v1alpha1.ConditionTypeReady); c != nil && c.Status == metav1.ConditionTrue {
 		ready = 1
 	}
-	kuadrantRecordReady.WithLabelValues(next.ready...).Set(ready)
+	recordSeries.observe(key, float64(counter), []string{key.Name, key.Namespace, rec.RootHost(), strconv.FormatBool(rec.Spec.Delegate)}, ready)
+	var next kuadrantSeries
 	m.mu.Lock()
 	old := m.entry(key).series
 	m.mu.Unlock()
@@ -214,9 +196,6 @@ func (m *memory) observe(key types.NamespacedName, rec *v1alpha1.DNSRecord, befo
 
 // dropSeries deletes the series of old that next no longer has.
 func dropSeries(old, next kuadrantSeries) {
-	if old.ready != nil && !slices.Equal(old.ready, next.ready) {
-		kuadrantRecordReady.DeleteLabelValues(old.ready...)
-	}
 	if old.spec != nil && !slices.Equal(old.spec, next.spec) {
 		kuadrantAuthoritativeSpec.DeleteLabelValues(old.spec...)
 	}

@@ -8,6 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/dnspolicy/dnspolicy-controller/apis/v1alpha1"
@@ -228,7 +229,7 @@ func (r *Reconciler) recordOutcome(s *scope, out publish.Outcome) {
 	rec.Status.DomainOwners = out.Plan.Owners
 	if out.Wrote {
 		rec.Status.WriteCounter++
-		recordWrites.WithLabelValues(rec.Namespace, rec.Name).Inc()
+		recordSeries.wrote(client.ObjectKeyFromObject(rec))
 	} else {
 		rec.Status.WriteCounter = 0
 	}
