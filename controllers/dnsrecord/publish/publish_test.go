@@ -113,6 +113,56 @@ func TestGatherShrinksInsideABurst(t *testing.T) {
 	}
 }
 
+// gatedProvider holds its first listing until release is closed, and closes entered when it starts.
+type gatedProvider struct {
+	providers.Provider
+	once             sync.Once
+	entered, release chan struct{}
+}
+
+func (g *gatedProvider) Records(ctx context.Context, zone providers.Zone) (providers.View, error) {
+	g.once.Do(func() {
+		close(g.entered)
+		<-g.release
+	})
+	return g.Provider.Records(ctx, zone)
+}
+
+// A request that comes while a burst's cycle runs (its reconcile scheduled late) is the burst's:
+// its cycle starts a few of the burst's gaps after it, not a whole Gather later as a lone one's.
+func TestBurstStragglerDoesNotWaitGather(t *testing.T) {
+	store, zone := newZone(t)
+	o := slow()
+	o.Gather, o.MinGather, o.MaxGather = 3*time.Second, 10*time.Millisecond, 10*time.Second
+	p := New(o)
+	prov := &gatedProvider{Provider: provider(store), entered: make(chan struct{}), release: make(chan struct{})}
+	var wg sync.WaitGroup
+	for i := 0; i < 5; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			publish(t, p, prov, zone, Request{OwnerID: fmt.Sprintf("burst-%02d", i), Desired: []*v1alpha1.Endpoint{a(fmt.Sprintf("b%d.example.com", i), "10.0.0.2")}})
+		}(i)
+	}
+	<-prov.entered // the burst's cycle has taken its requests and is reading the zone
+	var took time.Duration
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		start := time.Now()
+		publish(t, p, prov, zone, Request{OwnerID: "straggler", Desired: []*v1alpha1.Endpoint{a("s.example.com", "10.0.0.3")}})
+		took = time.Since(start)
+	}()
+	close(prov.release)
+	wg.Wait()
+	if took >= o.Gather {
+		t.Errorf("a request that came while its burst's cycle ran was served after %s, want well before Gather (%s)", took, o.Gather)
+	}
+	if calls := store.ZoneCalls(zone.ID); calls.Apply != 2 {
+		t.Errorf("%d batches, want 2: the burst's and the straggler's", calls.Apply)
+	}
+}
+
 // A backend's batch limit cuts a cycle into several batches without splitting one request.
 func TestBatchLimit(t *testing.T) {
 	store, zone := newZone(t)

@@ -73,6 +73,9 @@ type queue struct {
 	// renewing is the period start of the lease value the cycle's renewal wanted, zero when it
 	// wanted none (the lease is not needed); the cycle's alone.
 	renewing time.Time
+	// burst is the latest gathering's, which a request that comes soon after it carries on; only
+	// the goroutine running the cycles touches it.
+	burst burst
 	// renewTimer brings a cycle about when the lease is due and no request comes; closed stops it.
 	renewTimer *time.Timer
 	closed     bool
@@ -124,7 +127,9 @@ func (q *queue) serve(waiters []*waiter) {
 // wait is quietGaps times the mean gap between the burst's arrivals, never less than MinGather nor
 // more than Gather: a burst whose reconciles come a millisecond apart (a fast API server) is not
 // held a whole Gather after its last request, and one whose reconciles come tens of milliseconds
-// apart (a busy API server) still becomes one cycle.
+// apart (a busy API server) still becomes one cycle. A request that comes less than Gather after
+// the previous gathering's last is the same burst's (it came while that cycle ran, its reconcile
+// scheduled late): it waits as the burst's next request would, not Gather as a lone one.
 func (q *queue) gather() {
 	floor := q.opts.MinGather
 	if floor <= 0 {
@@ -134,18 +139,23 @@ func (q *queue) gather() {
 	defer deadline.Stop()
 	quiet := time.NewTimer(q.opts.Gather)
 	defer quiet.Stop()
-	var first time.Time
-	arrivals := 0
+	b := burst{}
 	for {
 		select {
 		case <-q.arrived:
-			arrivals++
-			wait := q.opts.Gather
-			if arrivals == 1 {
-				first = time.Now()
-			} else {
-				wait = min(max(quietGaps*time.Since(first)/time.Duration(arrivals-1), floor), q.opts.Gather)
+			now := time.Now()
+			if b.arrivals == 0 && !q.burst.last.IsZero() && now.Sub(q.burst.last) < q.opts.Gather {
+				b = q.burst
 			}
+			b.arrivals++
+			wait := q.opts.Gather
+			if b.arrivals == 1 {
+				b.first = now
+			} else {
+				wait = min(max(quietGaps*now.Sub(b.first)/time.Duration(b.arrivals-1), floor), q.opts.Gather)
+			}
+			b.last = now
+			q.burst = b
 			quiet.Reset(wait) // since Go 1.23 a Reset timer never delivers the old expiry
 		case <-quiet.C:
 			return
@@ -153,6 +163,13 @@ func (q *queue) gather() {
 			return
 		}
 	}
+}
+
+// burst is what gather knows of the requests arriving together: when the first and the last came,
+// and how many.
+type burst struct {
+	first, last time.Time
+	arrivals    int
 }
 
 // quietGaps is how many of a burst's mean gaps between arrivals pass without one before the burst
