@@ -103,6 +103,16 @@ func TestKuadrantRecordMetrics(t *testing.T) {
 // given in desc's order, as a scrape reads it; the test fails if there is no such series.
 func recordSeriesValue(t *testing.T, desc *prometheus.Desc, values ...string) float64 {
 	t.Helper()
+	value, found := recordSeriesLookup(t, desc, values...)
+	if !found {
+		t.Fatalf("no series %s %v", desc, values)
+	}
+	return value
+}
+
+// recordSeriesLookup is recordSeriesValue, and whether the series is there.
+func recordSeriesLookup(t *testing.T, desc *prometheus.Desc, values ...string) (float64, bool) {
+	t.Helper()
 	var want dto.Metric
 	if err := prometheus.MustNewConstMetric(desc, prometheus.UntypedValue, 0, values...).Write(&want); err != nil {
 		t.Fatal(err)
@@ -124,10 +134,7 @@ func recordSeriesValue(t *testing.T, desc *prometheus.Desc, values ...string) fl
 			found, value = true, got.GetGauge().GetValue()+got.GetCounter().GetValue()
 		}
 	}
-	if !found {
-		t.Fatalf("no series %s %v", desc, values)
-	}
-	return value
+	return value, found
 }
 
 // The lease series as a scrape reads them: one per zone and lease, the largest where two queues
@@ -202,4 +209,29 @@ func leaseAges(t *testing.T, c prometheus.Collector) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// A record's pass and write series are born at its first pass and first write, count each, and go
+// with the record.
+func TestRecordPassAndWriteSeries(t *testing.T) {
+	key := types.NamespacedName{Namespace: "series-ns", Name: "counted"}
+	recordSeries.pass(key)
+	if got := recordSeriesValue(t, descRecordPasses, key.Namespace, key.Name); got != 1 {
+		t.Errorf("dnspolicy_dnsrecord_reconciles_total = %v, want 1", got)
+	}
+	if _, found := recordSeriesLookup(t, descRecordWrites, key.Namespace, key.Name); found {
+		t.Error("a write series before any write")
+	}
+	recordSeries.pass(key)
+	recordSeries.wrote(key)
+	if p, w := recordSeriesValue(t, descRecordPasses, key.Namespace, key.Name), recordSeriesValue(t, descRecordWrites, key.Namespace, key.Name); p != 2 || w != 1 {
+		t.Errorf("passes %v and writes %v, want 2 and 1", p, w)
+	}
+	var m memory
+	m.forget(key)
+	for _, d := range []*prometheus.Desc{descRecordPasses, descRecordWrites} {
+		if _, found := recordSeriesLookup(t, d, key.Namespace, key.Name); found {
+			t.Errorf("series %s left after the record went", d)
+		}
+	}
 }
