@@ -59,16 +59,7 @@ func startFleet(t *testing.T) *fleet {
 	if err := f.primary.Client.Create(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
-	backend, err := factory().New(ctx, secret, providers.Env{Client: f.primary.Client, Namespace: f.ns})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.provider = backend.Zones
-	zones, err := f.provider.Zones(ctx)
-	if err != nil || len(zones) != 1 {
-		t.Fatalf("zones %v, %v", zones, err)
-	}
-	f.zone = zones[0]
+	f.provider, f.zone = onlyZone(t, secret, f.primary.Client)
 	f.primaryID, f.readID = clusterID(t, f.primary), clusterID(t, f.read)
 
 	opts := dnsrecord.DefaultOptions()

@@ -343,17 +343,23 @@ func newFixture(t *testing.T, prefix string) *fixture {
 		t.Fatal(err)
 	}
 	f := &fixture{cloud: c, ns: ns, kubeconfig: writeKubeconfig(t, ns)}
-	backend, err := factory().New(ctx, secret, providers.Env{Client: envs[0].Client, Namespace: ns})
+	f.provider, f.zone = onlyZone(t, secret, envs[0].Client)
+	return f
+}
+
+// onlyZone builds the backend of a provider Secret, as the plugin does, and returns it with the
+// one zone its credentials see; the test fails unless there is exactly one.
+func onlyZone(t *testing.T, secret *corev1.Secret, c client.Client) (providers.Provider, providers.Zone) {
+	t.Helper()
+	backend, err := factory().New(t.Context(), secret, providers.Env{Client: c, Namespace: secret.Namespace})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.provider = backend.Zones
-	zones, err := f.provider.Zones(ctx)
+	zones, err := backend.Zones.Zones(t.Context())
 	if err != nil || len(zones) != 1 {
 		t.Fatalf("zones %v, %v", zones, err)
 	}
-	f.zone = zones[0]
-	return f
+	return backend.Zones, zones[0]
 }
 
 // run runs the plugin in-process against the test's cluster and returns what it printed; it fails

@@ -36,16 +36,19 @@ type remembered struct {
 }
 
 // entry returns key's entry, made if missing. m.mu is held.
-func (m *memory) entry(key types.NamespacedName) *remembered {
-	if m.records == nil {
-		m.records = map[types.NamespacedName]*remembered{}
+func (m *memory) entry(key types.NamespacedName) *remembered { return entryIn(&m.records, key) }
+
+// entryIn returns (*m)[key], made (and the map with it) if missing.
+func entryIn[K comparable, V any](m *map[K]*V, key K) *V {
+	if *m == nil {
+		*m = map[K]*V{}
 	}
-	e := m.records[key]
-	if e == nil {
-		e = &remembered{}
-		m.records[key] = e
+	v := (*m)[key]
+	if v == nil {
+		v = new(V)
+		(*m)[key] = v
 	}
-	return e
+	return v
 }
 
 // setReason counts the record under its Ready reason (recordsByReason).

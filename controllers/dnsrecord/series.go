@@ -52,15 +52,7 @@ type seriesValues struct {
 
 // values returns key's values, made if missing; t.mu is held.
 func (t *seriesTable) values(key types.NamespacedName) *seriesValues {
-	if t.records == nil {
-		t.records = map[types.NamespacedName]*seriesValues{}
-	}
-	v := t.records[key]
-	if v == nil {
-		v = &seriesValues{}
-		t.records[key] = v
-	}
-	return v
+	return entryIn(&t.records, key)
 }
 
 // pass counts a reconcile pass of key.

@@ -36,6 +36,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/test/bind"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
 	"github.com/dnspolicy/dnspolicy-controller/test/geodb"
+	"github.com/dnspolicy/dnspolicy-controller/test/resolver"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -618,14 +619,7 @@ func mcResolve(t *testing.T, addr, name string, subnet netip.Prefix) string {
 	if err != nil {
 		t.Fatalf("asking %s for %s: %v", addr, name, err)
 	}
-	var ips []string
-	for _, rr := range r.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			ips = append(ips, a.A.String())
-		}
-	}
-	slices.Sort(ips)
-	return strings.Join(ips, ",")
+	return resolver.AddressesOf(r)
 }
 
 // mcAnswerSet is every address in n answers for name from subnet, sorted.

@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -31,6 +30,7 @@ import (
 	"github.com/dnspolicy/dnspolicy-controller/providers/route53"
 	route53emu "github.com/dnspolicy/dnspolicy-controller/test/emulators/route53"
 	"github.com/dnspolicy/dnspolicy-controller/test/freeport"
+	"github.com/dnspolicy/dnspolicy-controller/test/resolver"
 	"github.com/dnspolicy/dnspolicy-controller/test/testenv"
 )
 
@@ -314,18 +314,6 @@ func (f *obsFleet) steadyQueries(t *testing.T) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
-// answerOf is the addresses of an answer, sorted and joined by commas.
-func answerOf(r *dns.Msg) string {
-	var ips []string
-	for _, rr := range r.Answer {
-		if a, ok := rr.(*dns.A); ok {
-			ips = append(ips, a.A.String())
-		}
-	}
-	slices.Sort(ips)
-	return strings.Join(ips, ",")
-}
-
 // waitSettled waits until Prometheus sees every record Ready and both probes healthy, and both
 // servers answer each country with its cluster's gateway (each merges the other's export).
 func (f *obsFleet) waitSettled(t *testing.T) {
@@ -343,7 +331,7 @@ func (f *obsFleet) waitSettled(t *testing.T) {
 		for _, addr := range f.dns {
 			for country, ip := range want {
 				r, err := obsAsk(addr, obsEdgeHost, dns.TypeA, obsSubnets[country])
-				if err != nil || answerOf(r) != ip {
+				if err != nil || resolver.AddressesOf(r) != ip {
 					return fmt.Sprintf("%s answers a client in %s with %v (%v), want %s", addr, country, r, err, ip)
 				}
 			}

@@ -171,8 +171,13 @@ func AnswersA(addr, host string) string {
 	if err != nil {
 		return "query failed: " + err.Error()
 	}
+	return AddressesOf(in)
+}
+
+// AddressesOf is the A addresses of an answer, sorted and joined by "," ("" for none).
+func AddressesOf(r *dns.Msg) string {
 	var ips []string
-	for _, rr := range in.Answer {
+	for _, rr := range r.Answer {
 		if a, ok := rr.(*dns.A); ok {
 			ips = append(ips, a.A.String())
 		}

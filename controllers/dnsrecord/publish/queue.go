@@ -139,14 +139,15 @@ func (q *queue) gather() {
 	defer deadline.Stop()
 	quiet := time.NewTimer(q.opts.Gather)
 	defer quiet.Stop()
-	b := burst{}
+	b, started := &q.burst, false
 	for {
 		select {
 		case <-q.arrived:
 			now := time.Now()
-			if b.arrivals == 0 && !q.burst.last.IsZero() && now.Sub(q.burst.last) < q.opts.Gather {
-				b = q.burst
+			if !started && now.Sub(b.last) >= q.opts.Gather {
+				*b = burst{} // a new burst; one less than Gather after the last goes on
 			}
+			started = true
 			b.arrivals++
 			wait := q.opts.Gather
 			if b.arrivals == 1 {
@@ -155,7 +156,6 @@ func (q *queue) gather() {
 				wait = min(max(quietGaps*now.Sub(b.first)/time.Duration(b.arrivals-1), floor), q.opts.Gather)
 			}
 			b.last = now
-			q.burst = b
 			quiet.Reset(wait) // since Go 1.23 a Reset timer never delivers the old expiry
 		case <-quiet.C:
 			return
