@@ -18,8 +18,12 @@ type result struct {
 	records int
 	// floor is the bare client's time for the same records' minimum writes on the same API server
 	// (floor.go); 0 without -floor.
-	floor        time.Duration
-	floorCPU     float64       // the control plane's CPU-seconds during the floor
+	floor    time.Duration
+	floorCPU float64 // the control plane's CPU-seconds during the floor
+	// bare is a bare controller's time for the same writes (bareControllerFloor), bareCPU the
+	// control plane's CPU-seconds during it; 0 without -floor.
+	bare         time.Duration
+	bareCPU      float64
 	created      time.Duration // until every create call returned
 	ready        int           // Ready at the end of the wait
 	half, all    time.Duration // until half, and all, were Ready (all: 0 when the wait timed out)
@@ -66,6 +70,11 @@ func (h *harness) bench(ctx context.Context, env *envtest.Environment, c *config
 		}
 		fmt.Printf("%d records: the bare client's floor (create, finalizer, status) %s, control plane %.1f CPU-s\n",
 			n, r.floor.Round(10*time.Millisecond), r.floorCPU)
+		if r.bare, r.bareCPU, err = h.bareControllerFloor(ctx, env, c, n, run); err != nil {
+			return r, fmt.Errorf("the bare controller: %w", err)
+		}
+		fmt.Printf("%d records: a bare controller's floor (the same writes from a watch) %s, control plane %.1f CPU-s\n",
+			n, r.bare.Round(10*time.Millisecond), r.bareCPU)
 	}
 	ns := fmt.Sprintf("bench-scale-%d-%d", n, run)
 	zone := fmt.Sprintf("scale%d-%d.example.com", n, run)

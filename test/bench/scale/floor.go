@@ -30,7 +30,15 @@ const floorFinalizer = "bench.dnspolicy.io/floor"
 // (finalizers released, deleted, gone from the watch) before returning, so the controller never
 // sees them. It returns the time and the control plane's CPU-seconds over it.
 func (h *harness) floor(ctx context.Context, c *config, n, run int) (time.Duration, float64, error) {
-	ns := fmt.Sprintf("bench-floor-%d-%d", n, run)
+	return h.timeFloor(ctx, c, fmt.Sprintf("floor-%d-%d", n, run), n, nil)
+}
+
+// timeFloor creates n records in a namespace of its own and times them to Ready. With
+// startController nil the creating workers also write the finalizer and the status (floor);
+// otherwise the controller it starts on the namespace, before the clock, makes those writes, and is
+// stopped before the records are removed.
+func (h *harness) timeFloor(ctx context.Context, c *config, name string, n int, startController func(ctx context.Context, ns string) (stop func(), err error)) (time.Duration, float64, error) {
+	ns := "bench-" + name
 	if err := h.client.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
 		return 0, 0, err
 	}
@@ -50,8 +58,14 @@ func (h *harness) floor(ctx context.Context, c *config, n, run int) (time.Durati
 		return 0, 0, err
 	}
 	defer w.stop()
-	specs := recordSpecs(ns, fmt.Sprintf("floor%d-%d.example.com", n, run), n)
-	finalizer := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"finalizers":[%q]}}`, floorFinalizer)))
+	stopController := func() {}
+	if startController != nil {
+		if stopController, err = startController(ctx, ns); err != nil {
+			return 0, 0, err
+		}
+		defer stopController()
+	}
+	specs := recordSpecs(ns, name+".example.com", n)
 
 	cpuBefore, err := controlPlaneCPU()
 	if err != nil {
@@ -60,17 +74,10 @@ func (h *harness) floor(ctx context.Context, c *config, n, run int) (time.Durati
 	start := time.Now()
 	err = parallel(ctx, n, c.creators, func(ctx context.Context, i int) error {
 		rec := specs[i].DeepCopy()
-		if err := h.client.Create(ctx, rec); err != nil {
+		if err := h.client.Create(ctx, rec); err != nil || startController != nil {
 			return err
 		}
-		if err := h.client.Patch(ctx, rec, finalizer); err != nil {
-			return err
-		}
-		status, err := readyStatus(rec)
-		if err != nil {
-			return err
-		}
-		return h.client.Status().Patch(ctx, rec, client.RawPatch(types.MergePatchType, status))
+		return writeFinalizerAndReady(ctx, h.client, rec)
 	})
 	if err != nil {
 		return 0, 0, err
@@ -95,6 +102,7 @@ func (h *harness) floor(ctx context.Context, c *config, n, run int) (time.Durati
 		return 0, 0, err
 	}
 
+	stopController()
 	if _, err := h.release(ctx, ns, c.creators); err != nil {
 		return 0, 0, err
 	}
@@ -105,6 +113,20 @@ func (h *harness) floor(ctx context.Context, c *config, n, run int) (time.Durati
 		return 0, 0, err
 	}
 	return took, cpuAfter - cpuBefore, nil
+}
+
+// writeFinalizerAndReady makes a record's two writes after its create: the finalizer, then the
+// status Ready for its generation.
+func writeFinalizerAndReady(ctx context.Context, c client.Client, rec *v1alpha1.DNSRecord) error {
+	finalizer := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"finalizers":[%q]}}`, floorFinalizer)))
+	if err := c.Patch(ctx, rec, finalizer); err != nil {
+		return err
+	}
+	status, err := readyStatus(rec)
+	if err != nil {
+		return err
+	}
+	return c.Status().Patch(ctx, rec, client.RawPatch(types.MergePatchType, status))
 }
 
 // readyStatus is a status merge patch of the size and shape the controller writes for a record it
